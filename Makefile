@@ -1,0 +1,52 @@
+# trialbox — one command per job. Everything is idempotent: run any target again at will.
+#
+#   make bench   engine → venv → `trialbox bench` (the one command a developer needs)
+#   make test    engine → venv → images → pytest (what CI runs, via .ci/run)
+#   make images  build trialbox/{llm-cpu,agent-ui,runner}:dev (offline: local base + wheels)
+#   make up      start the LLM server for DEVICE (auto|cpu|rocm|npu) and wait until healthy
+#   make down    stop the stack
+#   make clean   remove containers/networks/volumes labelled trialbox.run (RUN_ID=... for one run)
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+DEVICE ?= auto
+RUN_ID ?=
+PYTEST_ARGS ?=
+
+.PHONY: install images up down clean bench test doctor docker
+
+docker:
+	scripts/ensure-docker
+
+# The venv is rebuilt only when pyproject.toml changes (stamp file).
+$(VENV)/.installed: pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet -e '.[test,llm,corpus]'
+	@touch $@
+
+install: $(VENV)/.installed
+	@if [ -x scripts/setup-gaia-venv ]; then scripts/setup-gaia-venv; fi
+	@if [ -x scripts/fetch-models ]; then scripts/fetch-models; fi
+
+images: install
+	$(BIN)/python -m runner.stack images
+
+up: install
+	$(BIN)/python -m runner.stack up --device $(DEVICE)
+
+down: install
+	$(BIN)/python -m runner.stack down --device $(DEVICE)
+
+clean: install
+	$(BIN)/python -m runner.stack clean $(if $(RUN_ID),--run-id $(RUN_ID))
+
+doctor: install
+	$(BIN)/python -m runner.stack doctor
+
+bench: docker install
+	$(BIN)/trialbox bench
+
+test: docker install images
+	$(BIN)/pytest $(PYTEST_ARGS)

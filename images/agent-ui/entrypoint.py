@@ -1,0 +1,159 @@
+"""Start the GAIA Agent UI under test (``ui``) or its MCP bridge (``mcp``).
+
+One script for both the ``agent-ui`` image and the local sandbox backend, so a sandbox on the
+host and a sandbox in a container are prepared the same way. It only uses the standard library
+(it runs under GAIA's own interpreter) and ends by ``exec``-ing GAIA, so the GAIA process keeps
+this process's pid: signals reach it directly and ``GAIA_DAEMON_EXIT_WITH_PID`` names it.
+
+    python entrypoint.py ui  --home DIR --llm-url URL [--host H] [--port P]
+                             [--document-root DIR]... [--allowed-host NAME]...
+    python entrypoint.py mcp --ui-url URL [--host H] [--port P]
+
+Every flag also reads an environment variable (shown in ``--help``; GAIA's own names where GAIA
+has one) so compose files and the Docker backend can configure the image without long commands.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import NoReturn, Sequence
+
+#: Where this script finds the reference agent: beside it in the repo and in the image.
+AGENT_SOURCE = Path(__file__).resolve().parent / "agent" / "agent.py"
+#: The id the Agent UI routes sessions to; must match AGENT_ID in agent.py.
+AGENT_ID = "gaia"
+#: GAIA reads this bearer token when its MCP bridge listens on a non-loopback address.
+MCP_TOKEN_ENV = "GAIA_AGENT_UI_MCP_TOKEN"
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+def _env_list(name: str, separator: str = ",") -> list[str]:
+    return [v.strip() for v in os.environ.get(name, "").split(separator) if v.strip()]
+
+
+def prepare_home(home: Path) -> None:
+    """Make ``home`` a fresh GAIA_HOME holding our agent and the first-run-done marker.
+
+    A home with a chat database in it belongs to an earlier run: refuse rather than let one
+    scenario see another's sessions, documents or RAG cache.
+    """
+    if (home / "chat" / "gaia_chat.db").exists():
+        raise SystemExit(
+            f"entrypoint: GAIA_HOME {home} already holds a chat database; "
+            "every sandbox needs an empty home (remove it or pass another --home)"
+        )
+    agent_dir = home / "agents" / AGENT_ID
+    agent_dir.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(AGENT_SOURCE, agent_dir / "agent.py")
+    chat_dir = home / "chat"
+    chat_dir.mkdir(parents=True, exist_ok=True)
+    # Without this marker the UI runs its first-run setup (model downloads) on start.
+    (chat_dir / "initialized").write_text("ready", encoding="utf-8")
+
+
+def ui_environment(args: argparse.Namespace, pid: int) -> dict[str, str]:
+    """The environment GAIA 0.25.1 needs to run unattended against an external LLM server."""
+    env = dict(os.environ)
+    env["GAIA_HOME"] = str(args.home)
+    env["LEMONADE_BASE_URL"] = args.llm_url
+    env["PYTHON_KEYRING_BACKEND"] = "keyring.backends.null.Keyring"  # no desktop keyring here
+    env.setdefault("GAIA_MEMORY_DISABLED", "1")  # memory would add LLM calls of its own
+    # With a loopback LLM URL the UI spawns GAIA's background daemon in its own session;
+    # tie the daemon's life to this process (whose pid the UI server inherits via exec).
+    env["GAIA_DAEMON_EXIT_WITH_PID"] = str(pid)
+    if args.allowed_host:
+        env["GAIA_UI_ALLOWED_HOSTS"] = ",".join(args.allowed_host)
+    roots = [str(Path(r).resolve()) for r in args.document_root]
+    if roots:
+        env["GAIA_DOCUMENT_ROOTS"] = os.pathsep.join(roots)
+    tiktoken_cache = args.tiktoken_cache
+    if tiktoken_cache and Path(tiktoken_cache).is_dir():
+        env.setdefault("TIKTOKEN_CACHE_DIR", tiktoken_cache)
+    return env
+
+
+def run_ui(args: argparse.Namespace) -> NoReturn:
+    if not args.llm_url:
+        raise SystemExit("entrypoint ui: --llm-url (or LEMONADE_BASE_URL) is required")
+    for root in args.document_root:
+        if not Path(root).is_dir():
+            raise SystemExit(f"entrypoint ui: --document-root {root} is not a directory")
+    args.home = Path(args.home).resolve()
+    prepare_home(args.home)
+    env = ui_environment(args, os.getpid())
+    if args.document_root:
+        # GAIA grants a session file access to its working directory ("the project"), and
+        # refuses one that contains GAIA_HOME: work from the corpus so the agent's file
+        # tools see the documents and nothing else.
+        os.chdir(args.document_root[0])
+    command = [sys.executable, "-m", "gaia.ui.server", "--host", args.host, "--port", str(args.port)]
+    os.execve(sys.executable, command, env)
+
+
+def run_mcp(args: argparse.Namespace) -> NoReturn:
+    """Run GAIA's own Agent UI MCP bridge over streamable HTTP at ``/mcp``.
+
+    GAIA refuses a non-loopback bind unless it is opted into and guarded by a bearer token
+    of 32+ characters; the caller supplies the token, because the runner must send it.
+    """
+    if not args.ui_url:
+        raise SystemExit("entrypoint mcp: --ui-url (or TRIALBOX_UI_URL) is required")
+    command = [
+        sys.executable, "-m", "gaia.mcp.servers.agent_ui_mcp",
+        "--host", args.host, "--port", str(args.port), "--backend", args.ui_url.rstrip("/"),
+    ]  # fmt: skip
+    if args.host not in LOOPBACK:
+        if len(os.environ.get(MCP_TOKEN_ENV, "").strip()) < 32:
+            raise SystemExit(
+                f"entrypoint mcp: listening on {args.host} needs a bearer token of 32+ "
+                f"characters in {MCP_TOKEN_ENV} (the runner sends the same token)"
+            )
+        command.append("--allow-remote")
+    env = dict(os.environ)
+    env["PYTHON_KEYRING_BACKEND"] = "keyring.backends.null.Keyring"
+    os.execve(sys.executable, command, env)
+
+
+def parse(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    modes = parser.add_subparsers(dest="mode", required=True)
+
+    ui = modes.add_parser("ui", help="run the Agent UI (python -m gaia.ui.server)")
+    ui.add_argument("--home", default=os.environ.get("GAIA_HOME", "/data/gaia-home"),
+                    help="fresh GAIA_HOME for this sandbox (env GAIA_HOME)")
+    ui.add_argument("--llm-url", default=os.environ.get("LEMONADE_BASE_URL", ""),
+                    help="Lemonade-compatible server origin (env LEMONADE_BASE_URL)")
+    ui.add_argument("--host", default=os.environ.get("TRIALBOX_UI_HOST", "0.0.0.0"))
+    ui.add_argument("--port", type=int, default=int(os.environ.get("TRIALBOX_UI_PORT", "4200")))
+    ui.add_argument("--document-root", action="append",
+                    default=_env_list("GAIA_DOCUMENT_ROOTS", os.pathsep),
+                    help="folder the UI may index documents from; repeatable "
+                         "(env GAIA_DOCUMENT_ROOTS, os.pathsep-separated)")
+    ui.add_argument("--allowed-host", action="append",
+                    default=_env_list("GAIA_UI_ALLOWED_HOSTS"),
+                    help="host name clients use to reach the UI; repeatable "
+                         "(env GAIA_UI_ALLOWED_HOSTS, comma-separated)")
+    ui.add_argument("--tiktoken-cache", default=os.environ.get("TIKTOKEN_CACHE_DIR", ""),
+                    help="pre-seeded tiktoken cache folder (env TIKTOKEN_CACHE_DIR)")
+
+    mcp = modes.add_parser("mcp", help="run GAIA's Agent UI MCP bridge over HTTP")
+    mcp.add_argument("--ui-url", default=os.environ.get("TRIALBOX_UI_URL", ""),
+                     help="the Agent UI to drive (env TRIALBOX_UI_URL)")
+    mcp.add_argument("--host", default=os.environ.get("TRIALBOX_MCP_HOST", "127.0.0.1"))
+    mcp.add_argument("--port", type=int, default=int(os.environ.get("TRIALBOX_MCP_PORT", "8766")))
+    return parser.parse_args(argv)  # fmt: skip
+
+
+def main(argv: Sequence[str] | None = None) -> NoReturn:
+    args = parse(sys.argv[1:] if argv is None else argv)
+    if args.mode == "ui":
+        run_ui(args)
+    run_mcp(args)
+
+
+if __name__ == "__main__":
+    main()

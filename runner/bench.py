@@ -1,0 +1,76 @@
+"""`trialbox bench`: the whole appliance in one command.
+
+ensure engine → build images → start the LLM server → run the default suite in Docker
+sandboxes → print the summary. Each step either succeeds or stops with one message naming the
+cause and the fix; nothing it started is left behind on failure except the shared LLM server,
+which `trialbox down` stops.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import docker
+from rich.console import Console
+
+from runner.launch import InfraError
+from runner.stack.compose import ComposeError, up_llm
+from runner.stack.engine import check_compose, check_engine
+from runner.stack.hardware import DeviceChoice
+from runner.stack.images import IMAGES, ImageBuildError, build_image, repo_root
+
+STACK_LABELS = {"com.docker.compose.project": "trialbox", "com.docker.compose.service": "llm"}
+
+
+def ensure_engine(say: Callable[[str], None]) -> None:
+    """A Docker engine and compose v2 must answer; on a Debian root host, install/start them."""
+    problems = check_engine() + check_compose()
+    if not problems:
+        return
+    say("no usable Docker engine/compose: " + "; ".join(str(p) for p in problems))
+    script = repo_root() / "scripts" / "ensure-docker"
+    done = subprocess.run([str(script)], check=False)
+    if done.returncode != 0 or check_engine() + check_compose():
+        raise InfraError("; ".join(str(p) for p in check_engine() + check_compose()))
+
+
+def build_images(console: Console, names: tuple[str, ...] = IMAGES) -> dict[str, str]:
+    """Build every image (cached layers make a rebuild take seconds); returns name → image id."""
+    built = {}
+    for name in names:
+        with console.status(f"building trialbox/{name}:dev ..."):
+            try:
+                image = build_image(name)
+            except ImageBuildError as exc:
+                raise InfraError(f"image {name} did not build — {exc}") from exc
+        console.print(f"built {image.tag} in {image.seconds:.1f} s ({image.size_bytes / 1e6:.0f} MB)")
+        built[name] = image.image_id
+    return built
+
+
+def start_llm(console: Console, device: DeviceChoice) -> tuple[str, str]:
+    """Start the stack's LLM service for the device; returns (container name, host URL)."""
+    with console.status(f"starting the LLM server ({device.device}) and waiting until healthy ..."):
+        try:
+            stack = up_llm(device.device)
+        except ComposeError as exc:
+            raise InfraError(str(exc)) from exc
+    console.print(f"LLM server {stack.container} healthy at {stack.url}")
+    return stack.container, stack.url
+
+
+def find_llm_container() -> str | None:
+    """The running LLM server container of the default stack, if any."""
+    try:
+        client = docker.from_env()
+        filters = {"label": [f"{k}={v}" for k, v in STACK_LABELS.items()], "status": "running"}
+        found = client.containers.list(filters=filters)
+    except docker.errors.DockerException:
+        return None
+    return found[0].name if found else None
+
+
+def default_suite_paths(root: Path) -> list[Path]:
+    return [root / "eval" / "scenarios"]

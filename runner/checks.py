@@ -1,0 +1,364 @@
+"""Exact checks, verified by code (never by a model).
+
+A scenario declares checks (their models live in runner/scenarios/_checks.py, re-exported
+here); this module decides them against the evidence of what the agent did. "The agent
+answered wrongly" is a failed CheckResult whose diagnostic says `expected … ; got …` —
+never an exception. Dispatch goes through an explicit registry, one function per type.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any
+
+from runner.evidence import (
+    CallEvidence,
+    Evidence,
+    TurnEvidence,
+    first_difference,
+    in_order_matches,
+)
+from runner.outcomes import CheckResult
+from runner.scenarios import (
+    CHECK_TYPES,
+    AnswerContains,
+    AnswerNotContains,
+    AnswerNumber,
+    ArgumentMatcher,
+    Check,
+    DocumentsIndexed,
+    MaxToolCalls,
+    Scenario,
+    ToolCalled,
+    ToolNotCalled,
+    ToolsExact,
+    ToolsInOrder,
+    ToolStep,
+    Turn,
+)
+from runner.transcript import IndexedDocument, Transcript, TurnRecord
+
+__all__ = [
+    "CHECK_TYPES", "AnswerContains", "AnswerNotContains", "AnswerNumber", "ArgumentMatcher",
+    "Check", "CheckResult", "DocumentsIndexed", "FoundNumber", "MaxToolCalls", "ToolCalled",
+    "ToolNotCalled", "ToolStep", "ToolsExact", "ToolsInOrder", "deviation_band",
+    "find_numbers", "run_all_checks", "run_scenario_checks", "run_turn_checks",
+]
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What one check is decided on: the calls in scope and, for a turn, its answer."""
+
+    calls: list[CallEvidence]
+    answer: str | None  # None at scenario level
+    turn: int | None
+    scenario: Scenario | None = None
+    indexed: tuple[IndexedDocument, ...] = ()
+
+
+# --- public entry points -----------------------------------------------------------------
+
+def run_turn_checks(turn: Turn, record: TurnRecord) -> list[CheckResult]:
+    """Decide one turn's checks on that turn's tool calls and final answer."""
+    evidence = TurnEvidence.from_record(record)
+    context = _Context(calls=evidence.calls, answer=evidence.answer, turn=turn.turn)
+    return [_decide(check, context) for check in turn.checks]
+
+
+def run_scenario_checks(scenario: Scenario, transcript: Transcript) -> list[CheckResult]:
+    """Decide the scenario-level checks (only those) on the whole trajectory and setup."""
+    evidence = Evidence.from_transcript(transcript)
+    context = _Context(calls=evidence.trajectory, answer=None, turn=None, scenario=scenario,
+                       indexed=tuple(transcript.indexed))
+    return [_decide(check, context) for check in scenario.checks]
+
+
+def run_all_checks(scenario: Scenario, transcript: Transcript) -> list[CheckResult]:
+    """Every declared check in declared order: each turn's, then the scenario's.
+
+    A turn the conversation never reached fails its checks (with that said), because a check
+    that could not be decided must not read as passed.
+    """
+    records = {record.turn: record for record in transcript.turns}
+    results: list[CheckResult] = []
+    for turn in scenario.turns:
+        record = records.get(turn.turn)
+        if record is None:
+            results += [CheckResult(type=check.type, turn=turn.turn, passed=False,
+                                    diagnostic=f"expected turn {turn.turn} to run; got no "
+                                               "record of it (the conversation stopped earlier)")
+                        for check in turn.checks]
+        else:
+            results += run_turn_checks(turn, record)
+    return results + run_scenario_checks(scenario, transcript)
+
+
+def _decide(check: Check, context: _Context) -> CheckResult:
+    passed, diagnostic = _REGISTRY[check.type](check, context)
+    return CheckResult(type=check.type, turn=context.turn, passed=passed,
+                       diagnostic="" if passed else diagnostic)
+
+
+# --- tool calls --------------------------------------------------------------------------
+
+_MISSING = object()
+
+
+def argument_matches(matcher: ArgumentMatcher, value: Any) -> bool:
+    if value is _MISSING:
+        return False
+    if "equals" in matcher.model_fields_set:
+        return bool(value == matcher.equals)
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    return re.search(matcher.matches or "", text) is not None
+
+
+def call_matches(step: ToolStep | ToolCalled | ToolNotCalled, call: CallEvidence) -> bool:
+    """The call is of the step's tool and every argument condition holds."""
+    return call.name == step.tool and all(
+        argument_matches(matcher, call.arguments.get(key, _MISSING))
+        for key, matcher in step.arguments.items())
+
+
+def _describe_step(step: ToolStep | ToolCalled | ToolNotCalled) -> str:
+    if not step.arguments:
+        return step.tool
+    conditions = ", ".join(
+        f"{key}={json.dumps(m.equals)}" if "equals" in m.model_fields_set
+        else f"{key}~/{m.matches}/" for key, m in step.arguments.items())
+    return f"{step.tool}({conditions})"
+
+
+def _trajectory(calls: list[CallEvidence]) -> str:
+    if not calls:
+        return "no tool calls"
+    return "[" + ", ".join(call.describe(width=60) for call in calls) + "]"
+
+
+def _tool_called(check: ToolCalled, context: _Context) -> tuple[bool, str]:
+    if any(call_matches(check, call) for call in context.calls):
+        return True, ""
+    same_tool = [call for call in context.calls if call.name == check.tool]
+    if same_tool:
+        got = (f"{len(same_tool)} call(s) of {check.tool}, none with matching arguments: "
+               + _trajectory(same_tool))
+    else:
+        got = _trajectory(context.calls)
+    return False, f"expected a call of {_describe_step(check)}; got {got}"
+
+
+def _tool_not_called(check: ToolNotCalled, context: _Context) -> tuple[bool, str]:
+    offending = [call for call in context.calls if call_matches(check, call)]
+    if not offending:
+        return True, ""
+    where = ", ".join(f"call {call.position} of {len(context.calls)}"
+                      + (f" (turn {call.turn})" if context.turn is None else "")
+                      + f": {call.describe()}" for call in offending)
+    return False, f"expected no call of {_describe_step(check)}; got {where}"
+
+
+def _tools_in_order(check: ToolsInOrder, context: _Context) -> tuple[bool, str]:
+    found = in_order_matches(check.tools, context.calls, call_matches)
+    if len(found) == len(check.tools):
+        return True, ""
+    expected = ", ".join(_describe_step(step) for step in check.tools)
+    matched = "; ".join(f"{_describe_step(step)} at call {context.calls[index].position}"
+                        for step, index in zip(check.tools, found, strict=False))
+    missing = _describe_step(check.tools[len(found)])
+    after = f" after call {context.calls[found[-1]].position}" if found else ""
+    progress = f"matched {matched}; " if matched else ""
+    return False, (f"expected in this order [{expected}]; {progress}no {missing}{after}; "
+                   f"got {_trajectory(context.calls)}")
+
+
+def _tools_exact(check: ToolsExact, context: _Context) -> tuple[bool, str]:
+    index = first_difference(check.tools, context.calls, call_matches)
+    if index is None:
+        return True, ""
+    want = (_describe_step(check.tools[index]) if index < len(check.tools)
+            else "no further call")
+    got = context.calls[index].describe() if index < len(context.calls) else "no further call"
+    expected = ", ".join(_describe_step(step) for step in check.tools)
+    return False, (f"expected exactly [{expected}]; got {_trajectory(context.calls)} — "
+                   f"first difference at call {index + 1}: expected {want}, got {got}")
+
+
+def _max_tool_calls(check: MaxToolCalls, context: _Context) -> tuple[bool, str]:
+    counted = [call for call in context.calls if check.tool in (None, call.name)]
+    if len(counted) <= check.max:
+        return True, ""
+    which = f" of {check.tool}" if check.tool else ""
+    return False, (f"expected at most {check.max} tool call(s){which}; got {len(counted)}: "
+                   f"{_trajectory(counted)}")
+
+
+# --- the answer --------------------------------------------------------------------------
+
+def _quote(text: str, width: int = 160) -> str:
+    flat = " ".join(text.split())
+    return repr(flat if len(flat) <= width else flat[: width - 1] + "…")
+
+
+def _position_of(needle: str, haystack: str, ignore_case: bool) -> int:
+    if ignore_case:
+        return haystack.casefold().find(needle.casefold())
+    return haystack.find(needle)
+
+
+def _answer_contains(check: AnswerContains, context: _Context) -> tuple[bool, str]:
+    answer = context.answer or ""
+    if _position_of(check.text, answer, check.ignore_case) >= 0:
+        return True, ""
+    how = " (ignoring case)" if check.ignore_case else ""
+    return False, f"expected the answer to contain {check.text!r}{how}; got {_quote(answer)}"
+
+
+def _answer_not_contains(check: AnswerNotContains, context: _Context) -> tuple[bool, str]:
+    answer = context.answer or ""
+    at = _position_of(check.text, answer, check.ignore_case)
+    if at < 0:
+        return True, ""
+    around = answer[max(0, at - 40): at + len(check.text) + 40]
+    return False, (f"expected the answer not to contain {check.text!r}; got it at character "
+                   f"{at}: {_quote(around)}")
+
+
+@dataclass(frozen=True)
+class FoundNumber:
+    """A number read from text: its value and the text it was read from."""
+
+    value: float
+    text: str
+
+
+_SCALES = {"thousand": 1e3, "k": 1e3, "million": 1e6, "mn": 1e6, "m": 1e6,
+           "billion": 1e9, "bn": 1e9, "b": 1e9, "trillion": 1e12, "t": 1e12}
+
+_NUMBER = re.compile(
+    r"""
+    (?<![\w.])                                    # not the middle of a word or a number
+    (?P<sign>[-−])?
+    [$€£¥]?
+    (?P<digits>\d{1,3}(?:,\d{3})+(?:\.\d+)?       # 14,200,000 or 1,234.5
+             |\d+(?:\.\d+)?                       # 14200000 or 14.2
+             |\.\d+)                              # .5
+    (?:
+        \s?(?P<word>(?i:thousand|million|billion|trillion|mn|bn))\b
+      | (?P<suffix>[kKmMbBT])\b                   # 14.2M, 3k — attached only ("5 m" is metres)
+    )?
+    (?P<percent>\s?(?:%|(?i:percent)\b))?
+    """,
+    re.VERBOSE,
+)
+
+
+def find_numbers(text: str) -> list[FoundNumber]:
+    """Every number in `text`, scaled ("$14.2 million" -> 14200000).
+
+    A percentage yields two readings, 12.5 and 0.125, so the expected value may be written
+    either way; the closest reading wins.
+    """
+    found = []
+    for match in _NUMBER.finditer(text):
+        value = float(match["digits"].replace(",", ""))
+        scale = match["word"] or match["suffix"]
+        if scale:
+            value *= _SCALES[scale.lower()]
+        if match["sign"]:
+            value = -value
+        raw = match.group(0).strip()
+        found.append(FoundNumber(value, raw))
+        if match["percent"]:
+            found.append(FoundNumber(value / 100, raw))
+    return found
+
+
+_BANDS = ((0.01, "≤1%", 10), (0.05, "≤5%", 8), (0.15, "5–15%", 4), (0.50, "15–50%", 1))
+
+
+def deviation_band(deviation: float) -> tuple[str, int]:
+    """GAIA's numeric-deviation table: the band and the correctness score its rubric gives."""
+    for limit, label, score in _BANDS:
+        if deviation <= limit + 1e-12:
+            return label, score
+    return ">50%", 0
+
+
+def relative_deviation(found: float, expected: float) -> float:
+    """|found − expected| / |expected|; against an expected 0, the absolute difference."""
+    if expected == 0:
+        return abs(found)
+    return abs(found - expected) / abs(expected)
+
+
+def _answer_number(check: AnswerNumber, context: _Context) -> tuple[bool, str]:
+    answer = context.answer or ""
+    numbers = find_numbers(answer)
+    expected = f"{_number(check.value)} (±{check.tolerance:.2%})"
+    if not numbers:
+        return False, f"expected {expected}; got no number in the answer {_quote(answer)}"
+    closest = min(numbers, key=lambda n: relative_deviation(n.value, check.value))
+    deviation = relative_deviation(closest.value, check.value)
+    if deviation <= check.tolerance + 1e-12:
+        return True, ""
+    band, score = deviation_band(deviation)
+    return False, (f"expected {expected}; got {_number(closest.value)} "
+                   f"(\"{closest.text}\"), the closest of {len(numbers)} number(s) in the "
+                   f"answer, off by {_percent(deviation)} — band {band} "
+                   f"(GAIA's rubric: correctness {score})")
+
+
+def _number(value: float) -> str:
+    return f"{value:,.0f}" if value == int(value) and abs(value) < 1e15 else f"{value:,.6g}"
+
+
+def _percent(deviation: float) -> str:
+    return "∞" if math.isinf(deviation) else f"{deviation:.2%}"
+
+
+# --- setup -------------------------------------------------------------------------------
+
+def _documents_indexed(check: DocumentsIndexed, context: _Context) -> tuple[bool, str]:
+    if context.scenario is None:
+        return False, "expected a scenario-level check; got it inside a turn"
+    failures = []
+    for doc in context.scenario.setup_documents:
+        result = next((item for item in context.indexed
+                       if _same_document(item, doc.corpus_doc, doc.relative_path)), None)
+        if result is None:
+            failures.append(f"{doc.path} was never indexed")
+        elif result.chunks < 1:
+            failures.append(f"{doc.path} indexed 0 chunks"
+                            + (f" ({result.error})" if result.error else ""))
+    if not failures:
+        return True, ""
+    return False, ("expected every setup document indexed into at least 1 chunk; got "
+                   + "; ".join(failures))
+
+
+def _same_document(item: IndexedDocument, corpus_doc: str | None,
+                   relative_path: PurePosixPath) -> bool:
+    if corpus_doc is not None and item.corpus_doc == corpus_doc:
+        return True
+    parts = PurePosixPath(item.path.replace("\\", "/")).parts
+    return parts[-len(relative_path.parts):] == relative_path.parts
+
+
+_REGISTRY: dict[str, Callable[[Any, _Context], tuple[bool, str]]] = {
+    "tool_called": _tool_called,
+    "tool_not_called": _tool_not_called,
+    "tools_in_order": _tools_in_order,
+    "tools_exact": _tools_exact,
+    "max_tool_calls": _max_tool_calls,
+    "answer_contains": _answer_contains,
+    "answer_not_contains": _answer_not_contains,
+    "answer_number": _answer_number,
+    "documents_indexed": _documents_indexed,
+}
+assert set(_REGISTRY) == set(CHECK_TYPES), "every check type has exactly one decider"

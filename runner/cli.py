@@ -1,0 +1,316 @@
+"""The `trialbox` command. Thin on purpose: parse, call the modules that do the work, print.
+
+Exit codes (README): 0 completed, 1 quality gate failed, 2 usage or configuration error,
+3 infrastructure failure.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+from runner import __version__
+from runner.launch import EXIT_INFRA, EXIT_USAGE, InfraError, UsageError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+corpus_app = typer.Typer(no_args_is_help=True, help="Build the evaluation corpus.")
+app.add_typer(corpus_app, name="corpus")
+console = Console(highlight=False)
+
+EVAL = Path(os.environ.get("TRIALBOX_EVAL_ROOT", "eval"))
+SuitePaths = Annotated[Optional[list[Path]], typer.Argument(help="scenario files or folders [default: eval/scenarios]")]
+Corpus = Annotated[Path, typer.Option("--corpus", help="corpus root (holds manifest.json)")]
+
+
+def fail(message: str, code: int) -> None:
+    console.print(f"[bold red]error:[/] {message}")
+    raise typer.Exit(code)
+
+
+def say(line: str) -> None:
+    console.print(line, markup=False)
+
+
+@app.command()
+def version() -> None:
+    """Print trialbox's version."""
+    print(__version__)
+
+
+@app.command()
+def validate(paths: SuitePaths = None, corpus: Corpus = EVAL / "corpus") -> None:
+    """Check every scenario file and the corpus manifest; print each problem as file:line."""
+    from runner.scenarios import load_suite
+
+    suite = load_suite(paths or [EVAL / "scenarios"], corpus)
+    for problem in suite.problems:
+        say(str(problem))
+    say(f"{len(suite.scenarios)} scenario(s) valid, {len(suite.errors)} error(s), {len(suite.warnings)} warning(s)")
+    if suite.errors:
+        raise typer.Exit(EXIT_USAGE)
+
+
+@app.command()
+def run(
+    paths: SuitePaths = None,
+    corpus: Corpus = EVAL / "corpus",
+    scenario: Annotated[Optional[list[str]], typer.Option("--scenario", "-s", help="scenario id (repeatable)")] = None,
+    category: Annotated[Optional[list[str]], typer.Option(help="category (repeatable)")] = None,
+    tag: Annotated[Optional[list[str]], typer.Option(help="tag (repeatable)")] = None,
+    exclude_tag: Annotated[Optional[list[str]], typer.Option(help="skip scenarios with this tag")] = None,
+    backend: Annotated[str, typer.Option(help="docker (containers) or local (host processes)")] = "docker",
+    device: Annotated[str, typer.Option(help="auto | cpu | rocm | npu")] = "auto",
+    llm_url: Annotated[str, typer.Option(help="the LLM server as the engine reaches it")] = "http://127.0.0.1:13305",
+    llm_container: Annotated[Optional[str], typer.Option(help="docker backend: the LLM container [default: the stack's]")] = None,
+    concurrency: Annotated[int, typer.Option(min=1, max=16)] = 1,
+    trials: Annotated[int, typer.Option(min=1, max=50, help="run each scenario K times")] = 1,
+    rejudge: Annotated[int, typer.Option(min=1, max=20, help="judge each transcript K times")] = 1,
+    timeout: Annotated[Optional[float], typer.Option(help="seconds per scenario [default: GAIA's formula]")] = None,
+    budget_usd: Annotated[Optional[float], typer.Option(help="judge spend allowed per scenario")] = None,
+    min_pass_rate: Annotated[Optional[float], typer.Option(help="exit 1 below this pass rate (0-1)")] = None,
+    judge_provider: Annotated[str, typer.Option(help="auto | anthropic | openai | none")] = "auto",
+    judge_model: Annotated[Optional[str], typer.Option()] = None,
+    judge_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible judge base URL")] = None,
+    simulator: Annotated[str, typer.Option(help="auto | scripted | anthropic | openai")] = "auto",
+    simulator_model: Annotated[Optional[str], typer.Option()] = None,
+    simulator_url: Annotated[Optional[str], typer.Option()] = None,
+    results: Annotated[Path, typer.Option(help="results root")] = Path("results"),
+    resume: Annotated[Optional[Path], typer.Option(help="continue RUN_DIR under its original settings")] = None,
+) -> None:
+    """Run scenarios against the GAIA Agent UI, judge them and write results/<run_id>/."""
+    from runner.launch import resume_settings
+    from runner.settings import Backend, RunSettings, Selection, new_run_id
+    from runner.stack.hardware import DeviceError, detect_device
+
+    if resume is not None:
+        settings = _or_fail(lambda: resume_settings(resume))
+    else:
+        try:
+            choice = detect_device(device)
+        except DeviceError as exc:
+            fail(str(exc), EXIT_USAGE)
+        if backend not in ("docker", "local"):
+            fail(f"--backend {backend!r}: choose docker or local", EXIT_USAGE)
+        from runner.launch import SESSION_DEVICE
+
+        settings = RunSettings(
+            run_id=new_run_id(), suite_paths=paths or [EVAL / "scenarios"], corpus_root=corpus,
+            results_root=results,
+            selection=Selection(ids=scenario or [], categories=category or [], tags=tag or [],
+                                exclude_tags=exclude_tag or []),
+            backend=Backend(backend), device=SESSION_DEVICE[choice.device], device_reason=choice.reason,
+            llm_url=llm_url, llm_container=llm_container or _stack_llm_container(backend),
+            concurrency=concurrency, trials=trials, rejudge=rejudge, timeout_s=timeout,
+            budget_usd=budget_usd, min_pass_rate=min_pass_rate, judge_provider=judge_provider,
+            judge_model=judge_model, judge_url=judge_url, simulator_mode=simulator,
+            simulator_model=simulator_model, simulator_url=simulator_url,
+        )
+    raise typer.Exit(execute(settings, resume=resume is not None))
+
+
+def execute(settings: object, resume: bool = False, extra: dict | None = None) -> int:
+    """Run and print the summary; map every failure to its exit code with one clear message."""
+    from runner.launch import exit_code, run_blocking
+
+    try:
+        card = run_blocking(settings, say, resume=resume, extra=extra)  # type: ignore[arg-type]
+    except UsageError as exc:
+        fail(str(exc), EXIT_USAGE)
+    except InfraError as exc:
+        fail(str(exc), EXIT_INFRA)
+    except KeyboardInterrupt:
+        run_dir = settings.run_dir  # type: ignore[attr-defined]
+        console.print(f"[yellow]interrupted[/]: partial scorecard in {run_dir}; continue with "
+                      f"`trialbox run --resume {run_dir}`")
+        return EXIT_INFRA
+    print_summary(card, settings.run_dir)  # type: ignore[attr-defined]
+    return exit_code(card, settings.min_pass_rate)  # type: ignore[attr-defined]
+
+
+def print_summary(card: object, run_dir: Path) -> None:
+    summary = card.summary  # type: ignore[attr-defined]
+    say("")
+    say((run_dir / "summary.md").read_text(encoding="utf-8") if (run_dir / "summary.md").exists() else str(summary))
+    say(f"results: {run_dir}/ (scorecard.json, summary.md, junit.xml, report.html, traces/, artifacts/)")
+
+
+def _stack_llm_container(backend: str) -> str | None:
+    if backend != "docker":
+        return None
+    from runner.bench import find_llm_container
+
+    return find_llm_container()
+
+
+def _or_fail(make):  # type: ignore[no-untyped-def]
+    try:
+        return make()
+    except UsageError as exc:
+        fail(str(exc), EXIT_USAGE)
+
+
+@app.command()
+def calibrate(
+    judge_provider: Annotated[str, typer.Option(help="anthropic | openai")] = "auto",
+    judge_model: Annotated[Optional[str], typer.Option()] = None,
+    judge_url: Annotated[Optional[str], typer.Option()] = None,
+    deadline: Annotated[float, typer.Option(help="seconds")] = 120.0,
+) -> None:
+    """Run only the calibration gate: exit 0 calibrated, 1 failed, 2 configuration error."""
+    import asyncio
+
+    from runner.judge import ProviderConfigError, calibrate as gate, from_env_and_flags, make_judge
+
+    try:
+        choices = from_env_and_flags(judge=None if judge_provider == "auto" else judge_provider,
+                                     judge_model=judge_model, judge_url=judge_url)
+        judge = make_judge(choices.judge)
+    except ProviderConfigError as exc:
+        fail(str(exc), EXIT_USAGE)
+    if judge is None:
+        fail(f"no judge to calibrate — {choices.judge_reason}", EXIT_USAGE)
+    say(f"judge: {choices.judge_reason}")
+    try:
+        report = asyncio.run(gate(judge, deadline))
+    except Exception as exc:  # noqa: BLE001 — an unreachable judge is a configuration error
+        fail(f"calibration could not run: {type(exc).__name__}: {exc}", EXIT_USAGE)
+    say(str(report))
+    raise typer.Exit(0 if report.passed else 1)
+
+
+@app.command()
+def compare(baseline: Path, current: Path) -> None:
+    """Compare two scorecards: exit 2 on a regression, 3 when agent/judge models differ."""
+    from runner.report import compare as diff, read_scorecard
+
+    def card(path: Path):  # type: ignore[no-untyped-def]
+        return read_scorecard(path / "scorecard.json" if path.is_dir() else path)
+
+    try:
+        result = diff(card(baseline), card(current))
+    except (FileNotFoundError, ValueError) as exc:
+        fail(str(exc), EXIT_USAGE)
+    say(result.render() if hasattr(result, "render") else result.model_dump_json(indent=2))
+    raise typer.Exit(result.exit_code)
+
+
+@app.command()
+def schema(dest: Annotated[Path, typer.Argument()] = Path("runner/report/schemas")) -> None:
+    """Export the JSON Schemas of every file trialbox writes."""
+    from runner.report._schemas import export_schemas
+
+    for path in export_schemas(dest):
+        say(str(path))
+
+
+@corpus_app.command("build")
+def corpus_build(corpus: Corpus = EVAL / "corpus") -> None:
+    """Generate the PDF/XLSX/large documents and fetch the real-world documents."""
+    from runner.corpus import build
+
+    for line in build(corpus):
+        say(str(line))
+
+
+@app.command()
+def doctor() -> None:
+    """Check engine, compose, devices, images, LLM health and judge: each OK or a fix."""
+    from runner.stack.doctor import format_checks, healthy, run_checks
+
+    checks = run_checks()
+    say(format_checks(checks))
+    raise typer.Exit(0 if healthy(checks) else EXIT_INFRA)
+
+
+@app.command()
+def images() -> None:
+    """Build the appliance's images (no registry needed: local base image + wheelhouse)."""
+    from runner.bench import build_images, ensure_engine
+
+    _infra(lambda: (ensure_engine(say), build_images(console)))
+
+
+@app.command()
+def up(device: Annotated[str, typer.Option(help="auto | cpu | rocm | npu")] = "auto") -> None:
+    """Start the LLM server for the device and wait until it is healthy."""
+    from runner.bench import start_llm
+
+    choice = _device(device)
+    _infra(lambda: start_llm(console, choice))
+
+
+@app.command()
+def down(device: Annotated[str, typer.Option(help="auto | cpu | rocm | npu")] = "auto") -> None:
+    """Stop the stack (model-cache volumes are kept)."""
+    from runner.stack.compose import ComposeError, down as stop
+
+    try:
+        stop(_device(device).device)
+    except ComposeError as exc:
+        fail(str(exc), EXIT_INFRA)
+    say("stack stopped")
+
+
+@app.command()
+def clean(run_id: Annotated[Optional[str], typer.Option(help="only this run")] = None) -> None:
+    """Remove every container, network and volume labelled trialbox.run (or one run's)."""
+    from runner.stack.cleanup import cleanup
+
+    report = cleanup(run_id)
+    say(f"removed {report.removed} labelled object(s)")
+
+
+@app.command()
+def bench(
+    device: Annotated[str, typer.Option(help="auto | cpu | rocm | npu")] = "auto",
+    scenario: Annotated[Optional[list[str]], typer.Option("--scenario", "-s")] = None,
+    category: Annotated[Optional[list[str]], typer.Option()] = None,
+    concurrency: Annotated[int, typer.Option(min=1, max=16)] = 1,
+    results: Annotated[Path, typer.Option()] = Path("results"),
+) -> None:
+    """Everything: engine → images → LLM server → run the default suite → summary."""
+    from runner.bench import build_images, ensure_engine, start_llm
+    from runner.launch import SESSION_DEVICE
+    from runner.settings import RunSettings, Selection, new_run_id
+
+    choice = _device(device)
+    say(f"device: {choice.device} — {choice.reason}")
+    for warning in choice.warnings:
+        say(f"warning: {warning}")
+    images = _infra(lambda: (ensure_engine(say), build_images(console))[1])
+    container, url = _infra(lambda: start_llm(console, choice))
+    settings = RunSettings(
+        run_id=new_run_id(), suite_paths=[EVAL / "scenarios"], corpus_root=EVAL / "corpus",
+        results_root=results, selection=Selection(ids=scenario or [], categories=category or []),
+        device=SESSION_DEVICE[choice.device], device_reason=choice.reason, llm_url=url,
+        llm_container=container, concurrency=concurrency, judge_provider="auto", simulator_mode="auto",
+    )
+    raise typer.Exit(execute(settings, extra={"images": images}))
+
+
+def _device(requested: str):  # type: ignore[no-untyped-def]
+    from runner.stack.hardware import DeviceError, detect_device
+
+    try:
+        return detect_device(requested)
+    except DeviceError as exc:
+        fail(str(exc), EXIT_USAGE)
+
+
+def _infra(step):  # type: ignore[no-untyped-def]
+    try:
+        return step()
+    except InfraError as exc:
+        fail(str(exc), EXIT_INFRA)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

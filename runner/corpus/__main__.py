@@ -1,0 +1,62 @@
+"""``python -m runner.corpus build|verify`` (the lead wires ``trialbox corpus`` to these)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from runner.corpus import Outcome, build_corpus, default_corpus_root, read_manifest, verify_facts
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Build and verify the evaluation corpus.")
+
+CorpusRoot = Annotated[Path | None, typer.Option(
+    "--corpus-root", help="the folder holding manifest.json (default: eval/corpus)")]
+
+
+@app.command()
+def build(
+    corpus_root: CorpusRoot = None,
+    real_world: Annotated[bool, typer.Option(
+        help="fetch the real-world texts (licences, PyPI READMEs)")] = True,
+    cache_dir: Annotated[Path | None, typer.Option(
+        help="where downloaded sdists are kept (default .cache/corpus)")] = None,
+    update_checksums: Annotated[bool, typer.Option(
+        help="write the sha256 of the bytes on disk into the manifest (corpus authors only)")]
+    = False,
+) -> None:
+    """Generate documents, fetch real-world texts, check every checksum."""
+    root = corpus_root or default_corpus_root()
+    report = build_corpus(root, real_world=real_world, cache_dir=cache_dir,
+                          update_checksums=update_checksums)
+    for result in report.results:
+        line = f"{result.outcome.value:<13} {result.doc_id:<34} {result.filename}"
+        typer.echo(line + (f"  ({result.detail})" if result.detail and
+                           result.outcome not in (Outcome.FETCHED,) else ""))
+    if report.checksums_updated:
+        typer.echo(f"manifest sha256 updated for: {', '.join(report.checksums_updated)}")
+    counts = {o.value: len(report.by_outcome(o)) for o in Outcome if report.by_outcome(o)}
+    typer.echo("summary: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    if not report.ok:
+        typer.echo(f"corpus build failed: {len(report.errors)} document(s) with errors", err=True)
+        raise typer.Exit(1)
+
+
+@app.command()
+def verify(corpus_root: CorpusRoot = None) -> None:
+    """Prove every manifest fact against its document (run after build)."""
+    root = corpus_root or default_corpus_root()
+    report = verify_facts(read_manifest(root), root)
+    for problem in report.problems:
+        typer.echo(f"FAIL {problem}")
+    if report.not_on_disk:
+        typer.echo(f"not on disk (not verified): {', '.join(report.not_on_disk)}")
+    typer.echo(f"facts verified: {report.verified}, problems: {len(report.problems)}")
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,268 @@
+"""Run control: every selected scenario through sandbox → conversation → checks → judge → score.
+
+The engine owns *when* things happen (concurrency, timeouts, budgets, stopping, resuming); the
+modules it calls own *what* happens. Each scenario's trace is written the moment the scenario
+ends, so a crash or a Ctrl-C never loses a finished result, and the scorecard is always readable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from runner.checks import run_all_checks
+from runner.evidence import Evidence
+from runner.judge import Judge, JudgeError
+from runner.judgments import Judgments
+from runner.report import RunWriter, Scorecard, scenario_result, trace_of
+from runner.sandbox import SandboxBackend
+from runner.scenarios import Scenario, default_timeout_s, missing_documents
+from runner.scoring import judge_cost_usd, scenario_status
+from runner.settings import RunSettings
+from runner.simulate import Simulator
+from runner.status import Status
+from runner.target import run_conversation
+from runner.transcript import Transcript
+from runner.trials import RejudgeSample, judge_agreement
+
+# Statuses that mean "the harness failed", counted towards the stop-after-N-identical rule.
+STREAK_STATUSES = frozenset({Status.INFRA_ERROR, Status.TIMEOUT, Status.SETUP_ERROR})
+
+
+@dataclass(frozen=True)
+class Job:
+    """One scenario run: the scenario and, when --trials K > 1, which trial (1-based)."""
+
+    scenario: Scenario
+    trial: int | None
+    order: int  # position in the declared order, for the report
+
+    @property
+    def key(self) -> str:
+        return self.scenario.id if self.trial is None else f"{self.scenario.id}__trial{self.trial}"
+
+
+@dataclass
+class Outcome:
+    """What one job produced before it is laid out as a scorecard row."""
+
+    transcript: Transcript | None = None
+    infra: Status | None = None
+    error: str | None = None
+    judgments: Judgments | None = None
+    rejudged: list[Judgments] = field(default_factory=list)
+    judge_error: str | None = None
+
+
+@dataclass
+class Engine:
+    settings: RunSettings
+    scenarios: Sequence[Scenario]
+    backend: SandboxBackend
+    simulator: Simulator
+    judge: Judge | None
+    writer: RunWriter
+    say: Callable[[str], None] = print
+    _streak: list[str] = field(default_factory=list)
+    _stopping: str | None = None
+    _samples: dict[str, list[RejudgeSample]] = field(default_factory=dict)
+
+    def plan(self) -> list[Job]:
+        """Every job in declared order, minus those a resumed run already finished."""
+        trials = self.settings.trials
+        done = self.writer.done_keys()
+        jobs = []
+        for order, scenario in enumerate(self.scenarios):
+            for trial in range(1, trials + 1) if trials > 1 else [None]:
+                job = Job(scenario, trial, order * 1000 + (trial or 0))
+                if job.key not in done:
+                    jobs.append(job)
+        return jobs
+
+    async def run(self) -> Scorecard:
+        """Run the plan. On cancellation (Ctrl-C) the unfinished jobs are recorded NOT_RUN."""
+        jobs = self.plan()
+        self.writer.write()
+        gate = asyncio.Semaphore(self.settings.concurrency)
+        tasks = [asyncio.create_task(self._guarded(job, gate), name=job.key) for job in jobs]
+        try:
+            await asyncio.gather(*tasks)
+        except asyncio.CancelledError:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            self._record_not_run(jobs, "the run was interrupted (Ctrl-C) before this scenario finished")
+            self.writer.close()
+            raise
+        self._record_not_run(jobs, self._stopping or "not run")
+        if self._samples:
+            self.writer.set_judge_agreement(judge_agreement(self._samples))
+        return self.writer.close()
+
+    async def _guarded(self, job: Job, gate: asyncio.Semaphore) -> None:
+        async with gate:
+            if self._stopping:
+                return
+            await self.run_job(job)
+
+    def _record_not_run(self, jobs: Sequence[Job], reason: str) -> None:
+        done = self.writer.done_keys()
+        for job in jobs:
+            if job.key not in done:
+                self._record(job, Outcome(infra=Status.NOT_RUN, error=reason), wall_s=None)
+
+    async def run_job(self, job: Job) -> None:
+        started = time.perf_counter()
+        outcome = await self._converse(job)
+        if outcome.infra is None and outcome.transcript is not None:
+            await self._judge(job, outcome)
+        wall_s = round(time.perf_counter() - started, 3)
+        status = self._record(job, outcome, wall_s)
+        self.say(f"{status.value:<24} {job.key}  ({wall_s:.1f} s){_why(outcome)}")
+        self._watch_streak(status, outcome.error)
+
+    # -- the conversation -------------------------------------------------------------------
+
+    async def _converse(self, job: Job) -> Outcome:
+        scenario = job.scenario
+        missing = missing_documents(scenario, self.settings.corpus_root)
+        if missing:
+            names = ", ".join(str(doc.path) for doc in missing)
+            return Outcome(infra=Status.SKIPPED_NO_DOCUMENT, error=f"document(s) not in the corpus: {names}")
+        timeout_s = self.settings.timeout_s or default_timeout_s(scenario)
+        artifacts = self.settings.run_dir / "artifacts" / job.key
+        try:
+            async with asyncio.timeout(timeout_s):
+                async with self.backend.open(job.key) as box:
+                    transcript = await run_conversation(box, scenario, self.simulator, self.settings.device)
+                    await box.collect(artifacts)
+        except TimeoutError:
+            return Outcome(infra=Status.TIMEOUT, error=f"no result within {timeout_s:.0f} s")
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 — any failure to converse is an infrastructure error
+            return Outcome(infra=Status.INFRA_ERROR, error=_describe(exc))
+        return _classify(scenario, transcript)
+
+    # -- judging ------------------------------------------------------------------------------
+
+    async def _judge(self, job: Job, outcome: Outcome) -> None:
+        if self.judge is None or outcome.transcript is None:
+            return
+        try:
+            for _ in range(self.settings.rejudge):
+                outcome.rejudged.append(await self.judge.judge(job.scenario, outcome.transcript))
+        except JudgeError as exc:
+            outcome.infra, outcome.judge_error = Status.ERRORED, str(exc)
+            outcome.error = f"judge reply rejected: {exc}"
+            return
+        outcome.judgments = outcome.rejudged[0]
+        spent = sum(judge_cost_usd(j.usage, j.judge_model) for j in outcome.rejudged)
+        budget = self.settings.budget_usd
+        if budget is not None and spent > budget:
+            outcome.infra = Status.BUDGET_EXCEEDED
+            outcome.error = f"judge spend ${spent:.4f} exceeded the ${budget:.4f} budget"
+        if len(outcome.rejudged) > 1:
+            self._samples[job.key] = [_sample(job, outcome.transcript, j) for j in outcome.rejudged]
+
+    # -- recording ------------------------------------------------------------------------------
+
+    def _record(self, job: Job, outcome: Outcome, wall_s: float | None) -> Status:
+        scenario = job.scenario
+        checks = run_all_checks(scenario, outcome.transcript) if outcome.transcript else []
+        result = scenario_result(
+            scenario_id=scenario.id,
+            name=scenario.name or "",
+            category=scenario.category or "uncategorized",
+            severity=str(getattr(scenario.severity, "value", scenario.severity) or "standard"),
+            transcript=outcome.transcript,
+            checks=checks,
+            judgments=outcome.judgments,
+            infra=outcome.infra,
+            error=outcome.error,
+            wall_s=wall_s,
+            trial=job.trial,
+        )
+        evidence = Evidence.from_transcript(outcome.transcript).model_dump(mode="json") if outcome.transcript else {}
+        artifacts = artifacts_of(self.settings.run_dir, job.key)
+        self.writer.add(
+            trace_of(
+                self.settings.run_id,
+                result,
+                transcript=outcome.transcript,
+                checks=checks,
+                judgments=outcome.judgments,
+                judge_error=outcome.judge_error,
+                evidence=evidence,
+                artifacts=artifacts,
+            )
+        )
+        self.writer.results.sort(key=lambda r: self._order_of(r.id, r.trial))
+        return result.status
+
+    def _order_of(self, scenario_id: str, trial: int | None) -> int:
+        for order, scenario in enumerate(self.scenarios):
+            if scenario.id == scenario_id:
+                return order * 1000 + (trial or 0)
+        return 10**9
+
+    def _watch_streak(self, status: Status, error: str | None) -> None:
+        """Stop after N consecutive identical infrastructure errors: the rest would fail alike."""
+        if status not in STREAK_STATUSES:
+            self._streak.clear()
+            return
+        signature = f"{status.value}: {error}"
+        self._streak = [s for s in self._streak if s == signature] + [signature]
+        if len(self._streak) >= self.settings.max_identical_infra_errors and not self._stopping:
+            self._stopping = (
+                f"stopped after {len(self._streak)} identical infrastructure errors in a row: {signature}"
+            )
+            self.say(self._stopping)
+            self.writer.warn(self._stopping)
+
+
+def artifacts_of(run_dir: Path, key: str) -> list[str]:
+    """The files collected from a scenario's sandbox, relative to the run folder."""
+    folder = run_dir / "artifacts" / key
+    return sorted(str(p.relative_to(run_dir)) for p in folder.glob("*") if p.is_file()) if folder.is_dir() else []
+
+
+def _classify(scenario: Scenario, transcript: Transcript) -> Outcome:
+    """Infrastructure problems visible in a finished transcript: failed turns, empty indexing."""
+    failed_turns = [t for t in transcript.turns if t.error]
+    if failed_turns:
+        first = failed_turns[0]
+        return Outcome(transcript=transcript, infra=Status.INFRA_ERROR, error=f"turn {first.turn}: {first.error}")
+    empty = [d for d in transcript.indexed if d.chunks == 0]
+    if empty and scenario.category != "adversarial":
+        doc = empty[0]
+        why = f": {doc.error}" if doc.error else ""
+        return Outcome(
+            transcript=transcript,
+            infra=Status.SETUP_ERROR,
+            error=f"setup document {doc.path} indexed 0 chunks{why}",
+        )
+    return Outcome(transcript=transcript)
+
+
+def _sample(job: Job, transcript: Transcript, judgments: Judgments) -> RejudgeSample:
+    outcome = scenario_status(judgments, [], conversation_turns=[t.turn for t in transcript.turns])
+    return RejudgeSample(
+        passed=outcome.status is Status.PASS,
+        turn_scores={t.turn: t.scores for t in judgments.turns},
+    )
+
+
+def _describe(exc: BaseException) -> str:
+    """One line naming the failure; ExceptionGroups (from task groups) are unwrapped."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+def _why(outcome: Outcome) -> str:
+    return f" — {outcome.error}" if outcome.error else ""

@@ -1,0 +1,155 @@
+"""The Anthropic judge backend: a forced tool gives structured replies, the rubric is cached.
+
+The key comes only from the environment (ANTHROPIC_API_KEY); it is never logged, stored in a
+cache entry or written into a scorecard. The anthropic SDK 2.x speaks `httpx2` (not `httpx`): an
+injected client (tests use `httpx2.MockTransport`) must be an `httpx2.AsyncClient`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import anthropic
+import httpx2
+
+from runner.judge._ask import BackendReply, StructuredRequest
+from runner.judge._errors import JudgeError
+from runner.judgments import JudgeUsage
+
+DEFAULT_MODEL = "claude-sonnet-4-6"
+
+# US dollars per million tokens: input, output, cache write (5-minute), cache read. List prices
+# when this was written; a model missing here is reported with cost 0 rather than a guess.
+PRICES_PER_MTOK: dict[str, tuple[float, float, float, float]] = {
+    "claude-sonnet-4-6": (3.0, 15.0, 3.75, 0.30),
+    "claude-sonnet-4-5": (3.0, 15.0, 3.75, 0.30),
+    "claude-opus-4-1": (15.0, 75.0, 18.75, 1.50),
+    "claude-haiku-4-5": (1.0, 5.0, 1.25, 0.10),
+}
+
+
+# The judge wants temperature 0: at the default temperature, verdicts on borderline items flip
+# between runs (DESIGN 2.7). API version 2026-10-21, which the SDK 2.x sends by default, rejects
+# temperature for every model (and the SDK dropped the argument); version 2023-06-01 still takes
+# it for the models below. For those we pin 2023-06-01 and send temperature 0 ourselves; any other
+# model runs at the API's own sampling and says so through `temperature = None`.
+SAMPLING_API_VERSION = "2023-06-01"
+MODELS_ACCEPTING_TEMPERATURE = (
+    "claude-sonnet-4-6",
+    "claude-sonnet-4-5",
+    "claude-opus-4-6",
+    "claude-opus-4-5",
+    "claude-opus-4-1",
+    "claude-haiku-4-5",
+    "claude-3",
+)
+
+
+def accepts_temperature(model: str) -> bool:
+    return model.startswith(MODELS_ACCEPTING_TEMPERATURE)
+
+
+class AnthropicBackend:
+    provider = "anthropic"
+    # The tool schema is part of the cached prefix (tools come before the system prompt), so it
+    # must not vary with each request's claim names; check_claim_names enforces them instead.
+    narrow_claim_schema = False
+
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        *,
+        http_client: httpx2.AsyncClient | None = None,
+        base_url: str | None = None,
+        max_tokens: int = 2048,
+        timeout_s: float = 120.0,
+        max_retries: int = 2,
+    ) -> None:
+        key = os.environ.get("ANTHROPIC_API_KEY")
+        if not key:
+            raise JudgeError(
+                "the anthropic judge needs ANTHROPIC_API_KEY in the environment; set it, or "
+                "choose another judge with --judge openai --judge-url URL"
+            )
+        self.model = model
+        self.temperature: float | None = 0.0 if accepts_temperature(model) else None
+        self.max_tokens = max_tokens
+        self._client = anthropic.AsyncAnthropic(
+            api_key=key,
+            base_url=base_url,
+            http_client=http_client,
+            timeout=timeout_s,
+            max_retries=max_retries,
+        )
+
+    async def ready(self) -> None:
+        """Nothing to discover: the model is always named."""
+
+    def request_body(self, request: StructuredRequest) -> dict[str, Any]:
+        """The SDK arguments for one structured question."""
+        arguments: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "system": [
+                {
+                    "type": "text",
+                    "text": request.system,
+                    "cache_control": {"type": "ephemeral"},
+                }
+            ],
+            "messages": [dict(message) for message in request.messages],
+            "tools": [
+                {
+                    "name": request.schema_name,
+                    "description": f"Record the {request.schema_name.replace('_', ' ')}.",
+                    "input_schema": request.schema,
+                }
+            ],
+            "tool_choice": {"type": "tool", "name": request.schema_name},
+        }
+        if self.temperature is not None:
+            arguments["extra_headers"] = {"anthropic-version": SAMPLING_API_VERSION}
+            arguments["extra_body"] = {"temperature": self.temperature}
+        return arguments
+
+    async def complete(self, request: StructuredRequest) -> BackendReply:
+        try:
+            message = await self._client.messages.create(**self.request_body(request))
+        except anthropic.APIConnectionError as error:
+            raise JudgeError(f"anthropic judge: cannot reach the API ({error})") from error
+        except anthropic.APIStatusError as error:
+            raise JudgeError(
+                f"anthropic judge: HTTP {error.status_code} from the Messages API: {error.message}"
+            ) from error
+        return BackendReply(text=_reply_text(message, request.schema_name), usage=self._usage(message))
+
+    def _usage(self, message: anthropic.types.Message) -> JudgeUsage:
+        used = message.usage
+        usage = JudgeUsage(
+            input_tokens=used.input_tokens,
+            output_tokens=used.output_tokens,
+            cache_read_tokens=used.cache_read_input_tokens or 0,
+            cache_write_tokens=used.cache_creation_input_tokens or 0,
+            requests=1,
+        )
+        prices = PRICES_PER_MTOK.get(self.model)
+        if prices is not None:
+            per_input, per_output, per_write, per_read = prices
+            usage.cost_usd = (
+                usage.input_tokens * per_input
+                + usage.output_tokens * per_output
+                + usage.cache_write_tokens * per_write
+                + usage.cache_read_tokens * per_read
+            ) / 1_000_000
+        return usage
+
+
+def _reply_text(message: anthropic.types.Message, tool_name: str) -> str:
+    """The forced tool's input as JSON text; without that tool call, whatever text came back
+    (which then fails validation and earns the one correction)."""
+    for block in message.content:
+        if block.type == "tool_use" and block.name == tool_name:
+            return json.dumps(block.input, ensure_ascii=False)
+    return "".join(block.text for block in message.content if block.type == "text")

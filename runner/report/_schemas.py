@@ -1,0 +1,48 @@
+"""JSON Schemas of the files in a results folder, exported from their pydantic models.
+
+Regenerate after changing a model:  python -m runner.report.export_schemas
+A unit test fails while the committed schemas differ from the models.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from runner.report._compare import Comparison
+from runner.report._models import Scorecard, Trace
+
+SCHEMA_DIR = Path(__file__).with_name("schemas")
+MODELS: dict[str, type[BaseModel]] = {
+    "scorecard": Scorecard,
+    "trace": Trace,
+    "comparison": Comparison,
+}
+
+
+def schema_text(model: type[BaseModel]) -> str:
+    return (
+        json.dumps(model.model_json_schema(mode="serialization"), indent=2, sort_keys=True) + "\n"
+    )
+
+
+def export_schemas(dest: Path = SCHEMA_DIR) -> list[Path]:
+    dest.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, model in MODELS.items():
+        path = dest / f"{name}.schema.json"
+        path.write_text(schema_text(model), encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def stale_schemas(dest: Path = SCHEMA_DIR) -> list[str]:
+    """Names of committed schemas that no longer match their models."""
+    stale = []
+    for name, model in MODELS.items():
+        path = dest / f"{name}.schema.json"
+        if not path.exists() or path.read_text(encoding="utf-8") != schema_text(model):
+            stale.append(path.name)
+    return stale

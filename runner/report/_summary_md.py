@@ -1,0 +1,208 @@
+"""summary.md: the run at a glance, for a terminal, a PR comment or a CI step summary."""
+
+from __future__ import annotations
+
+from runner.report._models import PerformanceStats, ScenarioResult, Scorecard
+from runner.status import Status
+from runner.trials import Stability
+
+ICONS = {
+    Status.PASS: "✅",
+    Status.FAIL: "❌",
+    Status.BLOCKED_BY_ARCHITECTURE: "🚫",
+    Status.NOT_JUDGED: "⚪",
+    Status.TIMEOUT: "⏱️",
+    Status.BUDGET_EXCEEDED: "💸",
+    Status.INFRA_ERROR: "⚠️",
+    Status.SETUP_ERROR: "⚠️",
+    Status.ERRORED: "⚠️",
+    Status.SKIPPED_NO_DOCUMENT: "⏭️",
+    Status.SKIPPED_NO_MODEL: "⏭️",
+    Status.NOT_RUN: "⏭️",
+}
+
+TURN_JUDGING_ON = (
+    "`export ANTHROPIC_API_KEY=…` (or `--judge-provider openai --judge-url …` for a local judge)"
+)
+
+
+def _cell(text: object) -> str:
+    """A markdown table cell: pipes and newlines would break the row."""
+    return str(text).replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+
+
+def _pct(rate: float | None) -> str:
+    return "n/a" if rate is None else f"{rate * 100:.0f}%"
+
+
+def _num(value: float | None, unit: str = "", digits: int = 2) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}{unit}"
+
+
+def _score(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}/10"
+
+
+def _summary(card: Scorecard) -> list[str]:
+    s = card.summary
+    state = "finished" if card.finished else "in progress (partial results)"
+    lines = [
+        f"# trialbox run `{card.run_id}`",
+        "",
+        f"{card.timestamp.isoformat()} · {state}",
+        "",
+        "## Summary",
+        "",
+        f"- **Scenarios:** {s.total_scenarios}",
+        f"- **Passed:** {s.passed} · **Failed:** {s.failed} · **Blocked:** {s.blocked}",
+        (
+            f"- **Pass rate:** {_pct(s.pass_rate)} of all, {_pct(s.judged_pass_rate)} of judged "
+            f"({s.judged} judged)"
+        ),
+        f"- **Average score (judged, FAIL capped at 5.99):** {_score(s.avg_score)}",
+        (
+            f"- **Not judged:** {s.not_judged} · **Timeout:** {s.timeout} · "
+            f"**Budget exceeded:** {s.budget_exceeded} · **Infra error:** {s.infra_error} · "
+            f"**Errored:** {s.errored} · **Skipped:** {s.skipped} · **Not run:** {s.not_run}"
+        ),
+        (
+            f"- **Judge:** {card.config.judge_provider or 'none'}"
+            f"{' / ' + card.config.judge_model if card.config.judge_model else ''} · "
+            f"**Agent model:** {card.config.agent_model or 'unknown'} · "
+            f"**Device:** {card.config.device or 'unknown'}"
+        ),
+    ]
+    if card.config.forced_tool:
+        lines.append(f"- **Forced first tool call:** `{card.config.forced_tool}` (test switch on)")
+    if not card.config.judged:
+        lines += [
+            "",
+            (
+                "No judge was configured, so verdicts are NOT_JUDGED: checks and performance were "
+                f"recorded, but no score was given. To turn judging on: {TURN_JUDGING_ON}."
+            ),
+        ]
+    if card.warnings:
+        lines += ["", *[f"> ⚠️ {_cell(w)}" for w in card.warnings]]
+    return lines
+
+
+def _by_category(card: Scorecard) -> list[str]:
+    lines = [
+        "## By Category",
+        "",
+        "| Category | Total | Passed | Failed | Blocked | Not judged | Infra | Avg score |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, c in card.summary.by_category.items():
+        infra = c.timeout + c.budget_exceeded + c.infra_error + c.errored + c.skipped + c.not_run
+        lines.append(
+            f"| {_cell(name)} | {c.total} | {c.passed} | {c.failed} | {c.blocked} | "
+            f"{c.not_judged} | {infra} | {_score(c.avg_score)} |"
+        )
+    return lines
+
+
+def _scenario_line(r: ScenarioResult) -> str:
+    trial = f" (trial {r.trial})" if r.trial is not None else ""
+    failed = r.gates.failed()
+    gates = f" — failed: {', '.join(failed)}" if failed else ""
+    error = f" — {_cell(r.error)}" if r.error else ""
+    return (
+        f"- {ICONS[r.status]} **{_cell(r.id)}**{trial} `{r.status.value}` {_score(r.score)}"
+        f" · {_num(r.wall_s, ' s', 1)}{gates}{error}"
+    )
+
+
+def _scenarios(card: Scorecard) -> list[str]:
+    lines = ["## Scenarios", ""]
+    lines += [_scenario_line(r) for r in card.scenarios] or ["(no scenario finished yet)"]
+    return lines
+
+
+def _perf_row(label: str, p: PerformanceStats) -> str:
+    return (
+        f"| {_cell(label)} | {_num(p.wall_s, ' s', 1)} | {p.turns} | "
+        f"{_num(p.turn_wall_s_mean, ' s')} | {_num(p.turn_wall_s_p50, ' s')} | "
+        f"{_num(p.turn_wall_s_p90, ' s')} | {_num(p.ttft_s_mean, ' s', 3)} | "
+        f"{_num(p.tokens_per_s_mean, '', 1)} | {p.input_tokens} | {p.output_tokens} |"
+    )
+
+
+def _performance(card: Scorecard) -> list[str]:
+    perf = card.performance
+    lines = [
+        "## Performance",
+        "",
+        "| Scenario | Wall | Turns | Turn mean | Turn p50 | Turn p90 | TTFT | Tokens/s | In | Out |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    lines += [_perf_row(key, stats) for key, stats in perf.scenarios.items()]
+    lines.append(_perf_row("**total**", perf.totals))
+    return lines
+
+
+def _cost(card: Scorecard) -> list[str]:
+    c = card.cost
+    return [
+        "## Cost",
+        "",
+        f"- **Estimated judge cost:** ${c.estimated_total_usd:.4f}",
+        (
+            f"- **Judge tokens:** {c.judge_input_tokens} in, {c.judge_output_tokens} out, "
+            f"{c.judge_cache_read_tokens} cache read, {c.judge_cache_write_tokens} cache write "
+            f"({c.judge_requests} requests)"
+        ),
+    ]
+
+
+def _trials(card: Scorecard) -> list[str]:
+    if not card.trials:
+        return []
+    k = card.config.trials
+    lines = [
+        f"## Trials ({k} per scenario)",
+        "",
+        "| Scenario | Passes | pass^k | pass@k | Score mean | Stdev | Label |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for sid, t in card.trials.items():
+        top = t.judged
+        lines.append(
+            f"| {_cell(sid)} | {t.passes}/{t.judged} | {_num(t.pass_hat_k.get(top))} | "
+            f"{_num(t.pass_at_k.get(top))} | {_num(t.score_mean)} | {_num(t.score_stdev)} | "
+            f"{t.label.value} |"
+        )
+    flaky = [sid for sid, t in card.trials.items() if t.label is Stability.FLAKY]
+    lines += ["", f"**Flaky scenarios:** {', '.join(flaky) if flaky else 'none'}"]
+    return lines
+
+
+def _agreement(card: Scorecard) -> list[str]:
+    a = card.judge_agreement
+    if a is None:
+        return []
+    kappa = (
+        "undefined (every judgment gave the same verdict)" if a.kappa is None else f"{a.kappa:.3f}"
+    )
+    return [
+        f"## Judge agreement ({a.repeats} judgments per transcript)",
+        "",
+        f"- **Cohen's κ (PASS/FAIL, mean over pairs):** {kappa}",
+        f"- **Observed agreement:** {_pct(a.observed_agreement)}",
+        f"- **Mean dimension spread (max − min):** {_num(a.mean_spread)}",
+        f"- **Verdict changed on:** {', '.join(a.unstable_scenarios) or 'none'}",
+    ]
+
+
+def render_summary_md(card: Scorecard) -> str:
+    sections = [
+        _summary(card),
+        _by_category(card),
+        _scenarios(card),
+        _trials(card),
+        _agreement(card),
+        _performance(card),
+        _cost(card),
+    ]
+    return "\n\n".join("\n".join(s) for s in sections if s) + "\n"

@@ -1,0 +1,149 @@
+"""RunWriter: keeps a results folder readable at every moment of a run.
+
+Why this shape: a run can die at any point (Ctrl-C, OOM, a lost container). Each scenario's
+trace is written the moment it ends, then scorecard.json, summary.md, junit.xml and report.html
+are rewritten from everything finished so far. Every write goes to a temporary file in the same
+folder and is renamed over the old one, so a reader (or a crash) never sees half a file.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from runner.report._assemble import build_scorecard
+from runner.report._html import render_html
+from runner.report._junit import render_junit
+from runner.report._models import RunConfig, ScenarioResult, Scorecard, Trace
+from runner.report._summary_md import render_summary_md
+from runner.trials import JudgeAgreement
+
+SCORECARD = "scorecard.json"
+SUMMARY = "summary.md"
+JUNIT = "junit.xml"
+HTML = "report.html"
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Replace `path` with `text` in one step: readers see the old file or the new, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def read_scorecard(path: Path) -> Scorecard:
+    """Load a scorecard.json, with one clear error naming the file when it is not valid."""
+    try:
+        return Scorecard.model_validate_json(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise FileNotFoundError(
+            f"{path}: no scorecard here; pass the run folder's scorecard.json"
+        ) from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        raise ValueError(
+            f"{path}: field {field}: {first['msg']}; the file is not a trialbox scorecard "
+            f"(schema runner/report/schemas/scorecard.schema.json) or is from another version"
+        ) from None
+
+
+class RunWriter:
+    """Owns results/<run_id>/: traces, scorecard, summary, JUnit and HTML report."""
+
+    def __init__(
+        self,
+        run_dir: Path,
+        *,
+        run_id: str,
+        config: RunConfig,
+        results: Sequence[ScenarioResult] = (),
+        clock: Callable[[], datetime] = _utc_now,
+    ) -> None:
+        self.run_dir = Path(run_dir)
+        self.run_id = run_id
+        self.config = config
+        self.clock = clock
+        self.started = clock()
+        self.results: list[ScenarioResult] = list(results)
+        self.judge_agreement: JudgeAgreement | None = None
+        self.warnings: list[str] = []
+        self.finished = False
+        # The engine may finish scenarios from several threads; files are rewritten one at a time.
+        self._lock = threading.RLock()
+
+    @classmethod
+    def resume(cls, run_dir: Path, clock: Callable[[], datetime] = _utc_now) -> RunWriter:
+        """Continue a run folder: keeps the results its scorecard.json already holds."""
+        card = read_scorecard(Path(run_dir) / SCORECARD)
+        writer = cls(
+            run_dir, run_id=card.run_id, config=card.config, results=card.scenarios, clock=clock
+        )
+        writer.started = card.timestamp
+        writer.warnings = list(card.warnings)
+        return writer
+
+    def done_keys(self) -> set[str]:
+        """Result keys already recorded (what --resume must not run again)."""
+        return {r.key for r in self.results}
+
+    def add(self, trace: Trace) -> Path:
+        """Record one finished scenario: its trace first, then every summary file."""
+        result = trace.result
+        result.trace = result.trace or f"traces/{result.key}.json"
+        path = self.run_dir / result.trace
+        with self._lock:
+            atomic_write(path, trace.model_dump_json(indent=2) + "\n")
+            self.results = [r for r in self.results if r.key != result.key] + [result]
+            self.write()
+        return path
+
+    def warn(self, message: str) -> None:
+        self.warnings.append(message)
+
+    def set_judge_agreement(self, agreement: JudgeAgreement) -> None:
+        self.judge_agreement = agreement
+        self.write()
+
+    def scorecard(self) -> Scorecard:
+        return build_scorecard(
+            run_id=self.run_id,
+            timestamp=self.started,
+            config=self.config,
+            results=self.results,
+            finished=self.finished,
+            judge_agreement=self.judge_agreement,
+            warnings=self.warnings,
+        )
+
+    def write(self) -> Scorecard:
+        with self._lock:
+            card = self.scorecard()
+            atomic_write(self.run_dir / SCORECARD, card.model_dump_json(indent=2) + "\n")
+            atomic_write(self.run_dir / SUMMARY, render_summary_md(card))
+            atomic_write(self.run_dir / JUNIT, render_junit(card))
+            atomic_write(self.run_dir / HTML, render_html(card))
+        return card
+
+    def close(self) -> Scorecard:
+        """Mark the run finished and write the final files."""
+        self.finished = True
+        return self.write()

@@ -1,0 +1,47 @@
+"""What the engine may assume about a sandbox, whichever backend made it.
+
+A sandbox is one fresh GAIA Agent UI plus one GAIA MCP bridge pointed at it, with an empty chat
+database and RAG cache, reachable from wherever the engine runs. The target drives it only
+through ``mcp_url`` (plus ``ui_url`` for the one switch GAIA's MCP tools do not offer: the
+session device). Backends: ``LocalBackend`` (host processes, dev and tests) and
+``DockerBackend`` (containers, the default).
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path, PurePath
+from typing import Protocol, runtime_checkable
+
+
+class SandboxError(RuntimeError):
+    """A sandbox could not be created or did not become ready (an infrastructure failure)."""
+
+
+@runtime_checkable
+class Sandbox(Protocol):
+    """One isolated Agent UI + MCP bridge for one scenario."""
+
+    scenario_id: str
+    ui_url: str  # the Agent UI origin, e.g. http://127.0.0.1:41234 (no trailing slash)
+    mcp_url: str  # GAIA's MCP bridge over streamable HTTP, e.g. http://127.0.0.1:41235/mcp
+    # Extra HTTP headers every MCP request needs: GAIA's bridge demands a bearer token when it
+    # listens on a non-loopback address (GAIA_AGENT_UI_MCP_TOKEN); empty on loopback.
+    mcp_headers: dict[str, str]
+    llm_url: str  # the LLM server origin as the engine reaches it (for /api/v1/stats)
+    corpus_root: PurePath  # the corpus folder as the *Agent UI* sees it (index paths use this)
+    timings: dict[str, float]  # start-up measurements, e.g. {"ui_ready_s", "cold_start_s"}
+
+    async def collect(self, dest: Path) -> None:
+        """Copy the chat DB (gaia_chat.db), agent-ui.log, mcp.log and llm-stats.json into dest."""
+        ...
+
+
+class SandboxBackend(Protocol):
+    """Makes sandboxes: ``async with backend.open(scenario_id) as box: ...``.
+
+    Leaving the context tears everything down — processes or containers, temporary state —
+    also on error and on task cancellation.
+    """
+
+    def open(self, scenario_id: str) -> AbstractAsyncContextManager[Sandbox]: ...

@@ -1,0 +1,280 @@
+"""Local sandboxes: one Agent UI and one MCP bridge as host processes per scenario.
+
+For development and the integration tests: no Docker, same entrypoint as the agent-ui image
+(``images/agent-ui/entrypoint.py``), so a local sandbox is prepared exactly like a container.
+Each sandbox gets a fresh temporary GAIA_HOME and two free loopback ports. Every process is
+started in its own session (process group) so teardown can signal the whole group; GAIA's
+Agent UI additionally spawns a background daemon in a session of its own, which we stop by
+the pid it registers in ``$GAIA_HOME/host/instance.json``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import tempfile
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from runner.sandbox._protocol import SandboxError
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+ENTRYPOINT = REPO_ROOT / "images" / "agent-ui" / "entrypoint.py"
+DEFAULT_GAIA_PYTHON = REPO_ROOT / ".venv-gaia" / "bin" / "python"
+#: Seconds a process group gets between SIGTERM and SIGKILL.
+STOP_GRACE_S = 10.0
+
+
+@dataclass
+class LocalSandbox:
+    """A running local sandbox; see ``runner.sandbox._protocol.Sandbox``."""
+
+    scenario_id: str
+    ui_url: str
+    mcp_url: str
+    llm_url: str
+    corpus_root: Path
+    home: Path  # this sandbox's GAIA_HOME
+    logs: Path  # folder holding agent-ui.log and mcp.log
+    mcp_headers: dict[str, str] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    async def collect(self, dest: Path) -> None:
+        """Copy the chat DB, both logs and the LLM server's stats into dest."""
+        dest.mkdir(parents=True, exist_ok=True)
+        database = self.home / "chat" / "gaia_chat.db"
+        if database.exists():
+            await asyncio.to_thread(_snapshot_sqlite, database, dest / "gaia_chat.db")
+        for name in ("agent-ui.log", "mcp.log"):
+            if (self.logs / name).exists():
+                shutil.copyfile(self.logs / name, dest / name)
+        (dest / "llm-stats.json").write_text(await _llm_stats(self.llm_url))
+
+
+def _snapshot_sqlite(source: Path, target: Path) -> None:
+    """A consistent copy of a live database (GAIA writes in WAL mode; a file copy may miss rows)."""
+    with sqlite3.connect(f"file:{source}?mode=ro", uri=True) as live, sqlite3.connect(target) as copy:
+        live.backup(copy)
+
+
+async def _llm_stats(llm_url: str) -> str:
+    try:
+        async with httpx.AsyncClient(timeout=5) as client:
+            response = await client.get(f"{llm_url.rstrip('/')}/api/v1/stats")
+        return response.text
+    except httpx.HTTPError as exc:
+        return json.dumps({"error": f"{type(exc).__name__}: {exc}"})
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-zA-Z0-9_.-]", "-", text)[:40]
+
+
+class LocalBackend:
+    """Starts sandboxes as host processes next to an already running LLM server."""
+
+    def __init__(
+        self,
+        llm_url: str,
+        corpus_root: Path,
+        gaia_python: Path | str = DEFAULT_GAIA_PYTHON,
+        ready_timeout_s: float = 90.0,
+        keep_state: bool = False,
+    ) -> None:
+        self.llm_url = llm_url.rstrip("/")
+        self.corpus_root = Path(corpus_root).resolve()
+        self.gaia_python = Path(gaia_python)
+        self.ready_timeout_s = ready_timeout_s
+        self.keep_state = keep_state  # keep the temp folder after teardown (debugging)
+        if not self.gaia_python.exists():
+            raise SandboxError(
+                f"GAIA interpreter {self.gaia_python} not found — create it with "
+                "`scripts/setup-gaia-venv`"
+            )
+        if not self.corpus_root.is_dir():
+            raise SandboxError(f"corpus root {self.corpus_root} is not a directory")
+
+    @asynccontextmanager
+    async def open(self, scenario_id: str) -> AsyncIterator[LocalSandbox]:
+        started = time.perf_counter()
+        state = Path(tempfile.mkdtemp(prefix=f"trialbox-{_slug(scenario_id)}-"))
+        processes: list[subprocess.Popen[bytes]] = []
+        box = LocalSandbox(
+            scenario_id=scenario_id,
+            ui_url=f"http://127.0.0.1:{_free_port()}",
+            mcp_url="",
+            llm_url=self.llm_url,
+            corpus_root=self.corpus_root,
+            home=state / "gaia-home",
+            logs=state,
+        )
+        try:
+            # Both start at once: the bridge only proxies, and its imports take longer
+            # than the UI's start-up.
+            mcp_port = _free_port()
+            box.mcp_url = f"http://127.0.0.1:{mcp_port}/mcp"
+            processes.append(self._start_ui(box))
+            processes.append(self._start_mcp(box, mcp_port))
+            await self._wait_for_ui(box, processes[0], started)
+            await self._wait_for_mcp(box, processes[1], started)
+            box.timings["cold_start_s"] = time.perf_counter() - started
+            yield box
+        finally:
+            # Shielded: a cancelled run must still stop its processes before it unwinds.
+            await asyncio.shield(asyncio.to_thread(self._teardown, box, processes, state))
+
+    # -- start-up ---------------------------------------------------------------------------
+
+    def _spawn(self, args: list[str], log: Path) -> subprocess.Popen[bytes]:
+        """Start the entrypoint in its own session, from the sandbox's folder (some GAIA tools
+        default to the working directory), logging to ``log``."""
+        with open(log, "ab") as sink:
+            return subprocess.Popen(
+                [str(self.gaia_python), str(ENTRYPOINT), *args],
+                stdin=subprocess.DEVNULL,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # own process group: teardown signals all of it
+                cwd=log.parent,
+            )
+
+    def _start_ui(self, box: LocalSandbox) -> subprocess.Popen[bytes]:
+        port = box.ui_url.rsplit(":", 1)[1]
+        args = [
+            "ui", "--home", str(box.home), "--llm-url", self.llm_url,
+            "--host", "127.0.0.1", "--port", port,
+            "--document-root", str(self.corpus_root),
+        ]  # fmt: skip
+        tiktoken_cache = self.gaia_python.parent.parent / "share" / "tiktoken-cache"
+        if tiktoken_cache.is_dir():
+            args += ["--tiktoken-cache", str(tiktoken_cache)]
+        return self._spawn(args, box.logs / "agent-ui.log")
+
+    def _start_mcp(self, box: LocalSandbox, port: int) -> subprocess.Popen[bytes]:
+        args = ["mcp", "--ui-url", box.ui_url, "--host", "127.0.0.1", "--port", str(port)]
+        return self._spawn(args, box.logs / "mcp.log")
+
+    async def _wait_for_ui(
+        self, box: LocalSandbox, process: subprocess.Popen[bytes], started: float
+    ) -> None:
+        async with httpx.AsyncClient(timeout=2) as http:
+            while True:
+                try:
+                    if (await http.get(f"{box.ui_url}/api/health")).status_code == 200:
+                        box.timings["ui_ready_s"] = time.perf_counter() - started
+                        return
+                except httpx.HTTPError:
+                    pass
+                self._check_alive(box, process, "agent-ui.log", started)
+                await asyncio.sleep(0.1)
+
+    async def _wait_for_mcp(
+        self, box: LocalSandbox, process: subprocess.Popen[bytes], started: float
+    ) -> None:
+        """GAIA's bridge does not answer MCP ping; listing its tools is the readiness probe."""
+        from fastmcp import Client  # imported late: fastmcp is slow to import
+
+        while True:
+            try:
+                async with Client(box.mcp_url, timeout=5) as client:
+                    await client.list_tools()
+                box.timings["mcp_ready_s"] = time.perf_counter() - started
+                return
+            except Exception:  # noqa: BLE001 — any failure here only means "not ready yet"
+                self._check_alive(box, process, "mcp.log", started)
+                await asyncio.sleep(0.1)
+
+    def _check_alive(
+        self, box: LocalSandbox, process: subprocess.Popen[bytes], log: str, started: float
+    ) -> None:
+        if process.poll() is not None:
+            raise SandboxError(
+                f"{log.removesuffix('.log')} for {box.scenario_id} exited with code "
+                f"{process.returncode} during start-up; last lines of {box.logs / log}:\n"
+                f"{_tail(box.logs / log)}"
+            )
+        if time.perf_counter() - started > self.ready_timeout_s:
+            raise SandboxError(
+                f"sandbox for {box.scenario_id} was not ready within {self.ready_timeout_s:.0f} s "
+                f"(UI {box.ui_url}, MCP {box.mcp_url or 'not started'}); see {box.logs / log}"
+            )
+
+    # -- teardown ---------------------------------------------------------------------------
+
+    def _teardown(
+        self, box: LocalSandbox, processes: list[subprocess.Popen[bytes]], state: Path
+    ) -> None:
+        # The bridge first (it holds connections to the UI), then the UI, then GAIA's daemon.
+        daemon_pid = _daemon_pid(box.home)
+        for process in reversed(processes):
+            _stop_group(process.pid, lambda p=process: p.poll() is not None)
+        if daemon_pid is not None:
+            _stop_group(daemon_pid, lambda: not _alive(daemon_pid))
+        if not self.keep_state:
+            shutil.rmtree(state, ignore_errors=True)
+
+
+def _daemon_pid(home: Path) -> int | None:
+    try:
+        pid = json.loads((home / "host" / "instance.json").read_text()).get("pid")
+    except (OSError, ValueError):
+        return None
+    return pid if isinstance(pid, int) and pid > 0 else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie we did not parent still answers kill(0); /proc tells the truth on Linux.
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _stop_group(pid: int, exited: Callable[[], bool]) -> None:
+    """SIGTERM the process group led by pid, then SIGKILL it after STOP_GRACE_S."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        deadline = time.monotonic() + STOP_GRACE_S
+        while time.monotonic() < deadline:
+            if exited():
+                # Children of the leader may outlive it: sweep the group once more.
+                try:
+                    os.killpg(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+                return
+            time.sleep(0.05)
+
+
+def _tail(path: Path, lines: int = 20) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"

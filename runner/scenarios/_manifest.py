@@ -1,0 +1,76 @@
+"""The corpus manifest (`<corpus>/manifest.json`): GAIA's format plus a sha256 per document."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+from runner.scenarios._source import SourceMap
+
+DOCUMENT_FOLDERS = ("", "documents", "adversarial")
+"""Where a manifest `filename` is looked for, relative to the corpus root, in this order.
+GAIA keeps plain documents under documents/ and adversarial ones under adversarial/; a
+filename holding a folder ("real_world/x.pdf") is simply relative to the corpus root."""
+
+
+class Fact(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    id: str = Field(min_length=1)
+    question: str | None = None
+    answer: str | int | float | list[str] | None = None  # null: the document does not say
+    difficulty: str | None = None
+    note: str | None = None
+
+
+class CorpusDocument(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    id: str = Field(min_length=1)
+    filename: str = Field(min_length=1)
+    format: str | None = None
+    domain: str | None = None
+    sha256: str | None = None
+    generated: bool | None = None
+    real_world: bool = False  # not committed: a missing file skips the scenario, no error
+    facts: list[Fact] = Field(default_factory=list)
+
+    def fact(self, fact_id: str) -> Fact | None:
+        return next((fact for fact in self.facts if fact.id == fact_id), None)
+
+    def locate(self, corpus_root: Path) -> Path | None:
+        """The document's file under the corpus root, or None when it is not there."""
+        for folder in DOCUMENT_FOLDERS:
+            candidate = corpus_root / folder / self.filename
+            if candidate.is_file():
+                return candidate
+        return None
+
+
+class Manifest(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    documents: list[CorpusDocument] = Field(default_factory=list)
+    adversarial_documents: list[CorpusDocument] = Field(default_factory=list)
+
+    _source: SourceMap | None = PrivateAttr(default=None)
+
+    @property
+    def source_file(self) -> Path | None:
+        return self._source.file if self._source else None
+
+    @property
+    def all_documents(self) -> list[CorpusDocument]:
+        return [*self.documents, *self.adversarial_documents]
+
+    def document(self, doc_id: str) -> CorpusDocument | None:
+        return next((doc for doc in self.all_documents if doc.id == doc_id), None)
+
+    def is_adversarial(self, doc_id: str) -> bool:
+        """Adversarial documents may legitimately index 0 chunks (no SETUP_ERROR for them)."""
+        return any(doc.id == doc_id for doc in self.adversarial_documents)
+
+    @property
+    def document_ids(self) -> list[str]:
+        return [doc.id for doc in self.all_documents]

@@ -1,0 +1,430 @@
+"""GAIA's scoring rules plus Goa-AI's gates, as pure functions (no I/O, no clock).
+
+Why pure: the judge's arithmetic is never trusted (DESIGN 1.5), so every number in a scorecard
+must be reproducible from the dimension scores, check results and claim labels alone. The
+engine feeds judgments in; the report writes what comes out.
+
+Rules (DESIGN 2.1):
+- turn score = Σ clamp(dimension, 0, 10) · weight; a turn passes when correctness ≥ 4 and its
+  score ≥ 6.0;
+- scenario score = mean of turn scores; the rubric passes when that mean is ≥ 6.0, every turn
+  has correctness ≥ 4 and every turn of the conversation was judged;
+- PASS needs the rubric AND every exact check AND every claim `entailed`; otherwise FAIL;
+- a judge verdict of BLOCKED_BY_ARCHITECTURE stands (never upgraded to PASS);
+- no judge → NOT_JUDGED (no score is invented); infrastructure statuses pass through.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from runner.judgments import (
+    DIMENSIONS,
+    ClaimJudgment,
+    ClaimLabel,
+    DimensionScores,
+    JudgeUsage,
+    Judgments,
+    TurnJudgment,
+)
+from runner.outcomes import CheckResult
+from runner.status import JUDGED, Status
+
+WEIGHTS: Mapping[str, float] = MappingProxyType(
+    {
+        "correctness": 0.25,
+        "tool_selection": 0.20,
+        "context_retention": 0.20,
+        "completeness": 0.15,
+        "efficiency": 0.10,
+        "personality": 0.05,
+        "error_recovery": 0.05,
+    }
+)
+assert tuple(WEIGHTS) == DIMENSIONS, "WEIGHTS must name exactly the rubric's dimensions"
+
+PASS_SCORE = 6.0
+MIN_CORRECTNESS = 4.0
+FAIL_SCORE_CAP = 5.99  # a FAIL never lifts an average above the pass line (GAIA)
+RECOMPUTE_TOLERANCE = 0.25  # a judge total further off than this is reported
+SCORE_DECIMALS = 4  # float noise must not decide the 6.0 boundary (6 · Σw = 6.000000000000001)
+
+INFRA_BUCKETS: Mapping[Status, str] = MappingProxyType(
+    {
+        Status.TIMEOUT: "timeout",
+        Status.BUDGET_EXCEEDED: "budget_exceeded",
+        Status.INFRA_ERROR: "infra_error",
+        Status.SETUP_ERROR: "infra_error",  # GAIA counts setup failures as infra errors
+        Status.SKIPPED_NO_DOCUMENT: "skipped",
+        Status.SKIPPED_NO_MODEL: "skipped",
+        Status.NOT_RUN: "not_run",
+        Status.NOT_JUDGED: "not_judged",
+        Status.ERRORED: "errored",
+    }
+)
+"""Which summary counter each non-judged status increments."""
+
+
+def clamp(value: float, low: float = 0.0, high: float = 10.0) -> float:
+    return max(low, min(high, value))
+
+
+def turn_score(scores: DimensionScores) -> float:
+    """The weighted sum of the seven dimensions, each clamped to 0–10."""
+    total = sum(clamp(getattr(scores, name)) * weight for name, weight in WEIGHTS.items())
+    return round(total, SCORE_DECIMALS)
+
+
+def turn_passes(scores: DimensionScores) -> bool:
+    return clamp(scores.correctness) >= MIN_CORRECTNESS and turn_score(scores) >= PASS_SCORE
+
+
+def recompute(judgment: TurnJudgment) -> tuple[float, str | None]:
+    """Our score for a judged turn, and a note when the judge's own total disagrees.
+
+    Our value always wins; the note exists so a reader can see the judge miscounted.
+    """
+    ours = turn_score(judgment.scores)
+    reported = judgment.reported_score
+    if reported is None or abs(reported - ours) <= RECOMPUTE_TOLERANCE:
+        return ours, None
+    note = (
+        f"turn {judgment.turn}: judge reported {reported:.2f}, recomputed {ours:.2f} "
+        f"from the dimension scores; the recomputed value is used"
+    )
+    return ours, note
+
+
+def mean_score(scores: Sequence[float]) -> float | None:
+    """Scenario score = mean of its turn scores; None when no turn was scored."""
+    if not scores:
+        return None
+    return round(sum(scores) / len(scores), SCORE_DECIMALS)
+
+
+def capped_score(status: Status, score: float) -> float:
+    """The score as it enters an average: a FAIL counts at most 5.99."""
+    return min(score, FAIL_SCORE_CAP) if status is Status.FAIL else score
+
+
+class _Record(BaseModel):
+    # These records are written into scorecard.json: a misspelt field must be an error.
+    model_config = ConfigDict(extra="forbid")
+
+
+class QualityGates(_Record):
+    """The three things a PASS needs. None = that gate could not be evaluated (no judge)."""
+
+    rubric_ok: bool | None = None  # GAIA's rubric: mean ≥ 6.0 and every turn correctness ≥ 4
+    checks_ok: bool = True  # every exact check passed (vacuously true with no checks)
+    claims_ok: bool | None = None  # every claim judged `entailed`
+
+    def failed(self) -> list[str]:
+        """Names of the gates that failed, in a fixed order (for messages and reports)."""
+        gates = {"rubric": self.rubric_ok, "checks": self.checks_ok, "claims": self.claims_ok}
+        return [name for name, ok in gates.items() if ok is False]
+
+    @property
+    def all_passed(self) -> bool:
+        return self.rubric_ok is True and self.checks_ok and self.claims_ok is True
+
+
+class ScoredTurn(_Record):
+    turn: int
+    score: float
+    passed: bool
+    mismatch_note: str | None = None
+
+
+class ScenarioOutcome(_Record):
+    """What scoring decided about one scenario run, and why."""
+
+    status: Status
+    score: float | None = None  # None when nothing was judged
+    gates: QualityGates
+    turns: list[ScoredTurn] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)  # why the status is what it is
+
+
+def claims_entailed(claims: Iterable[ClaimJudgment]) -> bool:
+    return all(claim.label is ClaimLabel.ENTAILED for claim in claims)
+
+
+def checks_passed(checks: Iterable[CheckResult]) -> bool:
+    return all(check.passed for check in checks)
+
+
+def score_turns(judgments: Judgments) -> list[ScoredTurn]:
+    scored = []
+    for judgment in sorted(judgments.turns, key=lambda j: j.turn):
+        score, note = recompute(judgment)
+        scored.append(
+            ScoredTurn(
+                turn=judgment.turn,
+                score=score,
+                passed=turn_passes(judgment.scores),
+                mismatch_note=note,
+            )
+        )
+    return scored
+
+
+def rubric_failures(
+    judgments: Judgments, score: float | None, conversation_turns: Sequence[int] | None
+) -> list[str]:
+    """Why GAIA's rubric fails (empty when it passes)."""
+    reasons = []
+    judged = {j.turn for j in judgments.turns}
+    expected = set(conversation_turns) if conversation_turns is not None else judged
+    if not judged:
+        reasons.append("the judge scored no turn")
+    missing = sorted(expected - judged)
+    if missing:
+        reasons.append(f"turns {missing} were not judged")
+    for judgment in sorted(judgments.turns, key=lambda j: j.turn):
+        if clamp(judgment.scores.correctness) < MIN_CORRECTNESS:
+            reasons.append(
+                f"turn {judgment.turn} correctness {judgment.scores.correctness:g} < "
+                f"{MIN_CORRECTNESS:g}"
+            )
+    if score is not None and score < PASS_SCORE:
+        reasons.append(f"score {score:.2f} < {PASS_SCORE:.1f}")
+    return reasons
+
+
+def _judge_says_blocked(judgments: Judgments) -> bool:
+    verdict = judgments.verdict.verdict if judgments.verdict else ""
+    return verdict.strip().upper() == Status.BLOCKED_BY_ARCHITECTURE.value
+
+
+def scenario_status(
+    judgments: Judgments | None,
+    checks: Sequence[CheckResult],
+    *,
+    infra: Status | None = None,
+    conversation_turns: Sequence[int] | None = None,
+) -> ScenarioOutcome:
+    """Derive a scenario's status, score and quality gates.
+
+    `infra` is the harness's own status when it could not complete the run (TIMEOUT, ...);
+    it passes through unchanged. `conversation_turns` are the turn numbers that actually ran:
+    a turn the judge skipped fails the rubric rather than silently raising the mean.
+    """
+    if infra is not None and infra in JUDGED:
+        raise ValueError(
+            f"infra={infra.value} is a quality verdict; only scoring derives PASS/FAIL/BLOCKED"
+        )
+    checks_ok = checks_passed(checks)
+    failed_checks = [c for c in checks if not c.passed]
+    check_notes = [f"check {c.type} failed: {c.diagnostic}".rstrip(": ") for c in failed_checks]
+
+    if judgments is None:
+        status = infra or Status.NOT_JUDGED
+        note = "no judge configured: verdicts are NOT_JUDGED" if status is Status.NOT_JUDGED else ""
+        notes = [n for n in [note, *check_notes] if n]
+        return ScenarioOutcome(status=status, gates=QualityGates(checks_ok=checks_ok), notes=notes)
+
+    turns = score_turns(judgments)
+    score = mean_score([t.score for t in turns])
+    rubric_notes = rubric_failures(judgments, score, conversation_turns)
+    claims_ok = claims_entailed(judgments.claims)
+    gates = QualityGates(rubric_ok=not rubric_notes, checks_ok=checks_ok, claims_ok=claims_ok)
+    notes = [t.mismatch_note for t in turns if t.mismatch_note]
+    notes += [f"rubric: {reason}" for reason in rubric_notes] + check_notes
+    notes += [
+        f"claim {c.name!r} is {c.label.value}: {c.rationale}".rstrip(": ")
+        for c in judgments.claims
+        if c.label is not ClaimLabel.ENTAILED
+    ]
+
+    if infra is not None:
+        status = infra
+    elif _judge_says_blocked(judgments):
+        status = Status.BLOCKED_BY_ARCHITECTURE
+        if gates.all_passed:
+            notes.append(
+                "judge reported BLOCKED_BY_ARCHITECTURE although every gate passed; "
+                "kept as BLOCKED (never upgraded to PASS), review the verdict"
+            )
+    elif gates.all_passed:
+        status = Status.PASS
+    else:
+        status = Status.FAIL
+    return ScenarioOutcome(status=status, score=score, gates=gates, turns=turns, notes=notes)
+
+
+# --- run summary -------------------------------------------------------------------------
+
+
+class Scored(Protocol):
+    """What summarize() needs from a scenario result (report.ScenarioResult has these)."""
+
+    @property
+    def category(self) -> str: ...
+
+    @property
+    def status(self) -> Status: ...
+
+    @property
+    def score(self) -> float | None: ...
+
+
+class StatusCounts(_Record):
+    """GAIA's counters, plus ours (not_judged)."""
+
+    passed: int = 0
+    failed: int = 0
+    blocked: int = 0
+    timeout: int = 0
+    budget_exceeded: int = 0
+    infra_error: int = 0
+    skipped: int = 0
+    not_run: int = 0
+    errored: int = 0
+    not_judged: int = 0
+
+
+class CategorySummary(StatusCounts):
+    total: int = 0
+    avg_score: float | None = None  # judged scenarios only, FAIL capped at 5.99
+    judged_pass_rate: float | None = None
+
+
+class Summary(StatusCounts):
+    """GAIA's summary fields (scorecard.json `summary`) plus judged/infrastructure totals."""
+
+    total_scenarios: int = 0
+    judged: int = 0  # PASS + FAIL + BLOCKED: the denominator of judged_pass_rate
+    infrastructure: int = 0  # every other status: never counted as quality
+    pass_rate: float = 0.0  # passed / total_scenarios
+    judged_pass_rate: float | None = None  # passed / judged; None when nothing was judged
+    avg_score: float | None = None  # mean over judged scenarios, FAIL capped at 5.99
+    by_category: dict[str, CategorySummary] = Field(default_factory=dict)
+
+
+_JUDGED_BUCKETS = {Status.PASS: "passed", Status.FAIL: "failed"}
+_JUDGED_BUCKETS[Status.BLOCKED_BY_ARCHITECTURE] = "blocked"
+
+
+def bucket_of(status: Status) -> str:
+    return _JUDGED_BUCKETS.get(status) or INFRA_BUCKETS[status]
+
+
+@dataclass
+class _Tally:
+    counts: dict[str, int]
+    scores: list[float]
+    total: int = 0
+
+    @classmethod
+    def empty(cls) -> _Tally:
+        return cls(counts={name: 0 for name in StatusCounts.model_fields}, scores=[])
+
+    def add(self, result: Scored) -> None:
+        self.total += 1
+        self.counts[bucket_of(result.status)] += 1
+        if result.status in JUDGED and result.score is not None:
+            self.scores.append(capped_score(result.status, result.score))
+
+    @property
+    def judged(self) -> int:
+        return self.counts["passed"] + self.counts["failed"] + self.counts["blocked"]
+
+    @property
+    def avg_score(self) -> float | None:
+        return round(sum(self.scores) / len(self.scores), 2) if self.scores else None
+
+    @property
+    def judged_pass_rate(self) -> float | None:
+        return self.counts["passed"] / self.judged if self.judged else None
+
+
+def summarize(results: Iterable[Scored]) -> Summary:
+    """GAIA's summary over a run: counts per status bucket, rates, averages, by category."""
+    overall = _Tally.empty()
+    categories: dict[str, _Tally] = {}
+    for result in results:
+        overall.add(result)
+        categories.setdefault(result.category, _Tally.empty()).add(result)
+    by_category = {
+        name: CategorySummary(
+            **tally.counts,
+            total=tally.total,
+            avg_score=tally.avg_score,
+            judged_pass_rate=tally.judged_pass_rate,
+        )
+        for name, tally in sorted(categories.items())
+    }
+    return Summary(
+        **overall.counts,
+        total_scenarios=overall.total,
+        judged=overall.judged,
+        infrastructure=overall.total - overall.judged,
+        pass_rate=overall.counts["passed"] / overall.total if overall.total else 0.0,
+        judged_pass_rate=overall.judged_pass_rate,
+        avg_score=overall.avg_score,
+        by_category=by_category,
+    )
+
+
+# --- judge cost --------------------------------------------------------------------------
+
+
+class Price(_Record):
+    """US dollars per million tokens."""
+
+    input: float
+    output: float
+    cache_read: float
+    cache_write: float
+
+
+def _anthropic(input_price: float, output_price: float) -> Price:
+    # Anthropic bills a 5-minute cache write at 1.25x and a cache read at 0.1x the input price.
+    return Price(
+        input=input_price,
+        output=output_price,
+        cache_read=round(input_price * 0.1, 4),
+        cache_write=round(input_price * 1.25, 4),
+    )
+
+
+PRICES: tuple[tuple[str, Price], ...] = (
+    # Most specific first: the first family whose key occurs in the model name wins.
+    ("opus-4-5", _anthropic(5.0, 25.0)),
+    ("opus-4-6", _anthropic(5.0, 25.0)),
+    ("opus", _anthropic(15.0, 75.0)),
+    ("sonnet", _anthropic(3.0, 15.0)),
+    ("haiku-4", _anthropic(1.0, 5.0)),
+    ("haiku-3-5", _anthropic(0.8, 4.0)),
+    ("3-5-haiku", _anthropic(0.8, 4.0)),
+    ("haiku", _anthropic(0.25, 1.25)),
+)
+"""Estimates for the cost section; a model matching no family (a local model) costs 0."""
+
+
+def price_of(model: str) -> Price | None:
+    name = model.lower()
+    for key, price in PRICES:
+        if key in name:
+            return price
+    return None
+
+
+def judge_cost_usd(usage: JudgeUsage, model: str) -> float:
+    """Estimated dollars for one scenario's judging; 0 for local (unpriced) models."""
+    price = price_of(model)
+    if price is None:
+        return 0.0
+    dollars = (
+        usage.input_tokens * price.input
+        + usage.output_tokens * price.output
+        + usage.cache_read_tokens * price.cache_read
+        + usage.cache_write_tokens * price.cache_write
+    ) / 1_000_000
+    return round(dollars, 6)

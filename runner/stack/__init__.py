@@ -1,0 +1,66 @@
+"""The controller side of the appliance: hardware, Docker engine, images, compose stack, cleanup.
+
+Everything here talks to the machine (``/dev``, ``/proc``, the Docker engine); nothing here
+knows about scenarios or scores. The CLI calls these functions and prints what they return.
+"""
+
+from runner.stack.cleanup import CleanupReport, cleanup
+from runner.stack.compose import (
+    ComposeError,
+    LlmStack,
+    compose_files,
+    down,
+    port_in_use,
+    up_llm,
+    wait_healthy,
+)
+from runner.stack.doctor import Check, format_checks, run_checks
+from runner.stack.engine import EngineProblem, check_compose, check_engine
+from runner.stack.hardware import (
+    DEVICES,
+    DeviceChoice,
+    DeviceError,
+    HardwareFingerprint,
+    detect_device,
+    hardware_fingerprint,
+)
+from runner.stack.images import (
+    BASE_IMAGE,
+    IMAGES,
+    ImageBuildError,
+    build_image,
+    ensure_base_image,
+    image_tag,
+    prepare_context,
+)
+
+__all__ = [
+    "BASE_IMAGE",
+    "DEVICES",
+    "IMAGES",
+    "Check",
+    "CleanupReport",
+    "ComposeError",
+    "DeviceChoice",
+    "DeviceError",
+    "EngineProblem",
+    "HardwareFingerprint",
+    "ImageBuildError",
+    "LlmStack",
+    "build_image",
+    "check_compose",
+    "check_engine",
+    "cleanup",
+    "compose_files",
+    "detect_device",
+    "down",
+    "ensure_base_image",
+    "format_checks",
+    "hardware_fingerprint",
+    "image_tag",
+    "port_in_use",
+    "prepare_context",
+    "run_checks",
+    "up_llm",
+    "wait_healthy",
+]

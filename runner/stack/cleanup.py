@@ -1,0 +1,73 @@
+"""Remove what trialbox created, found by the ``trialbox.run`` label — and nothing else.
+
+The engine is shared with other work on the same machine, so cleanup never goes by name or
+"everything stopped": only objects that carry our label are touched. Images are kept (they
+are build artifacts, not run state); ``docker image rm`` them by tag when wanted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import docker
+from docker.errors import APIError, NotFound
+from docker.models.networks import Network
+
+RUN_LABEL = "trialbox.run"
+
+
+@dataclass
+class CleanupReport:
+    """Names of what was removed, and what could not be (with the engine's reason)."""
+
+    containers: list[str] = field(default_factory=list)
+    networks: list[str] = field(default_factory=list)
+    volumes: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+
+    @property
+    def removed(self) -> int:
+        return len(self.containers) + len(self.networks) + len(self.volumes)
+
+
+def label_filter(run_id: str | None) -> dict[str, str]:
+    """``trialbox.run`` (any run) or ``trialbox.run=<id>`` (one run), as a Docker filter."""
+    if run_id is not None and not run_id.strip():
+        raise ValueError("run id must not be empty; pass None to clean every trialbox run")
+    return {"label": RUN_LABEL if run_id is None else f"{RUN_LABEL}={run_id}"}
+
+
+def cleanup(run_id: str | None = None, client: docker.DockerClient | None = None) -> CleanupReport:
+    """Remove labelled containers, then networks, then volumes (that order frees references)."""
+    client = client or docker.from_env()
+    filters = label_filter(run_id)
+    report = CleanupReport()
+    for container in client.containers.list(all=True, filters=filters):
+        _remove(lambda: container.remove(force=True, v=True), container.name, report.containers, report)
+    for network in client.networks.list(filters=filters):
+        _disconnect_all(network)
+        _remove(network.remove, network.name, report.networks, report)
+    for volume in client.volumes.list(filters=filters):
+        _remove(lambda: volume.remove(force=True), volume.name, report.volumes, report)
+    return report
+
+
+def _disconnect_all(network: Network) -> None:
+    """An unlabelled container (e.g. a CI job) may have been attached to our network."""
+    try:
+        network.reload()
+        for container in network.containers:
+            network.disconnect(container, force=True)
+    except (APIError, NotFound):
+        pass
+
+
+def _remove(action: Callable[[], object], name: str, removed: list[str], report: CleanupReport) -> None:
+    try:
+        action()
+        removed.append(name)
+    except NotFound:
+        pass  # already gone (a container's network removed with it, a race with compose down)
+    except APIError as error:
+        report.failures.append(f"{name}: {error.explanation or error}")

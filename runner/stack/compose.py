@@ -1,0 +1,200 @@
+"""Start and stop the stack's LLM service with ``docker compose`` for a given device.
+
+Compose (not the SDK) because the stack *is* the compose files: a user can run the same
+``docker compose -f ... up`` by hand and get the same thing. Health is read through the SDK.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import socket
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import docker
+from docker.errors import DockerException
+
+from runner.stack.hardware import DEVICES
+
+LLM_SERVICE = "llm"
+LLM_PORT = 13305
+DEFAULT_PROJECT = "trialbox"
+DEFAULT_RUN_ID = "stack"
+
+
+class ComposeError(RuntimeError):
+    """The stack could not be started or stopped; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class LlmStack:
+    """A running LLM service: where to reach it from the host and which container it is."""
+
+    project: str
+    device: str
+    container: str
+    url: str
+
+
+def compose_dir() -> Path:
+    return Path(__file__).resolve().parents[2] / "compose"
+
+
+def compose_files(device: str, directory: Path | None = None) -> list[Path]:
+    """The base file plus the one overlay for ``device`` (later files override earlier ones)."""
+    if device not in DEVICES:
+        raise ComposeError(f"no compose overlay for device {device!r}; use one of: {', '.join(DEVICES)}")
+    directory = directory or compose_dir()
+    return [directory / "compose.yaml", directory / f"compose.{device}.yaml"]
+
+
+def project_name(run_id: str | None = None) -> str:
+    """Compose project names allow [a-z0-9_-] and must start with a letter or digit."""
+    if not run_id or run_id == DEFAULT_RUN_ID:
+        return DEFAULT_PROJECT
+    slug = re.sub(r"[^a-z0-9_-]", "-", run_id.lower()).strip("-_")
+    return f"{DEFAULT_PROJECT}-{slug}" if slug else DEFAULT_PROJECT
+
+
+def _socket_gid(path: str = "/var/run/docker.sock") -> str:
+    try:
+        return str(os.stat(path).st_gid)
+    except OSError:
+        return "0"
+
+
+def stack_environment(run_id: str | None, port: int, base: dict[str, str] | None = None) -> dict[str, str]:
+    """The variables compose.yaml reads, on top of the caller's environment (keys pass through)."""
+    env = dict(os.environ if base is None else base)
+    repo = compose_dir().parent
+    env.update(
+        TRIALBOX_RUN_ID=run_id or DEFAULT_RUN_ID,
+        TRIALBOX_LLM_PORT=str(port),
+        TRIALBOX_DOCKER_GID=env.get("TRIALBOX_DOCKER_GID") or _socket_gid(),
+        TRIALBOX_HOST_EVAL_DIR=env.get("TRIALBOX_HOST_EVAL_DIR") or str(repo / "eval"),
+    )
+    return env
+
+
+def compose_command(device: str, project: str, *args: str) -> list[str]:
+    cmd = ["docker", "compose", "-p", project]
+    for path in compose_files(device):
+        cmd += ["-f", str(path)]
+    return [*cmd, *args]
+
+
+def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
+    """True when something already listens on host:port (binding fails with EADDRINUSE)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            if error.errno == errno.EADDRINUSE:
+                return True
+            raise
+    return False
+
+
+def _run(cmd: list[str], env: dict[str, str], what: str, timeout: float = 600) -> str:
+    try:
+        done = subprocess.run(
+            cmd, env=env, capture_output=True, text=True, timeout=timeout, check=False
+        )
+    except subprocess.TimeoutExpired as error:
+        raise ComposeError(f"{what} did not finish within {timeout:.0f}s: {' '.join(cmd)}") from error
+    if done.returncode != 0:
+        raise ComposeError(f"{what} failed: {' '.join(cmd)}\n{(done.stderr or done.stdout).strip()[-2000:]}")
+    return done.stdout
+
+
+def _llm_container_id(project: str, env: dict[str, str], device: str) -> str:
+    out = _run(compose_command(device, project, "ps", "-q", LLM_SERVICE), env, "docker compose ps")
+    ids = out.split()
+    if not ids:
+        raise ComposeError(f"compose project {project} has no {LLM_SERVICE} container after `up`")
+    return ids[0]
+
+
+def _our_llm_running(project: str) -> bool:
+    """Is the port held by this very project's LLM container (then `up` is a no-op, not a clash)?"""
+    try:
+        client = docker.from_env()
+        try:
+            found = client.containers.list(
+                filters={
+                    "label": [f"com.docker.compose.project={project}", "trialbox.role=llm"],
+                    "status": "running",
+                }
+            )
+            return bool(found)
+        finally:
+            client.close()
+    except DockerException:
+        return False
+
+
+def wait_healthy(
+    container: str,
+    timeout_s: float,
+    client: docker.DockerClient | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> None:
+    """Poll the container's healthcheck until ``healthy``; fail fast if it exits or turns unhealthy."""
+    client = client or docker.from_env()
+    deadline = clock() + timeout_s
+    status = "unknown"
+    while True:
+        item = client.containers.get(container)
+        state = item.attrs.get("State", {})
+        status = (state.get("Health") or {}).get("Status") or state.get("Status", "unknown")
+        if status == "healthy":
+            return
+        if state.get("Status") in ("exited", "dead") or status == "unhealthy":
+            break
+        if clock() >= deadline:
+            break
+        sleep(1.0)
+    logs = item.logs(tail=20).decode(errors="replace").rstrip()
+    raise ComposeError(
+        f"the LLM container {item.name} is {status!r}, not healthy, after "
+        f"{'its exit' if state.get('Status') in ('exited', 'dead') else f'{timeout_s:.0f}s'}. "
+        f"Last log lines:\n{logs}\n"
+        f"Fix: read `docker logs {item.name}`; if it is only slow, raise the timeout."
+    )
+
+
+def up_llm(
+    device: str,
+    run_id: str | None = None,
+    port: int = LLM_PORT,
+    timeout_s: float = 180.0,
+) -> LlmStack:
+    """Start (or keep) the LLM service for ``device`` and return once its healthcheck passes."""
+    project = project_name(run_id)
+    env = stack_environment(run_id, port)
+    if port_in_use(port) and not _our_llm_running(project):
+        raise ComposeError(
+            f"port {port} on 127.0.0.1 is already in use by another program, so the LLM server "
+            f"cannot publish it. Fix: stop that program, or choose another port "
+            f"(TRIALBOX_LLM_PORT / --llm-port)."
+        )
+    _run(compose_command(device, project, "up", "-d", "--no-build", LLM_SERVICE), env, "docker compose up")
+    container = _llm_container_id(project, env, device)
+    wait_healthy(container, timeout_s)
+    name = docker.from_env().containers.get(container).name
+    return LlmStack(project=project, device=device, container=name, url=f"http://127.0.0.1:{port}")
+
+
+def down(device: str, run_id: str | None = None, volumes: bool = False) -> None:
+    """Stop and remove the stack's containers and network (model-cache volumes only on request)."""
+    project = project_name(run_id)
+    env = stack_environment(run_id, LLM_PORT)
+    args = ["down", "--remove-orphans", "--timeout", "10"] + (["--volumes"] if volumes else [])
+    _run(compose_command(device, project, "--profile", "run", *args), env, "docker compose down")

@@ -1,0 +1,174 @@
+"""Which accelerator to use (``--device auto``) and what the machine is (the fingerprint).
+
+Detection only looks at device nodes and sysfs/procfs files, all under injectable roots, so
+tests run against fake trees and the answer never depends on importing a GPU library.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+Device = Literal["cpu", "rocm", "npu"]
+DEVICES: tuple[Device, ...] = ("cpu", "rocm", "npu")
+
+# The device node each accelerator needs inside the LLM container.
+ROCM_NODE = "kfd"  # /dev/kfd: the ROCm compute interface (plus /dev/dri for the render nodes)
+NPU_NODE = "accel/accel0"  # /dev/accel/accel0: the XDNA NPU (amdxdna driver)
+NPU_DOCKER_BUG = (
+    "NPU inference inside Docker is an open upstream bug (lemonade-sdk/lemonade#2742); "
+    "expect the Lemonade container to fail to load NPU models until it is fixed"
+)
+
+
+class DeviceError(ValueError):
+    """The requested device cannot be used on this machine; the message says what to do."""
+
+
+class DeviceChoice(BaseModel):
+    """The device the stack will use and a sentence saying why, printed at the start of a run."""
+
+    device: Device
+    reason: str
+    warnings: list[str] = Field(default_factory=list)
+
+
+def detect_device(requested: str = "auto", dev_root: Path = Path("/dev")) -> DeviceChoice:
+    """Pick the LLM device: an explicit request is checked, ``auto`` prefers rocm > npu > cpu.
+
+    ROCm comes first because a GPU is the faster and better-supported path in containers;
+    the NPU path carries the upstream Docker bug as a warning rather than being skipped, so
+    a user with only an NPU still sees why their numbers may not come.
+    """
+    requested = requested.strip().lower()
+    if requested not in ("auto", *DEVICES):
+        raise DeviceError(
+            f"--device {requested!r} is not a device; use one of: auto, {', '.join(DEVICES)}"
+        )
+    kfd = dev_root / ROCM_NODE
+    accel = dev_root / NPU_NODE
+    if requested == "cpu":
+        return DeviceChoice(device="cpu", reason="requested with --device cpu")
+    if requested == "rocm":
+        if not kfd.exists():
+            raise DeviceError(
+                f"--device rocm needs {kfd}, which does not exist: install the amdgpu/ROCm "
+                "kernel driver, or use --device cpu"
+            )
+        return DeviceChoice(device="rocm", reason=f"requested with --device rocm ({kfd} present)")
+    if requested == "npu":
+        if not accel.exists():
+            raise DeviceError(
+                f"--device npu needs {accel}, which does not exist: install the amdxdna "
+                "driver (Ryzen AI), or use --device cpu"
+            )
+        return DeviceChoice(
+            device="npu",
+            reason=f"requested with --device npu ({accel} present)",
+            warnings=[NPU_DOCKER_BUG],
+        )
+    if kfd.exists():
+        return DeviceChoice(device="rocm", reason=f"auto: {kfd} exists (AMD GPU with ROCm)")
+    if accel.exists():
+        return DeviceChoice(
+            device="npu",
+            reason=f"auto: {accel} exists (AMD NPU) and {kfd} does not",
+            warnings=[NPU_DOCKER_BUG],
+        )
+    return DeviceChoice(
+        device="cpu", reason=f"auto: neither {kfd} nor {accel} exists, so the CPU server is used"
+    )
+
+
+class GpuInfo(BaseModel):
+    """One display device from /sys/class/drm (vendor/device are PCI ids, e.g. 0x1002)."""
+
+    card: str
+    vendor: str
+    device: str
+    driver: str | None = None
+
+
+class HardwareFingerprint(BaseModel):
+    """What a result was measured on; goes into every scorecard so runs can be compared."""
+
+    cpu_model: str
+    cpu_cores: int
+    memory_bytes: int | None
+    kernel: str
+    gpus: list[GpuInfo] = Field(default_factory=list)
+    amdgpu_driver: str | None = None  # /sys/module/amdgpu/version (out-of-tree DKMS only)
+    rocm_version: str | None = None  # /opt/rocm/.info/version
+    npu_driver: str | None = None  # /sys/module/amdxdna/version
+    npu_present: bool = False
+    rocm_present: bool = False
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(errors="replace").strip() or None
+    except OSError:
+        return None
+
+
+def _cpu_model(proc_root: Path) -> str:
+    for line in (_read(proc_root / "cpuinfo") or "").splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "model name":
+            return value.strip()
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def _memory_bytes(proc_root: Path) -> int | None:
+    for line in (_read(proc_root / "meminfo") or "").splitlines():
+        if line.startswith("MemTotal:"):
+            parts = line.split()
+            return int(parts[1]) * 1024 if len(parts) >= 2 and parts[1].isdigit() else None
+    return None
+
+
+def _gpus(sys_root: Path) -> list[GpuInfo]:
+    gpus = []
+    drm = sys_root / "class" / "drm"
+    for card in sorted(drm.glob("card[0-9]*")) if drm.is_dir() else []:
+        if "-" in card.name:  # card0-DP-1 etc. are connectors, not devices
+            continue
+        vendor = _read(card / "device" / "vendor")
+        if vendor is None:
+            continue
+        driver_link = card / "device" / "driver"
+        driver = os.path.basename(os.readlink(driver_link)) if driver_link.is_symlink() else None
+        gpus.append(
+            GpuInfo(
+                card=card.name,
+                vendor=vendor,
+                device=_read(card / "device" / "device") or "unknown",
+                driver=driver,
+            )
+        )
+    return gpus
+
+
+def hardware_fingerprint(
+    proc_root: Path = Path("/proc"),
+    sys_root: Path = Path("/sys"),
+    dev_root: Path = Path("/dev"),
+    rocm_root: Path = Path("/opt/rocm"),
+) -> HardwareFingerprint:
+    """Read the fingerprint from procfs/sysfs; missing files become ``None``, never errors."""
+    return HardwareFingerprint(
+        cpu_model=_cpu_model(proc_root),
+        cpu_cores=os.cpu_count() or 0,
+        memory_bytes=_memory_bytes(proc_root),
+        kernel=_read(proc_root / "sys" / "kernel" / "osrelease") or platform.release(),
+        gpus=_gpus(sys_root),
+        amdgpu_driver=_read(sys_root / "module" / "amdgpu" / "version"),
+        rocm_version=_read(rocm_root / ".info" / "version"),
+        npu_driver=_read(sys_root / "module" / "amdxdna" / "version"),
+        npu_present=(dev_root / NPU_NODE).exists(),
+        rocm_present=(dev_root / ROCM_NODE).exists(),
+    )

@@ -1,0 +1,336 @@
+"""Drive one scenario's conversation with the GAIA Agent UI through GAIA's own MCP tools.
+
+Everything the agent under test does is reached the way GAIA's own eval reaches it — through
+its Agent UI MCP bridge: ``system_status`` → ``create_session`` → ``index_document`` per setup
+document → per turn ``start_message`` + ``wait_for_turn`` (answering permission prompts) →
+``turn_view`` + ``turn_metrics``. The one step GAIA's MCP tools lack is the session's device:
+a session is created for ``gpu`` and, on a host without one, every turn fails until the
+session is switched through the Agent UI's own REST route (``PUT /api/sessions/{id}``), which
+is what the browser's device picker does. We do that openly, and record the device used.
+
+"The agent answered badly" is never an exception here: the transcript records what happened
+(including per-turn infrastructure errors) and later stages judge it.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path, PurePath
+from typing import Any, Protocol
+
+import httpx
+
+from runner.sandbox import Sandbox
+from runner.transcript import IndexedDocument, ToolCall, Transcript, TurnPerformance, TurnRecord
+
+#: The agent id of our reference agent (images/agent-ui/agent/agent.py).
+DEFAULT_AGENT_TYPE = "gaia"
+#: Longest a single wait_for_turn call may block (GAIA caps it at 10 minutes).
+WAIT_SLICE_MS = 60_000
+#: Default ceiling for one turn; the engine passes the scenario's own budget.
+DEFAULT_TURN_TIMEOUT_S = 600.0
+#: Longest a background indexing job (files > 5 MB) is polled before giving up.
+INDEX_TIMEOUT_S = 900.0
+RESULT_SUMMARY_CHARS = 300
+#: Said to the agent when it asks the user a mid-turn question: the simulated user has no
+#: channel for it, so it is told to proceed rather than left waiting until the turn times out.
+QUESTION_REPLY = "Please continue with your best judgement."
+#: Tools whose permission prompt may be allowed: they only read, and only inside the corpus.
+READ_TOOL_PREFIXES = ("read_", "search_", "query_", "list_", "index_", "preview_", "browse_",
+                      "summarize_", "get_", "find_")  # fmt: skip
+_PATH_KEY = re.compile(r"path|file|dir|folder", re.IGNORECASE)
+
+
+class Simulator(Protocol):
+    """The simulated user (runner/simulate.py): the next message, given the history so far."""
+
+    async def user_message(self, scenario: Any, turn: Any, history: list[TurnRecord]) -> str: ...
+
+
+class TargetError(RuntimeError):
+    """The conversation could not start (session creation failed): an infrastructure failure."""
+
+
+async def run_conversation(
+    box: Sandbox,
+    scenario: Any,
+    simulator: Simulator,
+    device: str,
+    turn_timeout_s: float = DEFAULT_TURN_TIMEOUT_S,
+) -> Transcript:
+    """Run ``scenario`` against the Agent UI in ``box`` and return what happened, turn by turn."""
+    from fastmcp import Client  # imported late: fastmcp is slow to import
+    from fastmcp.client.transports import StreamableHttpTransport
+
+    transport = StreamableHttpTransport(box.mcp_url, headers=dict(box.mcp_headers))
+    async with Client(transport) as client:
+        gaia = _Gaia(client)
+        status = await gaia.call("system_status")
+        title = f"trialbox: {scenario.id}"
+        agent_type = getattr(scenario, "agent_type", None) or DEFAULT_AGENT_TYPE
+        session = await gaia.call("create_session", title=title, agent_type=agent_type)
+        if _failed(session) or not session.get("id"):
+            raise TargetError(f"create_session failed for {scenario.id}: {_detail(session)}")
+        transcript = Transcript(
+            scenario_id=scenario.id,
+            session_id=session["id"],
+            agent_model=session.get("effective_model") or status.get("default_model_name"),
+        )
+        transcript.device = await _switch_device(box, session, device)
+        for document in scenario.setup.index_documents:
+            transcript.indexed.append(await _index(gaia, box, session["id"], document))
+        for turn in scenario.turns:
+            message = await simulator.user_message(scenario, turn, list(transcript.turns))
+            record = await _run_turn(gaia, box, session["id"], turn.turn, message, turn_timeout_s)
+            transcript.turns.append(record)
+    return transcript
+
+
+class _Gaia:
+    """Calls GAIA MCP tools and returns their JSON result as a dict (errors included)."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    async def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
+        result = await self.client.call_tool(tool, arguments, raise_on_error=False)
+        if result.is_error:
+            text = " ".join(getattr(c, "text", "") for c in result.content)
+            return {"status": "error", "detail": f"MCP tool {tool} failed: {text[:500]}"}
+        data = result.structured_content or {}
+        # GAIA's tools return Dict[str, Any]; the MCP SDK wraps such results as {"result": ...}.
+        if set(data) == {"result"} and isinstance(data["result"], dict):
+            data = data["result"]
+        return data
+
+
+def _failed(reply: dict[str, Any]) -> bool:
+    return reply.get("status") == "error"
+
+
+def _detail(reply: dict[str, Any]) -> str:
+    return str(reply.get("detail") or reply.get("error") or reply)[:500]
+
+
+async def _switch_device(box: Sandbox, session: dict[str, Any], device: str) -> str:
+    """Put the session on ``device`` the way the UI's device picker does (no MCP tool exists)."""
+    if session.get("device") == device:
+        return device
+    async with httpx.AsyncClient(timeout=30) as http:
+        response = await http.put(
+            f"{box.ui_url}/api/sessions/{session['id']}",
+            json={"device": device},
+            headers={"X-Gaia-UI": "1"},  # the UI refuses mutations without it
+        )
+    if response.status_code != 200:
+        raise TargetError(
+            f"switching session {session['id']} to device {device!r} failed: "
+            f"HTTP {response.status_code} {response.text[:300]}"
+        )
+    return str(response.json().get("device") or device)
+
+
+async def _index(gaia: _Gaia, box: Sandbox, session_id: str, document: Any) -> IndexedDocument:
+    """Index one setup document into the session; failures are recorded, not raised."""
+    path = str(PurePath(box.corpus_root) / document.path)
+    started = time.perf_counter()
+    reply = await gaia.call("index_document", filepath=path, session_id=session_id)
+    if reply.get("indexing_status") in ("pending", "indexing") and reply.get("id"):
+        reply = await _wait_for_indexing(gaia, str(reply["id"]), reply)
+    record = IndexedDocument(
+        corpus_doc=getattr(document, "corpus_doc", None),
+        path=document.path,
+        chunks=int(reply.get("chunk_count") or 0),
+        duration_s=round(time.perf_counter() - started, 3),
+    )
+    if _failed(reply):
+        record.error = _detail(reply)
+    elif reply.get("indexing_status") not in (None, "complete"):
+        record.error = f"indexing {reply.get('indexing_status')}: {reply.get('last_error') or ''}"
+    elif record.chunks == 0:
+        record.error = reply.get("last_error") or "indexing produced 0 chunks"
+    elif reply.get("linked_to_session") != session_id:
+        record.error = "indexed, but GAIA did not link the document to the session"
+    return record
+
+
+async def _wait_for_indexing(gaia: _Gaia, doc_id: str, reply: dict[str, Any]) -> dict[str, Any]:
+    """Large files index in the background: poll the library until this one settles."""
+    import asyncio
+
+    deadline = time.monotonic() + INDEX_TIMEOUT_S
+    while time.monotonic() < deadline:
+        await asyncio.sleep(1.0)
+        library = await gaia.call("list_documents")
+        for entry in library.get("documents", []):
+            if entry.get("id") == doc_id and entry.get("indexing_status") not in (
+                "pending",
+                "indexing",
+            ):
+                return {**entry, "linked_to_session": reply.get("linked_to_session")}
+    return {"status": "error", "detail": f"indexing did not finish within {INDEX_TIMEOUT_S:.0f} s"}
+
+
+async def _run_turn(
+    gaia: _Gaia, box: Sandbox, session_id: str, number: int, message: str, timeout_s: float
+) -> TurnRecord:
+    started = time.perf_counter()
+    reply = await gaia.call("start_message", session_id=session_id, message=message)
+    if _failed(reply):
+        return _errored(number, message, started, f"start_message: {_detail(reply)}")
+    error = await _wait_until_idle(gaia, box, session_id, started + timeout_s)
+    wall_s = time.perf_counter() - started
+    view = await gaia.call("turn_view", session_id=session_id)
+    metrics = await gaia.call("turn_metrics", session_id=session_id)
+    if view.get("outcome") == "error" and not error:
+        error = f"the Agent UI reported an error: {view.get('error')}"
+    return TurnRecord(
+        turn=number,
+        user_message=message,
+        answer=str(view.get("content") or ""),
+        tool_calls=tool_calls_from_steps(view.get("steps") or [], view.get("denials") or []),
+        performance=_performance(wall_s, metrics),
+        error=error,
+    )
+
+
+def _errored(number: int, message: str, started: float, error: str) -> TurnRecord:
+    wall_s = time.perf_counter() - started
+    return TurnRecord(
+        turn=number, user_message=message, answer="",
+        performance=TurnPerformance(wall_s=round(wall_s, 3)), error=error,
+    )  # fmt: skip
+
+
+async def _wait_until_idle(gaia: _Gaia, box: Sandbox, session_id: str, deadline: float) -> str | None:
+    """Block until the turn ends, answering prompts on the way; an error text or None."""
+    while True:
+        remaining_ms = int((deadline - time.perf_counter()) * 1000)
+        if remaining_ms <= 0:
+            await gaia.call("stop_turn", session_id=session_id)
+            await gaia.call("wait_for_turn", session_id=session_id, until="idle", timeout_ms=30_000)
+            return "turn timed out; stopped it"
+        state = await gaia.call(
+            "wait_for_turn", session_id=session_id, until="attention",
+            timeout_ms=min(WAIT_SLICE_MS, remaining_ms),
+        )  # fmt: skip
+        if state.get("timed_out"):
+            continue
+        if state.get("ended") or state.get("state") == "idle":
+            return None
+        if _failed(state):
+            return f"wait_for_turn: {_detail(state)}"
+        if prompt := state.get("pending_prompt"):
+            decision = permission_decision(prompt, box.corpus_root)
+            await gaia.call(
+                "answer_prompt", session_id=session_id,
+                confirm_id=prompt.get("confirm_id", ""), decision=decision,
+            )  # fmt: skip
+        elif question := state.get("pending_question"):
+            await gaia.call(
+                "answer_question", session_id=session_id,
+                request_id=question.get("request_id", ""), value=_question_reply(question),
+            )  # fmt: skip
+
+
+def _question_reply(question: dict[str, Any]) -> str:
+    if question.get("allow_free_text", True):
+        return QUESTION_REPLY
+    options = question.get("options") or []
+    first = options[0] if options else ""
+    return str(first.get("value", "") if isinstance(first, dict) else first)
+
+
+def permission_decision(prompt: dict[str, Any], corpus_root: PurePath) -> str:
+    """``allow_once`` for a read-only tool whose every path lies inside the corpus, else ``deny``.
+
+    The simulated user is a careful one: it lets the agent read the documents it was given and
+    refuses anything else (writes, shell commands, paths outside the corpus).
+    """
+    tool = str(prompt.get("tool") or "")
+    if not tool.startswith(READ_TOOL_PREFIXES):
+        return "deny"
+    arguments = prompt.get("args") or {}
+    paths = [v for k, v in arguments.items() if _PATH_KEY.search(k) and isinstance(v, str) and v]
+    if not paths:
+        return "deny"  # a read prompt that names no path is not one we can vet
+    root = Path(str(corpus_root)).resolve()
+    for value in paths:
+        candidate = Path(value) if Path(value).is_absolute() else root / value
+        if not candidate.resolve().is_relative_to(root):
+            return "deny"
+    return "allow_once"
+
+
+def tool_calls_from_steps(steps: list[dict[str, Any]], denials: list[dict[str, Any]]) -> list[ToolCall]:
+    """The turn's tool calls, in order, from GAIA's folded activity list (``turn_view``)."""
+    denied = {str(d.get("tool")): str(d.get("message") or d.get("reason") or "") for d in denials}
+    calls = []
+    for step in steps:
+        if step.get("type") != "tool" or not step.get("tool"):
+            continue
+        name = str(step["tool"])
+        result = str(step.get("result") or "")
+        error = None
+        if step.get("success") is False:
+            error = result[:RESULT_SUMMARY_CHARS] or "tool reported failure"
+        if name in denied:
+            error = f"permission denied: {denied[name]}".strip()
+        calls.append(
+            ToolCall(
+                name=name,
+                arguments=parse_tool_detail(str(step.get("detail") or "")),
+                result_summary=result[:RESULT_SUMMARY_CHARS],
+                error=error,
+            )
+        )
+    return calls
+
+
+_ARG_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*): (.*)$", re.DOTALL)
+_ARG_FLAG = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def parse_tool_detail(detail: str) -> dict[str, Any]:
+    """Recover a tool call's arguments from the text GAIA shows for them.
+
+    GAIA's SSE stream formats arguments as ``key: value`` parts — joined with ", " when there
+    are at most two and none contains ", ", else one per line — and a bare ``key`` for True
+    (``gaia.ui.sse_handler._format_tool_args``). Values come back as strings (long ones are cut
+    at 150 chars by GAIA). Text in no such shape (a tool label) is kept under ``_detail``.
+    """
+    detail = detail.strip()
+    if not detail:
+        return {}
+    parts = detail.split("\n") if "\n" in detail else detail.split(", ")
+    arguments: dict[str, Any] = {}
+    for part in parts:
+        if match := _ARG_LINE.match(part.strip()):
+            arguments[match.group(1)] = match.group(2)
+        elif _ARG_FLAG.match(part.strip()):
+            arguments[part.strip()] = True
+        else:
+            return {"_detail": detail}
+    return arguments
+
+
+def _performance(wall_s: float, metrics: dict[str, Any]) -> TurnPerformance:
+    """Speed of one turn from GAIA's own numbers; None wherever GAIA reported nothing."""
+
+    def number(*keys: str) -> float | None:
+        for key in keys:
+            value = metrics.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                return float(value)
+        return None
+
+    tokens_in = number("turn_input_tokens", "tokens_in")
+    tokens_out = number("turn_output_tokens", "tokens_out")
+    return TurnPerformance(
+        wall_s=round(wall_s, 3),
+        time_to_first_token_s=number("time_to_first_token_s"),
+        tokens_per_s=number("tokens_per_second"),
+        input_tokens=int(tokens_in) if tokens_in is not None else None,
+        output_tokens=int(tokens_out) if tokens_out is not None else None,
+    )

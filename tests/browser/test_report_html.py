@@ -1,0 +1,192 @@
+"""report.html opened in headless Chromium (Debian's `chromium`), as a person would see it.
+
+Chromium parses the page and we read back its DOM (`--dump-dom`): the content a reader sees,
+no element injected by run text, and a row that expands when the page is opened at
+`report.html#<scenario>` (no JavaScript involved). A screenshot proves it paints.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from datetime import UTC, datetime
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from runner.judgments import DIMENSIONS, DimensionScores, Judgments, ScenarioVerdict, TurnJudgment
+from runner.outcomes import CheckResult
+from runner.report import RunConfig, RunWriter, scenario_result, trace_of
+from runner.status import Status
+from runner.transcript import ToolCall, Transcript, TurnPerformance, TurnRecord
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None, reason="Debian chromium is not installed (apt-get install -y chromium)"
+)
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+INJECTED = '<img id="pwned" src=x onerror="document.title=1"><script id="pwned2">1</script>'
+
+
+def _transcript(sid: str, answer: str) -> Transcript:
+    return Transcript(
+        scenario_id=sid,
+        turns=[
+            TurnRecord(
+                turn=1,
+                user_message="What is the 2026 travel budget?",
+                answer=answer,
+                tool_calls=[ToolCall(name="query_documents", arguments={"query": "travel budget"})],
+                performance=TurnPerformance(
+                    wall_s=2.5, time_to_first_token_s=0.2, tokens_per_s=90.0
+                ),
+            )
+        ],
+    )
+
+
+def _judged(correctness: float) -> Judgments:
+    scores = DimensionScores(**(dict.fromkeys(DIMENSIONS, 8.0) | {"correctness": correctness}))
+    return Judgments(
+        judge_model="claude-sonnet-4-6",
+        turns=[TurnJudgment(turn=1, scores=scores, reasoning="Quoted the figure from the budget.")],
+        verdict=ScenarioVerdict(verdict="PASS"),
+    )
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    run = tmp_path_factory.mktemp("results") / "run-7"
+    config = RunConfig(
+        judge_provider="anthropic", judge_model="claude-sonnet-4-6", agent_model="SmolLM2"
+    )
+    writer = RunWriter(
+        run, run_id="run-7", config=config, clock=lambda: datetime(2026, 11, 29, tzinfo=UTC)
+    )
+    check = CheckResult(type="answer_contains", turn=1, passed=False, diagnostic="expected 412,000")
+    results = [
+        scenario_result(
+            scenario_id="budget_lookup",
+            name="Budget lookup",
+            category="rag_quality",
+            transcript=_transcript("budget_lookup", "It is $412,000."),
+            judgments=_judged(9),
+            wall_s=4.0,
+        ),
+        scenario_result(
+            scenario_id="budget_wrong",
+            category="rag_quality",
+            transcript=_transcript("budget_wrong", "Maybe 1 million? " + INJECTED),
+            checks=[check],
+            judgments=_judged(2),
+            wall_s=5.0,
+        ),
+        scenario_result(
+            scenario_id="memory_timeout",
+            category="memory",
+            transcript=None,
+            infra=Status.TIMEOUT,
+            error="no reply within 600 s",
+        ),
+    ]
+    for result in results:
+        writer.add(trace_of("run-7", result, transcript=None))
+    writer.close()
+    return run
+
+
+def chromium(*args: str, tmp: Path) -> subprocess.CompletedProcess[str]:
+    profile = tmp / "profile"
+    profile.mkdir(exist_ok=True)
+    return subprocess.run(
+        [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+
+
+class _Dom(HTMLParser):
+    """Element ids, <details> open states and visible text of a dumped DOM."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def dump(url: str, tmp: Path) -> _Dom:
+    dom = _Dom()
+    dom.feed(chromium("--dump-dom", url, tmp=tmp).stdout)
+    return dom
+
+
+def test_report_shows_summary_categories_and_scenarios(run_dir, tmp_path):
+    dom = dump((run_dir / "report.html").as_uri(), tmp_path)
+    text = " ".join(" ".join(dom.text).split())
+    assert "trialbox run run-7" in text
+    for expected in (
+        "budget_lookup",
+        "budget_wrong",
+        "memory_timeout",
+        "rag_quality",
+        "memory",
+        "TIMEOUT",
+        "FAIL",
+        "PASS",
+        "judged pass rate",
+        "anthropic / claude-sonnet-4-6",
+    ):
+        assert expected in text, expected
+    # Run text stays text: the injected markup is visible, never an element.
+    assert '<img id="pwned"' in " ".join(dom.text)
+    assert not any(attrs.get("id") in ("pwned", "pwned2") for _, attrs in dom.tags)
+    assert not any(tag in ("script", "img", "link") for tag, _ in dom.tags)
+
+
+def test_a_scenario_row_expands_to_its_turns(run_dir, tmp_path):
+    closed = dump((run_dir / "report.html").as_uri(), tmp_path)
+    assert all("open" not in attrs for tag, attrs in closed.tags if tag == "details")
+
+    opened = dump((run_dir / "report.html").as_uri() + "#budget_wrong", tmp_path)
+    states = [("open" in attrs) for tag, attrs in opened.tags if tag == "details"]
+    assert states == [False, True, False]  # only the linked row opened
+    text = " ".join(" ".join(opened.text).split())
+    for expected in (
+        "Turn 1",
+        "What is the 2026 travel budget?",
+        "query_documents",
+        "expected 412,000",
+        "Quoted the figure from the budget.",
+    ):
+        assert expected in text, expected
+
+
+def test_report_paints(run_dir, tmp_path):
+    shot = tmp_path / "report.png"
+    chromium(
+        "--window-size=1200,1600",
+        f"--screenshot={shot}",
+        (run_dir / "report.html").as_uri(),
+        tmp=tmp_path,
+    )
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(data) > 20_000  # a blank 1200×1600 page compresses to a few kB

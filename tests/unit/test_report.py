@@ -1,0 +1,368 @@
+"""Report records and renderers: scorecard, summary.md, junit.xml, report.html, schemas."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from datetime import UTC, datetime
+
+import pytest
+
+from runner.judgments import (
+    DIMENSIONS,
+    ClaimJudgment,
+    ClaimLabel,
+    DimensionScores,
+    JudgeUsage,
+    Judgments,
+    ScenarioVerdict,
+    TurnJudgment,
+)
+from runner.outcomes import CheckResult
+from runner.report import (
+    RunConfig,
+    ScenarioResult,
+    Scorecard,
+    build_scorecard,
+    percentile,
+    render_html,
+    render_junit,
+    render_summary_md,
+    scenario_result,
+)
+from runner.report._schemas import stale_schemas
+from runner.status import Status
+from runner.transcript import ToolCall, Transcript, TurnPerformance, TurnRecord
+
+WHEN = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+JUDGE = RunConfig(
+    judge_provider="anthropic", judge_model="claude-sonnet-4-6", agent_model="SmolLM2"
+)
+NO_JUDGE = RunConfig(agent_model="SmolLM2")
+
+
+def transcript(
+    scenario_id: str, turns: int = 2, answer: str = "The total is $412,000."
+) -> Transcript:
+    return Transcript(
+        scenario_id=scenario_id,
+        turns=[
+            TurnRecord(
+                turn=i,
+                user_message=f"question {i}",
+                answer=answer,
+                tool_calls=[ToolCall(name="query_documents", arguments={"query": "travel"})],
+                performance=TurnPerformance(
+                    wall_s=float(i),
+                    time_to_first_token_s=0.1,
+                    tokens_per_s=100.0,
+                    input_tokens=200,
+                    output_tokens=50,
+                ),
+            )
+            for i in range(1, turns + 1)
+        ],
+    )
+
+
+def judgments(turns: int = 2, correctness: float = 9.0, verdict: str = "PASS") -> Judgments:
+    scores = DimensionScores(**(dict.fromkeys(DIMENSIONS, 8.0) | {"correctness": correctness}))
+    return Judgments(
+        judge_model="claude-sonnet-4-6",
+        turns=[
+            TurnJudgment(turn=i, scores=scores, reasoning=f"turn {i} ok")
+            for i in range(1, turns + 1)
+        ],
+        claims=[
+            ClaimJudgment(
+                turn=1,
+                name="total",
+                claim="Total is $412,000",
+                label=ClaimLabel.ENTAILED,
+                rationale="said so",
+            ),
+            ClaimJudgment(
+                name="cited", claim="Cites the doc", label=ClaimLabel.ENTAILED, rationale="yes"
+            ),
+        ],
+        verdict=ScenarioVerdict(verdict=verdict, root_cause="none", recommended_fix="none"),
+        usage=JudgeUsage(input_tokens=10_000, output_tokens=1_000, requests=2),
+    )
+
+
+CHECKS = [
+    CheckResult(type="tool_called", turn=1, passed=True),
+    CheckResult(type="documents_indexed", turn=None, passed=True),
+]
+
+
+def passing(
+    scenario_id: str = "budget_lookup", category: str = "rag_quality", **kw
+) -> ScenarioResult:
+    return scenario_result(
+        scenario_id=scenario_id,
+        name="Budget lookup",
+        category=category,
+        severity="high",
+        transcript=transcript(scenario_id),
+        checks=CHECKS,
+        judgments=judgments(),
+        wall_s=12.5,
+        **kw,
+    )
+
+
+def failing(scenario_id: str = "budget_wrong", category: str = "rag_quality") -> ScenarioResult:
+    return scenario_result(
+        scenario_id=scenario_id,
+        category=category,
+        transcript=transcript(scenario_id),
+        checks=[
+            CheckResult(
+                type="answer_contains", turn=2, passed=False, diagnostic="missing <412,000> & more"
+            )
+        ],
+        judgments=judgments(correctness=2.0, verdict="FAIL"),
+        wall_s=20.0,
+    )
+
+
+def infra(scenario_id: str, status: Status, category: str = "memory") -> ScenarioResult:
+    return scenario_result(
+        scenario_id=scenario_id,
+        category=category,
+        transcript=None,
+        infra=status,
+        error=f"{status.value}: the agent UI went away",
+        wall_s=3.0,
+    )
+
+
+def unjudged(scenario_id: str, checks_pass: bool = True) -> ScenarioResult:
+    check = CheckResult(
+        type="tool_called",
+        turn=1,
+        passed=checks_pass,
+        diagnostic="" if checks_pass else "never called",
+    )
+    return scenario_result(
+        scenario_id=scenario_id,
+        category="tool_selection",
+        transcript=transcript(scenario_id, 1),
+        checks=[check],
+    )
+
+
+def card(results: list[ScenarioResult], config: RunConfig = JUDGE, **kw) -> Scorecard:
+    return build_scorecard(run_id="run-1", timestamp=WHEN, config=config, results=results, **kw)
+
+
+# --- assembling a scenario result ---------------------------------------------------------
+
+
+def test_scenario_result_lays_out_turns_checks_claims_and_cost():
+    r = passing()
+    assert r.status is Status.PASS and r.score == pytest.approx(8.25)
+    assert [t.turn for t in r.turns] == [1, 2]
+    assert (
+        r.turns[0].answer == "The total is $412,000."
+        and r.turns[0].tool_calls[0].name == "query_documents"
+    )
+    assert r.turns[0].dims is not None and r.turns[0].passed is True
+    assert [c.type for c in r.turns[0].checks] == ["tool_called"] and r.turns[1].checks == []
+    assert [c.type for c in r.checks] == ["documents_indexed"]
+    assert [c.name for c in r.turns[0].claims] == ["total"] and [c.name for c in r.claims] == [
+        "cited"
+    ]
+    assert r.cost_usd == pytest.approx((10_000 * 3 + 1_000 * 15) / 1e6)
+    assert r.trace == "traces/budget_lookup.json"
+    assert passing(trial=2).trace == "traces/budget_lookup__trial2.json"
+
+
+def test_unjudged_result_keeps_checks_and_performance_but_no_score():
+    r = unjudged("t1", checks_pass=False)
+    assert r.status is Status.NOT_JUDGED and r.score is None
+    assert r.turns[0].performance is not None and r.turns[0].score is None
+    assert r.gates.failed() == ["checks"]
+
+
+def test_scorecard_sums_cost_performance_and_summary():
+    c = card([passing(), failing(), infra("m1", Status.TIMEOUT)])
+    assert c.summary.total_scenarios == 3 and c.summary.passed == 1 and c.summary.timeout == 1
+    assert c.summary.avg_score == pytest.approx((8.25 + min(6.0, 5.99)) / 2, abs=0.005)
+    assert c.cost.judge_input_tokens == 20_000 and c.cost.judge_requests == 4
+    assert c.performance.totals.turns == 4
+    assert c.performance.totals.input_tokens == 800
+    assert c.performance.totals.wall_s == pytest.approx(35.5)
+    assert c.performance.scenarios["budget_lookup"].turn_wall_s_p50 == pytest.approx(1.5)
+    assert c.performance.scenarios["m1"].turn_wall_s_mean is None  # not measured, not 0
+    assert c.trials is None
+
+
+def test_scorecard_round_trips_through_json():
+    c = card([passing(), failing(), infra("m1", Status.TIMEOUT), unjudged("u")])
+    again = Scorecard.model_validate_json(c.model_dump_json())
+    assert again == c
+
+
+def test_scorecard_rejects_unknown_fields_with_the_field_name():
+    data = json.loads(card([passing()]).model_dump_json())
+    data["summary"]["pased"] = 1
+    with pytest.raises(ValueError, match="pased"):
+        Scorecard.model_validate(data)
+
+
+def test_trials_section_when_k_above_one():
+    results = [passing(trial=1), failing("budget_lookup"), passing(trial=3)]
+    results[1].trial = 2
+    c = card(results, JUDGE.model_copy(update={"trials": 3}))
+    assert c.trials is not None
+    stats = c.trials["budget_lookup"]
+    assert (stats.trials, stats.passes, stats.label.value) == (3, 2, "flaky")
+    assert set(c.performance.scenarios) == {f"budget_lookup__trial{k}" for k in (1, 2, 3)}
+
+
+def test_percentile_interpolates_like_numpy():
+    assert percentile([4.0, 1.0, 3.0, 2.0], 50) == pytest.approx(2.5)
+    assert percentile([1.0, 2.0, 3.0, 4.0], 90) == pytest.approx(3.7)
+    assert percentile([5.0], 90) == 5.0
+    assert percentile([], 50) is None
+
+
+# --- summary.md ---------------------------------------------------------------------------
+
+
+def test_summary_md_has_every_section_and_status_icons():
+    text = render_summary_md(card([passing(), failing(), infra("m1", Status.TIMEOUT)]))
+    for heading in ("## Summary", "## By Category", "## Scenarios", "## Performance", "## Cost"):
+        assert heading in text
+    assert "✅ **budget_lookup**" in text and "❌ **budget_wrong**" in text and "⏱️ **m1**" in text
+    assert "| rag_quality | 2 | 1 | 1 |" in text
+    assert "failed: rubric, checks" in text
+    assert "NOT_JUDGED" not in text  # a judge was configured
+
+
+def test_summary_md_says_how_to_turn_judging_on_when_there_is_no_judge():
+    text = render_summary_md(card([unjudged("u1"), unjudged("u2")], NO_JUDGE))
+    assert "verdicts are NOT_JUDGED" in text
+    assert "export ANTHROPIC_API_KEY=" in text and "--judge-provider openai --judge-url" in text
+
+
+def test_summary_md_lists_flaky_scenarios_with_trials():
+    results = [
+        passing(trial=1),
+        failing("budget_lookup"),
+        passing("steady", trial=1),
+        passing("steady", trial=2),
+    ]
+    results[1].trial = 2
+    text = render_summary_md(card(results, JUDGE.model_copy(update={"trials": 2})))
+    assert "## Trials (2 per scenario)" in text
+    assert "**Flaky scenarios:** budget_lookup" in text
+
+
+def test_summary_md_table_cells_cannot_break_rows():
+    r = infra("m1", Status.INFRA_ERROR, category="a|b")
+    text = render_summary_md(card([r]))
+    assert "| a\\|b |" in text
+
+
+# --- junit.xml ----------------------------------------------------------------------------
+
+
+def test_junit_one_suite_per_category_and_status_mapping():
+    results = [
+        passing(),
+        failing(),
+        scenario_result(
+            scenario_id="blocked",
+            category="rag_quality",
+            transcript=transcript("blocked"),
+            judgments=judgments(verdict="BLOCKED_BY_ARCHITECTURE"),
+        ),
+        infra("m1", Status.TIMEOUT),
+        infra("m2", Status.SKIPPED_NO_DOCUMENT),
+        infra("m3", Status.NOT_RUN),
+        unjudged("u_ok"),
+        unjudged("u_bad", checks_pass=False),
+    ]
+    root = ET.fromstring(render_junit(card(results)))
+    suites = {s.get("name"): s for s in root.iter("testsuite")}
+    assert set(suites) == {"rag_quality", "memory", "tool_selection"}
+    kinds = {}
+    for case in root.iter("testcase"):
+        children = [child.tag for child in case]
+        kinds[case.get("name")] = children[0] if children else "pass"
+    assert kinds == {
+        "budget_lookup": "pass",
+        "budget_wrong": "failure",
+        "blocked": "failure",
+        "m1": "error",
+        "m2": "skipped",
+        "m3": "skipped",
+        "u_ok": "skipped",
+        "u_bad": "failure",
+    }
+    rag = suites["rag_quality"]
+    assert (rag.get("tests"), rag.get("failures"), rag.get("errors"), rag.get("skipped")) == (
+        "3",
+        "2",
+        "0",
+        "0",
+    )
+    assert (root.get("tests"), root.get("failures"), root.get("errors"), root.get("skipped")) == (
+        "8",
+        "3",
+        "1",
+        "3",
+    )
+
+
+def test_junit_escapes_markup_and_control_characters():
+    r = infra("m1", Status.INFRA_ERROR)
+    r.error = 'boom <tag> & "quote" \x1b[31mred\x1b[0m \x00'
+    r.notes = ["]]> end of cdata"]
+    xml = render_junit(card([r]))
+    error = ET.fromstring(xml).find(".//error")
+    assert error is not None
+    assert '<tag> & "quote"' in error.get("message")
+    assert "\\x1b[31mred" in error.get("message")
+    assert "]]> end of cdata" in error.text
+
+
+# --- report.html (static checks; tests/browser renders it in Chromium) ---------------------
+
+
+def test_html_is_self_contained_and_escapes_run_text():
+    r = passing()
+    r.turns[0].answer = '<script>alert("x")</script><img src=x onerror=alert(1)>'
+    html = render_html(card([r, failing(), unjudged("u")]))
+    assert html.startswith("<!DOCTYPE html>")
+    assert "<script" not in html and "&lt;script&gt;" in html
+    assert (
+        "http://" not in html and "https://" not in html and "src=" not in html.replace("src=x", "")
+    )
+    assert html.count('<details class="scenario"') == 3
+    assert "query_documents" in html and "Rubric" in html
+
+
+def test_html_says_not_judged_when_there_is_no_judge():
+    html = render_html(card([unjudged("u")], NO_JUDGE))
+    assert "verdicts are NOT_JUDGED" in html and "export ANTHROPIC_API_KEY" in html
+
+
+# --- schemas ------------------------------------------------------------------------------
+
+
+def test_committed_json_schemas_match_the_models():
+    stale = stale_schemas()
+    assert stale == [], f"stale schemas {stale}: run `python -m runner.report.export_schemas`"
+
+
+def test_stale_schema_is_detected(tmp_path):
+    from runner.report._schemas import export_schemas
+
+    export_schemas(tmp_path)
+    assert stale_schemas(tmp_path) == []
+    (tmp_path / "trace.schema.json").write_text("{}")
+    assert stale_schemas(tmp_path) == ["trace.schema.json"]
