@@ -212,8 +212,10 @@ def corpus_build(corpus: Corpus = EVAL / "corpus") -> None:
     """Generate the PDF/XLSX/large documents and fetch the real-world documents."""
     from runner.corpus import build
 
-    for line in build(corpus):
+    report = build(corpus)
+    for line in report:
         say(str(line))
+    raise typer.Exit(0 if report.ok else 1)
 
 
 @app.command()

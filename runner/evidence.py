@@ -122,7 +122,7 @@ def in_order_matches(expected: Sequence[E], actual: Sequence[A],
 def is_in_order_subsequence(expected: Sequence[E], actual: Sequence[A],
                             matches: Callable[[E, A], bool] = operator.eq) -> bool:
     """The expected steps occur in `actual` in this order; other items may be interleaved."""
-    return True
+    return len(in_order_matches(expected, actual, matches)) == len(expected)
 
 
 def first_difference(expected: Sequence[E], actual: Sequence[A],

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -195,4 +196,18 @@ def resume_settings(run_dir: Path) -> RunSettings:
 
 def run_blocking(settings: RunSettings, say: Callable[[str], None], resume: bool = False,
                  extra: dict[str, Any] | None = None) -> Scorecard:
-    return asyncio.run(run(settings, say, resume, extra))
+    """Run to the end. SIGTERM is treated like Ctrl-C: sandboxes are torn down, the unfinished
+    scenarios are recorded NOT_RUN and KeyboardInterrupt is raised to the caller."""
+    async def main() -> Scorecard:
+        task = asyncio.current_task()
+        assert task is not None
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGTERM, task.cancel)
+        try:
+            return await run(settings, say, resume, extra)
+        except asyncio.CancelledError:
+            raise KeyboardInterrupt from None
+        finally:
+            loop.remove_signal_handler(signal.SIGTERM)
+
+    return asyncio.run(main())

@@ -160,7 +160,8 @@ class LLMSimulator:
             reply = await self._anthropic.messages.create(
                 model=self.model,
                 max_tokens=self.max_tokens,
-                temperature=0,
+                # No temperature: SDK 2.x and API version 2026-10-21 dropped it. A simulated user
+                # may vary between runs; the transcript records exactly what was sent.
                 system=system,
                 messages=[{"role": "user", "content": user}],
             )
@@ -176,28 +177,42 @@ class LLMSimulator:
             "max_tokens": self.max_tokens,
             "stream": False,
         }
-        if self.model:
-            body["model"] = self.model
+        body["model"] = self.model or await self._server_model(base)
+        reply = await self._send("POST", base + "/chat/completions", body)
         try:
-            response = await self._http.post(base + "/chat/completions", json=body)
+            return str(reply["choices"][0]["message"]["content"] or "")
+        except (KeyError, IndexError, TypeError):
+            raise SimulatorError(f"openai simulator: unexpected reply {str(reply)[:300]}") from None
+
+    async def _server_model(self, base: str) -> str:
+        """A one-model server needs no name: use the first model it lists (remembered)."""
+        listing = await self._send("GET", base + "/models", None)
+        models = [entry.get("id") for entry in listing.get("data", []) if isinstance(entry, dict)]
+        if not models or not models[0]:
+            raise SimulatorError(f"openai simulator: {base}/models lists no model; pass --simulator-model")
+        self.model = str(models[0])
+        return self.model
+
+    async def _send(self, method: str, url: str, body: dict[str, Any] | None) -> Any:
+        try:
+            response = await self._http.request(method, url, json=body)
         except httpx.ConnectError as error:
             raise SimulatorError(
-                f"openai simulator: cannot connect to {base} ({error}); start the server or fix "
+                f"openai simulator: cannot connect to {url} ({error}); start the server or fix "
                 "--simulator-url"
             ) from error
         if response.status_code >= 400:
-            raise SimulatorError(f"openai simulator: HTTP {response.status_code}: {response.text[:300]}")
+            raise SimulatorError(f"openai simulator: HTTP {response.status_code} from {url}: {response.text[:300]}")
         try:
-            return str(response.json()["choices"][0]["message"]["content"] or "")
-        except (ValueError, KeyError, IndexError, TypeError):
-            raise SimulatorError(f"openai simulator: unexpected reply {response.text[:300]}") from None
+            return response.json()
+        except ValueError:
+            raise SimulatorError(f"openai simulator: {url} returned non-JSON: {response.text[:300]}") from None
 
 
 def _api_base(url: str) -> str:
     """Same rule as the judge's: an origin gets /v1, a .../chat/completions URL loses it."""
     trimmed = url.rstrip("/")
-    if trimmed.endswith("/chat/completions"):
-        trimmed = trimmed[: -len("/chat/completions")]
+    trimmed = trimmed.removesuffix("/chat/completions")
     if trimmed.count("/") <= 2:
         trimmed += "/v1"
     return trimmed

@@ -6,7 +6,16 @@ each against the sha256 the manifest pins. ``python -m runner.corpus verify`` pr
 manifest fact against its document.
 """
 
-from runner.corpus._build import BuildReport, DocumentResult, Outcome, build_corpus, sha256_of
+from pathlib import Path
+
+from runner.corpus._build import (
+    BuildReport,
+    DocumentResult,
+    Outcome,
+    build,
+    build_corpus,
+    sha256_of,
+)
 from runner.corpus._content import DocumentContent, normalise, numbers_in, read_content
 from runner.corpus._generated import GENERATED, GeneratedDocument
 from runner.corpus._manifest import (
@@ -26,15 +35,13 @@ __all__ = [
     "BuildReport", "CorpusEntry", "CorpusFact", "CorpusManifest", "DocumentContent",
     "DocumentResult", "FactReport", "GeneratedDocument", "Outcome", "PdfFormatError",
     "RealWorldDocument", "SourceUnavailable",
-    "build_corpus", "default_corpus_root", "extract_pdf_text", "fact_problem", "normalise",
+    "build", "build_corpus", "default_corpus_root", "extract_pdf_text", "fact_problem", "normalise",
     "numbers_in", "read_content", "read_manifest", "read_xlsx_rows", "sha256_of",
     "verify_facts", "write_checksums", "write_pdf", "write_xlsx",
 ]
 
 
-def default_corpus_root():  # type: ignore[no-untyped-def]
+def default_corpus_root() -> Path:
     """``eval/corpus`` of the source tree this package runs from (a checkout), else ./eval/corpus."""
-    from pathlib import Path
-
     checkout = Path(__file__).resolve().parents[2] / "eval" / "corpus"
     return checkout if checkout.is_dir() else Path("eval") / "corpus"

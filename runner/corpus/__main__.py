@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from runner.corpus import Outcome, build_corpus, default_corpus_root, read_manifest, verify_facts
+from runner.corpus import build_corpus, default_corpus_root, read_manifest, verify_facts
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Build and verify the evaluation corpus.")
@@ -31,16 +31,9 @@ def build(
     root = corpus_root or default_corpus_root()
     report = build_corpus(root, real_world=real_world, cache_dir=cache_dir,
                           update_checksums=update_checksums)
-    for result in report.results:
-        line = f"{result.outcome.value:<13} {result.doc_id:<34} {result.filename}"
-        typer.echo(line + (f"  ({result.detail})" if result.detail and
-                           result.outcome not in (Outcome.FETCHED,) else ""))
-    if report.checksums_updated:
-        typer.echo(f"manifest sha256 updated for: {', '.join(report.checksums_updated)}")
-    counts = {o.value: len(report.by_outcome(o)) for o in Outcome if report.by_outcome(o)}
-    typer.echo("summary: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    for line in report:
+        typer.echo(line)
     if not report.ok:
-        typer.echo(f"corpus build failed: {len(report.errors)} document(s) with errors", err=True)
         raise typer.Exit(1)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -62,6 +63,25 @@ class BuildReport:
     def by_outcome(self, outcome: Outcome) -> list[DocumentResult]:
         return [result for result in self.results if result.outcome is outcome]
 
+    def lines(self) -> list[str]:
+        """One line per document, then what changed, then a count per outcome."""
+        out = []
+        for result in self.results:
+            line = f"{result.outcome.value:<13} {result.doc_id:<34} {result.filename}"
+            quiet = result.outcome in (Outcome.FETCHED, Outcome.GENERATED, Outcome.COMMITTED)
+            out.append(line + (f"  ({result.detail})" if result.detail and not quiet else ""))
+        if self.checksums_updated:
+            out.append(f"manifest sha256 updated for: {', '.join(self.checksums_updated)}")
+        counts = [f"{o.value} {len(self.by_outcome(o))}" for o in Outcome if self.by_outcome(o)]
+        out.append("summary: " + ", ".join(counts))
+        if not self.ok:
+            out.append(f"corpus build FAILED: {len(self.errors)} document(s) with errors")
+        return out
+
+    def __iter__(self) -> Iterator[str]:
+        """Iterating a report gives its printable lines (``for line in build(root)``)."""
+        return iter(self.lines())
+
 
 def default_cache_dir() -> Path:
     return Path(os.environ.get("TRIALBOX_CACHE", ".cache")) / "corpus"
@@ -98,6 +118,13 @@ def build_corpus(corpus_root: Path, *, real_world: bool = True, cache_dir: Path 
                     else Outcome.GENERATED
                 result.detail = "checksum updated in the manifest"
     return report
+
+
+def build(corpus_root: Path, *, real_world: bool = True,
+          cache_dir: Path | None = None) -> BuildReport:
+    """What ``trialbox corpus build`` runs: the build with defaults. Check ``.ok`` for the
+    exit status; iterate the report for its lines."""
+    return build_corpus(corpus_root, real_world=real_world, cache_dir=cache_dir)
 
 
 def sha256_of(data: bytes) -> str:

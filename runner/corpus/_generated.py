@@ -25,46 +25,48 @@ class GeneratedDocument:
     make: Callable[[], bytes]
 
 
-SUPPLIER_AGREEMENT_TEXT = """\
-SUPPLY AGREEMENT SUMMARY
-Vellacourt Instruments and Corrin Displays Oy
-
-Contract number: VC-SA-2026-017
-Prepared by: Procurement Office, Vellacourt Instruments, Harrowfield campus
-Status: signed by both parties on 27 May 2026
-
-1. Scope
-Corrin Displays Oy supplies 7-inch sunlight-readable display modules for the Tessaline Pro
-and replaces the previous display supplier, whose delivery delays moved the product launch.
-
-2. Term
-The agreement runs for 36 months from 1 June 2026. It renews for further 12-month periods
-unless either party gives notice.
-
-3. Prices and volumes
-Unit price per display module: EUR 42.80 (\u20ac42.80), fixed for the first 18 months.
-Minimum annual volume: 12,000 modules.
-Volume rebate: 3% on every module above 15,000 in a contract year.
-
-4. Delivery
-Lead time: 6 weeks from purchase order.
-Late delivery penalty: 1.5% of the order value per week of delay, capped at 10% of the
-order value.
-
-5. Quality
-Accepted defect rate: at most 0.4% of delivered modules per quarter. Modules above that rate
-are replaced at the supplier's cost within 10 working days.
-
-6. Termination
-Either party may terminate with 90 days' written notice after the first 18 months, or at once
-for a material breach that is not cured within 30 days.
-
-7. Governing law
-The agreement is governed by the laws of Finland; disputes go to arbitration in Helsinki.
-
-Contacts: Odalys Fenwright (Vellacourt, Supply) and Aino Kettunen-Blom (key accounts,
-at Corrin Displays).
-"""
+SUPPLIER_AGREEMENT_LINES = [
+    "SUPPLY AGREEMENT SUMMARY",
+    "Vellacourt Instruments and Corrin Displays Oy",
+    "",
+    "Contract number: VC-SA-2026-017",
+    "Prepared by: Procurement Office, Vellacourt Instruments, Harrowfield campus",
+    "Status: signed by both parties on 27 May 2026",
+    "",
+    "1. Scope",
+    ("Corrin Displays Oy supplies 7-inch sunlight-readable display modules for the Tessaline "
+     "Pro and replaces the previous display supplier, whose delivery delays moved the product "
+     "launch."),
+    "",
+    "2. Term",
+    ("The agreement runs for 36 months from 1 June 2026. It renews for further 12-month periods "
+     "unless either party gives notice."),
+    "",
+    "3. Prices and volumes",
+    "Unit price per display module: EUR 42.80 (\u20ac42.80), fixed for the first 18 months.",
+    "Minimum annual volume: 12,000 modules.",
+    "Volume rebate: 3% on every module above 15,000 in a contract year.",
+    "",
+    "4. Delivery",
+    "Lead time: 6 weeks from purchase order.",
+    ("Late delivery penalty: 1.5% of the order value per week of delay, capped at 10% of the "
+     "order value."),
+    "",
+    "5. Quality",
+    ("Accepted defect rate: at most 0.4% of delivered modules per quarter. Modules above that "
+     "rate are replaced at the supplier's cost within 10 working days."),
+    "",
+    "6. Termination",
+    ("Either party may terminate with 90 days' written notice after the first 18 months, or at "
+     "once for a material breach that is not cured within 30 days."),
+    "",
+    "7. Governing law",
+    "The agreement is governed by the laws of Finland; disputes go to arbitration in Helsinki.",
+    "",
+    ("Contacts: Odalys Fenwright (Vellacourt, Supply) and Aino Kettunen-Blom (Corrin Displays, "
+     "Key Accounts)."),
+]
+SUPPLIER_AGREEMENT_TEXT = "\n".join(SUPPLIER_AGREEMENT_LINES) + "\n"
 
 SALES_TARGET_ROWS: list[list[str | int]] = [
     ["Region", "Q1 target (USD)", "Q2 target (USD)", "Q3 target (USD)", "Q4 target (USD)",
@@ -119,18 +121,18 @@ _TOPICS = ["fire safety", "calibration", "waste handling", "access control", "er
 _MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August",
            "September", "October", "November", "December"]
 _OBSERVATIONS = [
-    "Inspectors walked the {site} floor with the site lead and sampled {n} records from the "
-    "{topic} register; {k} of them were complete and signed.",
-    "The {topic} checklist at {site} was reviewed line by line. Version {v} of the procedure was "
-    "posted at every station visited, and staff interviewed could describe it accurately.",
-    "Corrective actions raised at the previous {topic} visit to {site} were traced to closure; "
-    "{k} of {n} were closed with evidence and the remainder were within their agreed dates.",
-    "Training files for {topic} at {site} listed {n} people; {k} had refreshed their training "
-    "within the last twelve months, which meets the site's own objective.",
-    "Stock and labels relevant to {topic} at {site} were checked against the register; "
-    "the sampled locations matched and no unlabelled containers were found.",
-    "The {site} team presented trend data for {topic}: {n} observations logged this period "
-    "against {k} in the same period last year, with no repeat observations in the same area.",
+    ("Inspectors walked the {site} floor with the site lead and sampled {n} records from the "
+     "{topic} register; {k} of them were complete and signed."),
+    ("The {topic} checklist at {site} was reviewed line by line. Version {v} of the procedure was "
+     "posted at every station visited, and staff interviewed could describe it accurately."),
+    ("Corrective actions raised at the previous {topic} visit to {site} were traced to closure; "
+     "{k} of {n} were closed with evidence and the remainder were within their agreed dates."),
+    ("Training files for {topic} at {site} listed {n} people; {k} had refreshed their training "
+     "within the last twelve months, which meets the site's own objective."),
+    ("Stock and labels relevant to {topic} at {site} were checked against the register; "
+     "the sampled locations matched and no unlabelled containers were found."),
+    ("The {site} team presented trend data for {topic}: {n} observations logged this period "
+     "against {k} in the same period last year, with no repeat observations in the same area."),
 ]
 _CLOSINGS = [
     "No nonconformity was raised for this section.",
@@ -150,8 +152,8 @@ def long_report_text() -> str:
     lines = [
         "# Vellacourt Instruments Operations Review Archive, 2019 to 2026",
         "",
-        "This archive collects the internal operations review notes of all sites. Each section "
-        "records one site visit. It is kept for reference and is not a summary document.",
+        ("This archive collects the internal operations review notes of all sites. Each section "
+         "records one site visit. It is kept for reference and is not a summary document."),
         "",
     ]
     for number in range(1, LONG_REPORT_SECTIONS + 1):

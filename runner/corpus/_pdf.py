@@ -31,12 +31,11 @@ class PdfFormatError(ValueError):
 def write_pdf(text: str, *, title: str) -> bytes:
     """Lay ``text`` out on as many Letter pages as it needs and return the PDF bytes.
 
-    A source line that starts with a lowercase letter continues the line before it (so source
-    text can keep short lines); other lines start a new line, and long lines are wrapped.
-    Characters outside cp1252 are rejected (a corpus author's mistake, better caught at build
-    time than as a garbled fact).
+    Each source line starts a new line on the page (write a paragraph as one line); long lines
+    are wrapped. Characters outside cp1252 are rejected (a corpus author's mistake, better
+    caught at build time than as a garbled fact).
     """
-    lines = _wrap(_reflow(text))
+    lines = _wrap(text)
     pages = [lines[i : i + LINES_PER_PAGE] for i in range(0, len(lines), LINES_PER_PAGE)] or [[]]
     return _assemble(pages, title)
 
@@ -50,16 +49,6 @@ def extract_pdf_text(data: bytes) -> str:
         raise PdfFormatError("no content streams found")
     pages = [_stream_text(stream) for stream in streams]
     return "\n".join(pages)
-
-
-def _reflow(text: str) -> str:
-    joined: list[str] = []
-    for line in text.splitlines():
-        if joined and joined[-1].strip() and line[:1].islower():
-            joined[-1] = joined[-1].rstrip() + " " + line.strip()
-        else:
-            joined.append(line)
-    return "\n".join(joined)
 
 
 def _wrap(text: str) -> list[str]:

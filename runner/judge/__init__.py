@@ -2,11 +2,10 @@
 
 Typical use (the engine):
 
-    choices = from_env_and_flags(judge_url=flags.judge_url)
-    judge = make_judge(choices.judge)            # None -> verdicts NOT_JUDGED
+    choices = from_env_and_flags(judge_url=flags.judge_url)   # print choices.header_lines()
+    judge = await open_judge(choices.judge)  # None -> NOT_JUDGED; raises CalibrationFailed
     if judge is not None:
-        judge = await calibrated(judge)          # raises CalibrationFailed; no way around it
-        judgments = await judge.judge(scenario, transcript)
+        judgments = await judge.judge(scenario, transcript)  # raises JudgeError, never guesses
 """
 
 from runner.judge._anthropic import DEFAULT_MODEL, AnthropicBackend
@@ -30,6 +29,7 @@ from runner.judge._config import (
     ProviderConfigError,
     from_env_and_flags,
     make_judge,
+    open_judge,
 )
 from runner.judge._errors import CalibrationFailed, JudgeError
 from runner.judge._judge import Judge, ModelJudge
@@ -64,4 +64,5 @@ __all__ = [
     "from_env_and_flags",
     "load_calibration",
     "make_judge",
+    "open_judge",
 ]

@@ -52,10 +52,19 @@ class BackendReply:
 class StructuredBackend(Protocol):
     """A provider that returns a reply shaped by a JSON Schema, at temperature 0."""
 
-    provider: str
-    model: str
-    temperature: float | None  # None: the provider's default sampling (see _anthropic.py)
-    narrow_claim_schema: bool  # whether to put claim names into the schema (see claims_schema)
+    @property
+    def provider(self) -> str: ...
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def temperature(self) -> float | None:
+        """None: the provider's default sampling (see _anthropic.py)."""
+
+    @property
+    def narrow_claim_schema(self) -> bool:
+        """Whether to put the claim names into the schema (see claims_schema)."""
 
     async def ready(self) -> None:
         """Resolve anything the cache key needs (e.g. which model the server serves)."""

@@ -26,6 +26,8 @@ from runner.transcript import Transcript
 
 DEFAULT_DEADLINE_S = 120.0
 
+Kind = Literal["claim", "rubric"]
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -110,7 +112,7 @@ class ExampleResult(BaseModel):
     """What the judge did with one example."""
 
     id: str
-    kind: Literal["claim", "rubric"]
+    kind: Kind
     expected: str
     got: str | None = None  # None when the judge raised or ran out of time
     passed: bool
@@ -186,7 +188,7 @@ async def _run_rubric(judge: Judge, example: RubricExample) -> ExampleResult:
     return ExampleResult(id=example.id, kind="rubric", expected=expected, got=got, passed=not misses)
 
 
-async def _guarded(judge: Judge, kind: str, example: Any, limit: asyncio.Semaphore) -> ExampleResult:
+async def _guarded(judge: Judge, kind: Kind, example: Any, limit: asyncio.Semaphore) -> ExampleResult:
     """Run one example; a JudgeError fails that example (and is reported) instead of the gate."""
     async with limit:
         try:
@@ -199,7 +201,7 @@ async def _guarded(judge: Judge, kind: str, example: Any, limit: asyncio.Semapho
             )
 
 
-def _expected(kind: str, example: Any) -> str:
+def _expected(kind: Kind, example: Any) -> str:
     if kind == "claim":
         return str(example.label.value)
     return ", ".join(f"{name} in {band}" for name, band in example.bands.items())
@@ -218,10 +220,10 @@ async def calibrate(
     """
     chosen = examples or load_calibration()
     limit = asyncio.Semaphore(concurrency)
-    plan: list[tuple[str, Any]] = [("claim", e) for e in chosen.claims] + [("rubric", e) for e in chosen.rubric]
+    plan: list[tuple[Kind, Any]] = [("claim", e) for e in chosen.claims] + [("rubric", e) for e in chosen.rubric]
     tasks = [asyncio.ensure_future(_guarded(judge, kind, example, limit)) for kind, example in plan]
     started = time.monotonic()
-    done, pending = await asyncio.wait(tasks, timeout=deadline_s)
+    _, pending = await asyncio.wait(tasks, timeout=deadline_s)
     for task in pending:
         task.cancel()
     await asyncio.gather(*pending, return_exceptions=True)
@@ -243,7 +245,7 @@ async def calibrate(
     )
 
 
-def _result(task: asyncio.Future[ExampleResult], kind: str, example: Any, deadline_s: float) -> ExampleResult:
+def _result(task: asyncio.Future[ExampleResult], kind: Kind, example: Any, deadline_s: float) -> ExampleResult:
     if task.cancelled():
         return ExampleResult(
             id=example.id, kind=kind, expected=_expected(kind, example), passed=False,

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from runner.judge._anthropic import DEFAULT_MODEL, AnthropicBackend
 from runner.judge._cache import JudgeCache
+from runner.judge._calibration import DEFAULT_DEADLINE_S, CalibratedJudge, calibrated
 from runner.judge._judge import ModelJudge
 from runner.judge._openai import OpenAIBackend
 from runner.simulate import SimulatorConfig
@@ -97,7 +98,8 @@ def _resolve_simulator(
         why = "chosen explicitly" if provider else "no judge provider is configured"
         return SimulatorConfig(provider="scripted"), f"scripted: each turn's user_message ({why})"
     if provider is None:
-        chosen = SimulatorConfig(provider=judge.provider, model=model or judge.model, url=url or judge.url)
+        same: Literal["anthropic", "openai"] = "anthropic" if judge.provider == "anthropic" else "openai"
+        chosen = SimulatorConfig(provider=same, model=model or judge.model, url=url or judge.url)
         why = "same provider as the judge"
     else:
         chosen = SimulatorConfig(provider=provider, model=model, url=url)  # type: ignore[arg-type]
@@ -157,3 +159,15 @@ def make_judge(config: JudgeConfig, cache: JudgeCache | None = None) -> ModelJud
     if not config.url:
         raise ProviderConfigError("judge openai needs a URL")
     return ModelJudge(OpenAIBackend(config.url, config.model), cache)
+
+
+async def open_judge(
+    config: JudgeConfig, cache: JudgeCache | None = None, deadline_s: float = DEFAULT_DEADLINE_S
+) -> CalibratedJudge | None:
+    """The judge a run uses: None for provider none, else a judge that has just passed
+    calibration. Raises CalibrationFailed (with the report) or JudgeError; there is no flag to
+    skip the gate."""
+    judge = make_judge(config, cache)
+    if judge is None:
+        return None
+    return await calibrated(judge, deadline_s)

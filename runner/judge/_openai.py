@@ -22,8 +22,7 @@ def api_base(url: str) -> str:
     """The `/v1`-style base from what a user typed: an origin gets `/v1` (Lemonade serves both
     `/v1` and `/api/v1`), a full `.../chat/completions` URL loses that suffix."""
     trimmed = url.rstrip("/")
-    if trimmed.endswith("/chat/completions"):
-        trimmed = trimmed[: -len("/chat/completions")]
+    trimmed = trimmed.removesuffix("/chat/completions")
     if urlsplit(trimmed).path in ("", "/"):
         trimmed += "/v1"
     return trimmed
@@ -31,7 +30,7 @@ def api_base(url: str) -> str:
 
 class OpenAIBackend:
     provider = "openai"
-    temperature = 0.0
+    temperature: float | None = 0.0
     narrow_claim_schema = True  # llama.cpp's grammar then only allows the request's claim names
 
     def __init__(

@@ -15,6 +15,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from runner.judgments import ClaimLabel
 
+# Length caps keep replies to what the prompts ask for (a sentence; a few sentences). They matter
+# most for grammar-constrained local models, whose generation they bound: without them a small
+# model can ramble inside a string until max_tokens and never close the JSON.
+MAX_RATIONALE_CHARS = 400
+MAX_REASONING_CHARS = 1200
+
 Score = Annotated[float, Field(ge=0, le=10, description="0 (worst) to 10 (best)")]
 
 FailureCategory = Literal[
@@ -50,21 +56,21 @@ class TurnReply(_Reply):
     error_recovery: Score
     overall_score: Score = Field(description="the judge's own weighted total; we recompute it")
     failure_category: FailureCategory
-    reasoning: str = Field(min_length=1)
+    reasoning: str = Field(min_length=1, max_length=MAX_REASONING_CHARS)
 
 
 class VerdictReply(_Reply):
     """The judge's view of the whole conversation against the scenario's expected outcome."""
 
     verdict: Literal["PASS", "FAIL", "BLOCKED_BY_ARCHITECTURE"]
-    root_cause: str | None
-    recommended_fix: str | None
+    root_cause: str | None = Field(max_length=MAX_REASONING_CHARS)
+    recommended_fix: str | None = Field(max_length=MAX_REASONING_CHARS)
 
 
 class ClaimEntry(_Reply):
     name: str
     label: ClaimLabel
-    rationale: str = Field(min_length=1)
+    rationale: str = Field(min_length=1, max_length=MAX_RATIONALE_CHARS)
 
 
 class ClaimsReply(_Reply):

@@ -26,14 +26,17 @@ def parse_args(argv: list[str] | None) -> ServeOptions:
     parser.add_argument("--port", type=int, default=13305)
     parser.add_argument("--models-dir", type=Path, default=Path(".cache/models"))
     parser.add_argument("--threads", type=int, default=default_threads())
-    parser.add_argument("--llama-verbosity", type=int, default=1,
-                        help="llama.cpp log verbosity (3 = everything)")
+    parser.add_argument(
+        "--llama-verbosity", type=int, default=1, help="llama.cpp log verbosity (3 = everything)"
+    )
     args = parser.parse_args(argv)
     return ServeOptions(args.host, args.port, args.models_dir, args.threads, args.llama_verbosity)
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per proxied call is noise
     options = parse_args(argv)
     try:

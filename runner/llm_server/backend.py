@@ -74,13 +74,11 @@ class LlamaBackend:
         threads: int,
         catalog: tuple[ModelSpec, ...] = CATALOG,
         verbosity: int = 1,
-        chat_template: str | None = None,
     ) -> None:
         self.models_dir = models_dir
         self.threads = threads
         self.catalog = catalog
         self.verbosity = verbosity
-        self.chat_template = chat_template
         self._loaded: dict[str, LoadedModel] = {}
         self._lock = threading.Lock()
 
@@ -89,7 +87,9 @@ class LlamaBackend:
 
     def check_files(self) -> None:
         """Fail at startup, naming the file and the fix, rather than on the first request."""
-        missing = [str(self.model_path(s)) for s in self.catalog if not self.model_path(s).is_file()]
+        missing = [
+            str(self.model_path(s)) for s in self.catalog if not self.model_path(s).is_file()
+        ]
         if missing:
             raise BackendError(
                 f"model file(s) missing: {', '.join(missing)}; run scripts/fetch-models "
@@ -177,8 +177,6 @@ class LlamaBackend:
             params.n_batch = ctx
             params.n_ubatch = ctx
         else:
-            if self.chat_template:
-                params.chat_template = self.chat_template
             if args.parallel:
                 params.n_parallel = args.parallel
             if args.ubatch_size:
@@ -205,8 +203,14 @@ class LlamaBackend:
         except Exception as exc:  # xllamacpp raises plain RuntimeError/ValueError
             raise BackendError(f"llama.cpp could not start {path}: {exc}") from exc
         seconds = time.monotonic() - started_at
-        log.info("loaded %s (ctx %d, %d slot(s)) on port %d in %.2fs", spec.name, ctx,
-                 args.parallel or 1, port, seconds)
+        log.info(
+            "loaded %s (ctx %d, %d slot(s)) on port %d in %.2fs",
+            spec.name,
+            ctx,
+            args.parallel or 1,
+            port,
+            seconds,
+        )
         return LoadedModel(spec, loaded_as, ctx, port, args, llamacpp_args, server, seconds)
 
     @staticmethod

@@ -160,7 +160,9 @@ def read_vocab(model_dir: Path, vocab_size: int) -> tuple[list[str], list[gguf.T
             types.append(gguf.TokenType.UNUSED)
             continue
         if index in added:
-            kind = gguf.TokenType.CONTROL if added[index]["special"] else gguf.TokenType.USER_DEFINED
+            kind = (
+                gguf.TokenType.CONTROL if added[index]["special"] else gguf.TokenType.USER_DEFINED
+            )
         else:
             kind = gguf.TokenType.NORMAL
         tokens.append(phantom_spelling(by_id[index], kind == gguf.TokenType.CONTROL))

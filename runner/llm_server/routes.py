@@ -12,9 +12,10 @@ import asyncio
 import contextlib
 import json
 import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import httpx
 from pydantic import BaseModel, ValidationError
@@ -155,10 +156,14 @@ async def health(request: Request) -> JSONResponse:
     loaded = state.backend.loaded()
     chat_names = [m.loaded_as for m in loaded if m.spec.kind is ModelKind.CHAT]
     body = Health(
-        version=state.identity.lemonade_api + "+" + state.identity.name + "." + state.identity.version,
-        model_loaded=state.last_loaded_chat if state.last_loaded_chat in chat_names else (
-            chat_names[0] if chat_names else None
-        ),
+        version=state.identity.lemonade_api
+        + "+"
+        + state.identity.name
+        + "."
+        + state.identity.version,
+        model_loaded=state.last_loaded_chat
+        if state.last_loaded_chat in chat_names
+        else (chat_names[0] if chat_names else None),
         all_models_loaded=[loaded_entry(m) for m in loaded],
         max_models={"llm": 1, "embedding": 1, "reranking": 0, "audio": 0, "image": 0},
         server=state.identity,
@@ -200,7 +205,11 @@ async def load(request: Request) -> JSONResponse:
     if payload.llamacpp_backend not in (None, "cpu"):
         args.ignored.append(f"llamacpp_backend={payload.llamacpp_backend} (only cpu exists here)")
     model = await asyncio.to_thread(
-        state.backend.load, spec, payload.name or spec.name, payload.ctx_size, args,
+        state.backend.load,
+        spec,
+        payload.name or spec.name,
+        payload.ctx_size,
+        args,
         payload.llamacpp_args or "",
     )
     if spec.kind is ModelKind.CHAT:
@@ -224,7 +233,9 @@ async def unload(request: Request) -> JSONResponse:
         return JSONResponse({"status": "success", "message": "Unloaded all models"})
     spec = resolve_or_404(payload.name)
     if not await asyncio.to_thread(state.backend.unload, spec):
-        raise ApiError(404, f"Model '{payload.name}' is not loaded", "not_found", "model_not_loaded")
+        raise ApiError(
+            404, f"Model '{payload.name}' is not loaded", "not_found", "model_not_loaded"
+        )
     return JSONResponse({"status": "success", "message": f"Unloaded model: {payload.name}"})
 
 
@@ -233,14 +244,23 @@ async def pull(request: Request) -> Response:
     payload: PullRequest = parse_body(PullRequest, await read_json(request))
     spec = resolve_or_404(payload.name)
     if not state.backend.model_path(spec).is_file():
-        raise ApiError(500, f"{spec.file} is missing from {state.models_dir}; run "
-                       "scripts/fetch-models", "server_error")
+        raise ApiError(
+            500,
+            f"{spec.file} is missing from {state.models_dir}; run scripts/fetch-models",
+            "server_error",
+        )
     message = f"{payload.name} is bundled with this server ({spec.name}); nothing to download"
     if not payload.stream:
         return JSONResponse({"status": "success", "message": message})
     size = state.backend.model_path(spec).stat().st_size
-    progress = {"file": spec.file, "file_index": 1, "total_files": 1, "bytes_downloaded": size,
-                "bytes_total": size, "percent": 100}
+    progress = {
+        "file": spec.file,
+        "file_index": 1,
+        "total_files": 1,
+        "bytes_downloaded": size,
+        "bytes_total": size,
+        "percent": 100,
+    }
     events = (
         f"event: progress\ndata: {json.dumps(progress)}\n\n"
         f"event: complete\ndata: {json.dumps({'model_name': payload.name, 'message': message})}\n\n"
@@ -255,8 +275,11 @@ async def model_for(state: ServerState, body: dict[str, Any], kind: ModelKind) -
     requested = body.get("model")
     spec = resolve_or_404(requested if isinstance(requested, str) else None)
     if spec.kind is not kind:
-        raise ApiError(400, f"Model '{requested}' is a {spec.kind.value} model and cannot serve "
-                       f"this route", "invalid_request_error")
+        raise ApiError(
+            400,
+            f"Model '{requested}' is a {spec.kind.value} model and cannot serve this route",
+            "invalid_request_error",
+        )
     return await asyncio.to_thread(state.backend.ensure_loaded, spec, requested)
 
 
@@ -264,9 +287,9 @@ async def chat_completions(request: Request) -> Response:
     state: ServerState = request.app.state.llm
     body = await read_json(request)
     model = await model_for(state, body, ModelKind.CHAT)
-    if state.force_tool is not None:
-        body = state.force_tool.apply(body)
     url = f"{model.url}/v1/chat/completions"
+    if state.force_tool is not None and state.force_tool.applies_to(body):
+        return await forced_tool_call(state, url, body, state.force_tool)
     if body.get("stream"):
         return await stream_upstream(state, url, body)
     upstream = await state.http.post(url, json=body)
@@ -281,6 +304,20 @@ async def embeddings(request: Request) -> Response:
     model = await model_for(state, body, ModelKind.EMBEDDING)
     upstream = await state.http.post(f"{model.url}/v1/embeddings", json=body)
     return passthrough(upstream)
+
+
+async def forced_tool_call(
+    state: ServerState, url: str, body: dict[str, Any], force: ForceTool
+) -> Response:
+    """TRIALBOX_LLM_FORCE_TOOL: the model writes the arguments, we return them as a tool call."""
+    upstream = await state.http.post(url, json=force.arguments_request(body))
+    if upstream.status_code != 200:
+        return passthrough(upstream)
+    record_stats(state, upstream.content)
+    answer = upstream.json()
+    if body.get("stream"):
+        return Response("".join(force.stream_events(answer)), media_type="text/event-stream")
+    return JSONResponse(force.completion(answer))
 
 
 def passthrough(upstream: httpx.Response) -> Response:
@@ -351,8 +388,9 @@ def guarded(handler: Handler) -> Handler:
             return ApiError(500, str(exc), "server_error").response()
         except httpx.HTTPError as exc:
             log.error("llama.cpp did not answer: %r", exc)
-            return ApiError(502, f"llama.cpp backend did not answer: {exc!r}",
-                            "server_error").response()
+            return ApiError(
+                502, f"llama.cpp backend did not answer: {exc!r}", "server_error"
+            ).response()
 
     return run
 

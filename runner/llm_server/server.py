@@ -18,7 +18,7 @@ import uvicorn
 
 from runner.llm_server.backend import LlamaBackend
 from runner.llm_server.catalog import CATALOG
-from runner.llm_server.force_tool import TOOL_CHAT_TEMPLATE, from_environment
+from runner.llm_server.force_tool import from_environment
 from runner.llm_server.routes import ServerState, build_app
 from runner.llm_server.schemas import ServerIdentity
 
@@ -60,15 +60,15 @@ def build_state(options: ServeOptions) -> ServerState:
         options.models_dir,
         threads=options.threads,
         verbosity=options.llama_verbosity,
-        chat_template=TOOL_CHAT_TEMPLATE if force_tool else None,
     )
     backend.check_files()
     for spec in CATALOG:
         # Preload under the name GAIA asks for, so its first /health sees its model.
         backend.load(spec, spec.aliases[0] if spec.aliases else spec.name)
     if force_tool:
-        log.warning("TRIALBOX_LLM_FORCE_TOOL is on: first call of each turn forced to %r",
-                    force_tool.tool)
+        log.warning(
+            "TRIALBOX_LLM_FORCE_TOOL is on: first call of each turn forced to %r", force_tool.tool
+        )
     return ServerState(
         backend=backend,
         identity=identity(),
@@ -83,8 +83,14 @@ def serve(options: ServeOptions) -> None:
     """Run until SIGTERM/SIGINT; uvicorn's handlers stop the loop, then llama.cpp is stopped."""
     state = build_state(options)
     app = build_app(state, on_shutdown=state.backend.close)
-    config = uvicorn.Config(app, host=options.host, port=options.port, log_level="info",
-                            access_log=False, timeout_graceful_shutdown=5)
+    config = uvicorn.Config(
+        app,
+        host=options.host,
+        port=options.port,
+        log_level="info",
+        access_log=False,
+        timeout_graceful_shutdown=5,
+    )
     # uvicorn stops gracefully on SIGTERM/SIGINT, then raises the signal again for the handler
     # that was installed before it; this one just lets the process finish and exit 0.
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -42,6 +42,7 @@ details.scenario>div{padding:4px 16px 12px}
 pre{white-space:pre-wrap;word-break:break-word;background:var(--bg);padding:8px;border-radius:6px;
 margin:4px 0;max-height:360px;overflow:auto}
 .ok{color:var(--pass)}.bad{color:var(--fail)}
+table.kv th{width:200px}
 .note{background:#fff8c5;border:1px solid #d4a72c;border-radius:6px;padding:8px 12px}
 """
 
@@ -104,7 +105,7 @@ def _config(card: Scorecard) -> str:
     if c.forced_tool:
         rows["forced first tool"] = c.forced_tool
     cells = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in rows.items())
-    return f"<table>{cells}</table>"
+    return f'<table class="kv">{cells}</table>'
 
 
 def _categories(card: Scorecard) -> str:

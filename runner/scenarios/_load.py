@@ -17,7 +17,7 @@ from pathlib import Path
 from runner.scenarios._manifest import CorpusDocument, Manifest
 from runner.scenarios._models import Scenario, SetupDocument
 from runner.scenarios._problems import Level, Problem, field_path
-from runner.scenarios._source import Path_, SourceMap, parse_json, parse_yaml
+from runner.scenarios._source import KeyPath, SourceMap, parse_json, parse_yaml
 from runner.scenarios._validate import (
     MANIFEST_FIXES,
     MANIFEST_FORMAT,
@@ -60,7 +60,7 @@ def load_suite(paths: Iterable[Path], corpus_root: Path) -> Suite:
     corpus_root = Path(corpus_root)
     suite = Suite(corpus_root=corpus_root)
     suite.manifest, manifest_problems = load_manifest(corpus_root)
-    files, discovery_problems = discover(paths)
+    files, discovery_problems = discover(paths, skip=corpus_root)
     suite.problems += manifest_problems + discovery_problems
     loaded: list[Scenario] = []
     for file in files:
@@ -79,16 +79,25 @@ def load_suite(paths: Iterable[Path], corpus_root: Path) -> Suite:
 
 # --- discovery ---------------------------------------------------------------------------
 
-def discover(paths: Iterable[Path]) -> tuple[list[Path], list[Problem]]:
-    """Every scenario file under the given files/folders, sorted, each once."""
+def discover(paths: Iterable[Path], skip: Path | None = None
+             ) -> tuple[list[Path], list[Problem]]:
+    """Every scenario file under the given files/folders, sorted, each once.
+
+    Files under `skip` (the corpus) are left out when a folder is searched: a YAML document
+    in the corpus is material for the agent, not a scenario — even if the user points at
+    `eval/` rather than `eval/scenarios/`.
+    """
     found: dict[Path, Path] = {}  # resolved -> as the user will read it
     problems = []
+    skipped = skip.resolve() if skip is not None else None
     for root in map(Path, paths):
         if root.is_file():
             found.setdefault(root.resolve(), root)
         elif root.is_dir():
             for file in _walk(root):
-                found.setdefault(file.resolve(), file)
+                resolved = file.resolve()
+                if skipped is None or not resolved.is_relative_to(skipped):
+                    found.setdefault(resolved, file)
         else:
             problems.append(Problem(file=root, message="no such file or folder",
                                     fix="check the path given for the scenarios"))
@@ -114,7 +123,7 @@ def load_scenario_file(file: Path) -> tuple[Scenario | None, list[Problem]]:
         return None, problems
     source = parsed.source
     if not isinstance(parsed.data, dict):
-        kind = "a list" if isinstance(parsed.data, list) else f"{type(parsed.data).__name__}"
+        kind = "a list" if isinstance(parsed.data, list) else "a single value"
         return None, problems + [Problem(
             file=file, line=source.line_of(()), message=f"top level is {kind}, not a mapping",
             fix="a scenario file is one mapping with id, category, persona, setup, turns")]
@@ -160,7 +169,7 @@ def _manifest_rules(manifest: Manifest, source: SourceMap, corpus_root: Path) ->
     for list_name, documents in (("documents", manifest.documents),
                                  ("adversarial_documents", manifest.adversarial_documents)):
         for index, doc in enumerate(documents):
-            path: Path_ = (list_name, index)
+            path: KeyPath = (list_name, index)
             if doc.id in seen_docs:
                 problems.append(_at(source, path + ("id",),
                                     f"document id '{doc.id}' is used twice "
@@ -172,7 +181,7 @@ def _manifest_rules(manifest: Manifest, source: SourceMap, corpus_root: Path) ->
     return problems
 
 
-def _fact_id_problems(doc: CorpusDocument, source: SourceMap, path: Path_) -> list[Problem]:
+def _fact_id_problems(doc: CorpusDocument, source: SourceMap, path: KeyPath) -> list[Problem]:
     problems = []
     seen: set[str] = set()
     for index, fact in enumerate(doc.facts):
@@ -184,7 +193,7 @@ def _fact_id_problems(doc: CorpusDocument, source: SourceMap, path: Path_) -> li
     return problems
 
 
-def _document_file_problems(doc: CorpusDocument, source: SourceMap, path: Path_,
+def _document_file_problems(doc: CorpusDocument, source: SourceMap, path: KeyPath,
                             corpus_root: Path) -> list[Problem]:
     escape = path_escape(doc.filename, corpus_root)
     if escape:
@@ -210,7 +219,7 @@ def _sha256(file: Path) -> str:
     return hashlib.sha256(file.read_bytes()).hexdigest()
 
 
-def _at(source: SourceMap, path: Path_, message: str, fix: str,
+def _at(source: SourceMap, path: KeyPath, message: str, fix: str,
         level: Level = Level.ERROR) -> Problem:
     return Problem(file=source.file, line=source.line_of(path), field=field_path(path),
                    message=message, fix=fix, level=level)
@@ -235,7 +244,7 @@ def _manifest_reference_problems(scenario: Scenario, manifest: Manifest) -> list
         truth = turn.ground_truth
         if truth is None:
             continue
-        path: Path_ = ("turns", index, "ground_truth")
+        path: KeyPath = ("turns", index, "ground_truth")
         if truth.doc_id is None:
             if truth.fact_id is not None:
                 problems.append(_at(source, path + ("fact_id",),
@@ -257,7 +266,7 @@ def _manifest_reference_problems(scenario: Scenario, manifest: Manifest) -> list
     return problems
 
 
-def _unknown_document(source: SourceMap, path: Path_, doc_id: str, manifest: Manifest) -> Problem:
+def _unknown_document(source: SourceMap, path: KeyPath, doc_id: str, manifest: Manifest) -> Problem:
     return _at(source, path, f"document '{doc_id}' is not in the corpus manifest"
                              f"{did_you_mean(doc_id, manifest.document_ids)}",
                "use a document id from manifest.json, or add the document there")
@@ -269,7 +278,7 @@ def _setup_document_problems(scenario: Scenario, manifest: Manifest | None,
     source = _scenario_source(scenario)
     problems = []
     for index, doc in enumerate(scenario.setup_documents):
-        path: Path_ = ("setup", "index_documents", index, "path")
+        path: KeyPath = ("setup", "index_documents", index, "path")
         escape = path_escape(str(doc.relative_path), corpus_root)
         if escape:
             problems.append(_at(source, path, escape,

@@ -22,6 +22,9 @@ class Fact(BaseModel):
     answer: str | int | float | list[str] | None = None  # null: the document does not say
     difficulty: str | None = None
     note: str | None = None
+    # For a fact whose answer is null: words that must NOT occur in the document, so the
+    # corpus build can prove the answer really is absent (runner/corpus checks them).
+    absent_terms: list[str] = Field(default_factory=list)
 
 
 class CorpusDocument(BaseModel):
@@ -34,6 +37,7 @@ class CorpusDocument(BaseModel):
     sha256: str | None = None
     generated: bool | None = None
     real_world: bool = False  # not committed: a missing file skips the scenario, no error
+    expected_behavior: str | None = None  # GAIA: what an agent should do with this document
     facts: list[Fact] = Field(default_factory=list)
 
     def fact(self, fact_id: str) -> Fact | None:

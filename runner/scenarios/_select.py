@@ -48,7 +48,7 @@ def select(scenarios: Sequence[Scenario], ids: Iterable[str] | None = None,
 
 
 def _listed(values: Iterable[str] | None) -> list[str] | None:
-    return None if values is None else [value for value in values if value]  or None
+    return None if values is None else [value for value in values if value] or None
 
 
 def _unknown(kind: str, asked: list[str] | None, known: list[str]) -> list[str]:

@@ -20,7 +20,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from runner.scenarios._problems import Problem, field_path
 
 MAX_FILE_BYTES = 1024 * 1024  # a scenario or manifest larger than this is a mistake
-Path_ = tuple[str | int, ...]
+KeyPath = tuple[str | int, ...]
 
 
 @dataclass
@@ -28,9 +28,9 @@ class SourceMap:
     """Where each key of one file was written: path into the data -> 1-based line."""
 
     file: Path
-    lines: dict[Path_, int] = field(default_factory=dict)
+    lines: dict[KeyPath, int] = field(default_factory=dict)
 
-    def line_of(self, path: Path_) -> int | None:
+    def line_of(self, path: KeyPath) -> int | None:
         """The line of `path`, or of its nearest ancestor that was written in the file."""
         for end in range(len(path), -1, -1):
             line = self.lines.get(tuple(path[:end]))
@@ -41,15 +41,12 @@ class SourceMap:
 
 @dataclass
 class Parsed:
-    """The outcome of reading one file: data and its line map, or the problems found."""
+    """The outcome of reading one file. `source` is None when nothing could be parsed;
+    otherwise `data` is usable even if `problems` holds something (e.g. duplicate keys)."""
 
     data: Any = None
     source: SourceMap | None = None
     problems: list[Problem] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
 
 
 def read_text(path: Path) -> tuple[str | None, list[Problem]]:
@@ -121,7 +118,7 @@ def _yaml_problem(path: Path, err: yaml.MarkedYAMLError) -> Problem:
                    fix="fix the YAML syntax at this line (indentation, quotes, ':' after keys)")
 
 
-def _record_lines(node: Node, path: Path_, source: SourceMap, duplicates: list[Problem]) -> None:
+def _record_lines(node: Node, path: KeyPath, source: SourceMap, duplicates: list[Problem]) -> None:
     source.lines.setdefault(path, node.start_mark.line + 1)
     if isinstance(node, MappingNode):
         seen: dict[str, int] = {}

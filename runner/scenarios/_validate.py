@@ -37,7 +37,7 @@ from runner.scenarios._checks import (
 )
 from runner.scenarios._models import KNOWN_PERSONAS, Scenario
 from runner.scenarios._problems import Level, Problem, field_path
-from runner.scenarios._source import Path_, SourceMap
+from runner.scenarios._source import KeyPath, SourceMap
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -65,7 +65,8 @@ SCENARIO_FIXES = {
     "tags": "give a list of words, e.g. `tags: [rag, numbers]`",
     "claims": "give a list of strings or `{name: ..., claim: ...}` entries",
     "checks": "give a list of `{type: ..., ...}` entries",
-    "expected_answer": "give the answer as text or a number, or null when the document does not say",
+    "expected_answer": "give the answer as text or a number, or null when the document "
+                       "does not say",
     "success_criteria": "describe the pass condition in plain English (one string)",
     "ground_truth": "give `{doc_id, fact_id, expected_answer}` or use success_criteria",
     "max": "give a whole number of calls, 0 or more",
@@ -101,7 +102,7 @@ def did_you_mean(word: str, choices: typing.Iterable[str]) -> str:
 # --- 1. unknown keys ---------------------------------------------------------------------
 
 def unknown_key_problems(model: type[BaseModel], data: Any, source: SourceMap,
-                         path: Path_ = ()) -> list[Problem]:
+                         path: KeyPath = ()) -> list[Problem]:
     """Warn about keys the model does not declare, recursing into nested (lenient) models."""
     if not isinstance(data, dict) or model.model_config.get("extra") == "forbid":
         return []  # strict models (checks) report unknown keys as errors themselves
@@ -160,7 +161,7 @@ def validate_model(model: type[M], data: Any, source: SourceMap,
 
 def _problems_from(err: ValidationError, data: Any, source: SourceMap,
                    fixes: dict[str, str], default_fix: str) -> list[Problem]:
-    grouped: dict[Path_, list[Any]] = {}
+    grouped: dict[KeyPath, list[Any]] = {}
     for error in err.errors(include_url=False):
         grouped.setdefault(_data_path(error["loc"], data), []).append(error)
     problems = []
@@ -171,7 +172,7 @@ def _problems_from(err: ValidationError, data: Any, source: SourceMap,
     return problems
 
 
-def _data_path(loc: tuple[Any, ...], data: Any) -> Path_:
+def _data_path(loc: tuple[Any, ...], data: Any) -> KeyPath:
     """Pydantic's error location as a path into the file's data.
 
     Pydantic inserts union branch names into locations ("tool_called", "str", "list[str]");
@@ -180,10 +181,8 @@ def _data_path(loc: tuple[Any, ...], data: Any) -> Path_:
     path: list[str | int] = []
     current = data
     for position, part in enumerate(loc):
-        if isinstance(current, dict) and part in current:
-            path.append(part)
-            current = current[part]
-        elif isinstance(current, list) and isinstance(part, int) and part < len(current):
+        if (isinstance(current, dict) and part in current) or (
+                isinstance(current, list) and isinstance(part, int) and part < len(current)):
             path.append(part)
             current = current[part]
         elif isinstance(current, dict) and current.get("type") == part:
@@ -195,7 +194,7 @@ def _data_path(loc: tuple[Any, ...], data: Any) -> Path_:
     return tuple(path)
 
 
-def _describe(path: Path_, errors: list[Any], fixes: dict[str, str],
+def _describe(path: KeyPath, errors: list[Any], fixes: dict[str, str],
               default_fix: str) -> tuple[str, str]:
     first = errors[0]
     kind = first["type"]
@@ -261,7 +260,7 @@ def scenario_rules(scenario: Scenario, source: SourceMap) -> list[Problem]:
     ]
 
 
-def _problem(source: SourceMap, path: Path_, message: str, fix: str,
+def _problem(source: SourceMap, path: KeyPath, message: str, fix: str,
              level: Level = Level.ERROR) -> Problem:
     return Problem(file=source.file, line=source.line_of(path), field=field_path(path),
                    message=message, fix=fix, level=level)
@@ -295,7 +294,8 @@ def _turn_has_truth_rule(scenario: Scenario, source: SourceMap) -> list[Problem]
             problems.append(_problem(
                 source, ("turns", index),
                 "turn has neither ground_truth nor success_criteria, so it cannot be judged",
-                "add `ground_truth: {doc_id, fact_id, expected_answer}` or `success_criteria: ...`"))
+                "add `ground_truth: {doc_id, fact_id, expected_answer}` "
+                "or `success_criteria: ...`"))
     return problems
 
 

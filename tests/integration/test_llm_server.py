@@ -46,9 +46,23 @@ def start_server(models_dir: Path, log_path: Path, env: dict[str, str] | None = 
     port = free_port()
     log = log_path.open("w")
     process = subprocess.Popen(
-        [sys.executable, "-m", "runner.llm_server", "--host", "127.0.0.1", "--port", str(port),
-         "--models-dir", str(models_dir), "--threads", "2"],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
+        [
+            sys.executable,
+            "-m",
+            "runner.llm_server",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--models-dir",
+            str(models_dir),
+            "--threads",
+            "2",
+        ],
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, **(env or {})},
     )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + STARTUP_DEADLINE_S
@@ -62,7 +76,9 @@ def start_server(models_dir: Path, log_path: Path, env: dict[str, str] | None = 
             pass
         time.sleep(0.2)
     process.kill()
-    raise AssertionError(f"server not live in {STARTUP_DEADLINE_S}s:\n{log_path.read_text()[-3000:]}")
+    raise AssertionError(
+        f"server not live in {STARTUP_DEADLINE_S}s:\n{log_path.read_text()[-3000:]}"
+    )
 
 
 def stop_server(process: subprocess.Popen) -> int:
@@ -88,9 +104,10 @@ def api(server):
 
 
 def chat(api, model=CHAT_ALIAS, messages=HELLO, **extra):
-    return api.post("/chat/completions",
-                    json={"model": model, "messages": messages, "max_tokens": 16,
-                          "temperature": 0, **extra})
+    return api.post(
+        "/chat/completions",
+        json={"model": model, "messages": messages, "max_tokens": 16, "temperature": 0, **extra},
+    )
 
 
 # --- status routes ------------------------------------------------------------------------
@@ -122,8 +139,9 @@ def test_health_reports_loaded_models_and_honest_identity(api):
 def test_health_version_parses_as_a_lemonade_version(api):
     # GAIA reads the leading dotted numbers; they must meet its 10.2.0 floor.
     version = api.get("/health").json()["version"]
-    numbers = tuple(int("".join(c for c in part if c.isdigit()) or 0)
-                    for part in version.split(".")[:3])
+    numbers = tuple(
+        int("".join(c for c in part if c.isdigit()) or 0) for part in version.split(".")[:3]
+    )
     assert numbers >= (10, 2, 0)
 
 
@@ -180,8 +198,13 @@ def test_stats_are_those_of_the_last_completion(api):
 
 
 def test_streaming_relays_sse_chunks_and_updates_stats(api):
-    payload = {"model": CHAT_ALIAS, "messages": HELLO, "max_tokens": 9, "stream": True,
-               "temperature": 0}
+    payload = {
+        "model": CHAT_ALIAS,
+        "messages": HELLO,
+        "max_tokens": 9,
+        "stream": True,
+        "temperature": 0,
+    }
     chunks, done = [], False
     with api.stream("POST", "/chat/completions", json=payload) as response:
         assert response.status_code == 200
@@ -200,15 +223,33 @@ def test_streaming_relays_sse_chunks_and_updates_stats(api):
 
 
 def test_tools_pass_through_and_tool_call_history_with_null_content_is_accepted(api):
-    tools = [{"type": "function", "function": {
-        "name": "get_weather", "description": "Weather for a city",
-        "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                       "required": ["city"]}}}]
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "get_weather",
+                "description": "Weather for a city",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"city": {"type": "string"}},
+                    "required": ["city"],
+                },
+            },
+        }
+    ]
     history = [
         {"role": "user", "content": "What is the weather in Paris?"},
-        {"role": "assistant", "content": None, "tool_calls": [{
-            "id": "call_1", "type": "function",
-            "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": "call_1", "content": "Sunny, 21 C"},
     ]
     response = chat(api, messages=history, tools=tools)
@@ -221,8 +262,11 @@ def test_tools_pass_through_and_tool_call_history_with_null_content_is_accepted(
 
 @pytest.mark.parametrize("model", [EMBED_ALIAS, EMBED_REAL])
 def test_embeddings_are_384_dims_normalised_and_meaningful(api, model):
-    texts = ["The cat sat on the mat.", "A cat is sitting on a mat.",
-             "Quarterly revenue grew by twelve percent."]
+    texts = [
+        "The cat sat on the mat.",
+        "A cat is sitting on a mat.",
+        "Quarterly revenue grew by twelve percent.",
+    ]
     response = api.post("/embeddings", json={"model": model, "input": texts})
     assert response.status_code == 200, response.text
     body = response.json()
@@ -231,8 +275,7 @@ def test_embeddings_are_384_dims_normalised_and_meaningful(api, model):
     assert len(vectors) == 3 and all(len(v) == 384 for v in vectors)
     for vector in vectors:
         assert math.isclose(math.sqrt(sum(x * x for x in vector)), 1.0, rel_tol=1e-3)
-    cosine = lambda a, b: sum(x * y for x, y in zip(a, b))  # noqa: E731 (unit vectors)
-    assert cosine(vectors[0], vectors[1]) > cosine(vectors[0], vectors[2]) + 0.3
+    assert dot(vectors[0], vectors[1]) > dot(vectors[0], vectors[2]) + 0.3
 
 
 def test_embeddings_accept_a_single_string(api):
@@ -240,13 +283,19 @@ def test_embeddings_accept_a_single_string(api):
     assert len(body["data"]) == 1 and len(body["data"][0]["embedding"]) == 384
 
 
+def dot(a: list[float], b: list[float]) -> float:
+    """Cosine similarity, since the vectors are unit length."""
+    return sum(x * y for x, y in zip(a, b, strict=True))
+
+
 # --- model management ---------------------------------------------------------------------
 
 
 def test_load_with_window_and_slots_is_reported_then_unload_and_auto_reload(api):
     flags = "--parallel 2 --kv-unified --cache-ram 0"
-    response = api.post("/load", json={"model_name": CHAT_ALIAS, "ctx_size": 8192,
-                                       "llamacpp_args": flags})
+    response = api.post(
+        "/load", json={"model_name": CHAT_ALIAS, "ctx_size": 8192, "llamacpp_args": flags}
+    )
     assert response.status_code == 200, response.text
     entry = next(m for m in api.get("/health").json()["all_models_loaded"] if m["type"] == "llm")
     assert entry["model_name"] == CHAT_ALIAS
@@ -300,8 +349,9 @@ def test_wrong_kind_of_model_is_a_clear_400(api):
 
 
 def test_bad_json_is_a_clear_400(api):
-    response = api.post("/chat/completions", content=b"{not json",
-                        headers={"content-type": "application/json"})
+    response = api.post(
+        "/chat/completions", content=b"{not json", headers={"content-type": "application/json"}
+    )
     assert response.status_code == 400
     assert "not JSON" in response.json()["error"]["message"]
 
@@ -309,8 +359,11 @@ def test_bad_json_is_a_clear_400(api):
 @pytest.mark.parametrize("prefix", ["/v1", "/api/v0"])
 def test_other_prefixes_serve_the_same_api(server, prefix):
     assert httpx.get(server + prefix + "/health").json()["status"] == "ok"
-    response = httpx.post(server + prefix + "/chat/completions", timeout=120,
-                          json={"model": CHAT_REAL, "messages": HELLO, "max_tokens": 4})
+    response = httpx.post(
+        server + prefix + "/chat/completions",
+        timeout=120,
+        json={"model": CHAT_REAL, "messages": HELLO, "max_tokens": 4},
+    )
     assert response.status_code == 200
 
 
@@ -324,3 +377,82 @@ def test_sigterm_stops_the_server_cleanly(models_dir, tmp_path):
     log = (tmp_path / "server.log").read_text()
     assert "Application shutdown complete" in log
     assert "unloaded SmolLM2-135M-Instruct-GGUF" in log
+
+
+# --- optional switch: TRIALBOX_LLM_FORCE_TOOL ---------------------------------------------
+
+WEATHER_TOOL = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Current weather for a city.",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
+        },
+    }
+]
+
+
+@pytest.fixture(scope="module")
+def forced_api(models_dir, tmp_path_factory):
+    log = tmp_path_factory.mktemp("forced") / "server.log"
+    process, base = start_server(models_dir, log, {"TRIALBOX_LLM_FORCE_TOOL": "get_weather"})
+    with httpx.Client(base_url=base + "/api/v1", timeout=180) as client:
+        yield client
+    stop_server(process)
+
+
+def test_force_tool_switch_is_reported_in_health(forced_api):
+    assert forced_api.get("/health").json()["force_tool"] == "get_weather"
+
+
+def test_forced_first_call_returns_a_real_tool_call(forced_api):
+    messages = [{"role": "user", "content": "What is the weather in Paris?"}]
+    response = chat(forced_api, messages=messages, tools=WEATHER_TOOL, max_tokens=40)
+    assert response.status_code == 200, response.text
+    choice = response.json()["choices"][0]
+    assert choice["finish_reason"] == "tool_calls"
+    call = choice["message"]["tool_calls"][0]["function"]
+    assert call["name"] == "get_weather"
+    assert isinstance(json.loads(call["arguments"])["city"], str)  # schema held by the grammar
+    assert forced_api.get("/stats").json()["output_tokens"] > 0
+
+
+def test_forced_call_streams_as_tool_call_chunks(forced_api):
+    payload = {
+        "model": CHAT_ALIAS,
+        "stream": True,
+        "tools": WEATHER_TOOL,
+        "max_tokens": 40,
+        "messages": [{"role": "user", "content": "Weather in Rome?"}],
+    }
+    with forced_api.stream("POST", "/chat/completions", json=payload) as response:
+        lines = [line for line in response.iter_lines() if line.startswith("data: ")]
+    assert lines[-1] == "data: [DONE]"
+    first = json.loads(lines[0][6:])
+    assert first["choices"][0]["delta"]["tool_calls"][0]["function"]["name"] == "get_weather"
+
+
+def test_call_after_the_tool_result_is_answered_normally(forced_api):
+    history = [
+        {"role": "user", "content": "What is the weather in Paris?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": "Sunny, 21 C"},
+    ]
+    response = chat(forced_api, messages=history, tools=WEATHER_TOOL)
+    assert response.status_code == 200, response.text
+    assert response.json()["choices"][0]["finish_reason"] != "tool_calls"

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from pydantic import TypeAdapter
 
-from runner.checks import Check, run_all_checks, run_scenario_checks, run_turn_checks
+from runner.checks import Check, ToolsExact, run_all_checks, run_scenario_checks, run_turn_checks
 from runner.outcomes import CheckResult
 from runner.scenarios import Scenario, Turn
 from runner.transcript import IndexedDocument, ToolCall, Transcript, TurnPerformance, TurnRecord
@@ -127,12 +127,14 @@ def test_in_order_fails_when_the_order_is_wrong_and_says_how_far_it_got() -> Non
 
 
 def test_in_order_steps_may_assert_arguments() -> None:
-    check = {"type": "tools_in_order", "tools": [
-        {"tool": "index_document", "arguments": {"filepath": {"matches": r"budget_\d+"}}},
-        {"tool": "query_documents", "arguments": {"query": {"equals": "final"}}}]}
-    assert decide(check, TEN_CALLS).passed
-    check["tools"][1]["arguments"]["query"] = {"equals": "travel"}
-    assert not decide(check, TEN_CALLS).passed
+    index = {"tool": "index_document", "arguments": {"filepath": {"matches": r"budget_\d+"}}}
+    final = {"tool": "query_documents", "arguments": {"query": {"equals": "final"}}}
+    assert decide({"type": "tools_in_order", "tools": [index, final]}, TEN_CALLS).passed
+    # The budget was indexed (call 3) before the final query (call 10), never after it.
+    assert not decide({"type": "tools_in_order", "tools": [final, index]}, TEN_CALLS).passed
+    # No query asked exactly "travel", although one asked "travel budget".
+    travel = {"tool": "query_documents", "arguments": {"query": {"equals": "travel"}}}
+    assert not decide({"type": "tools_in_order", "tools": [index, travel]}, TEN_CALLS).passed
 
 
 def test_exact_reports_a_trajectory_that_ends_early_or_runs_long() -> None:
@@ -281,5 +283,6 @@ def test_passing_checks_carry_no_diagnostic() -> None:
 
 
 def test_checks_validate_into_the_union() -> None:
-    parsed = CHECKS.validate_python([{"type": "tools_exact", "tools": ["a", "b"]}])
-    assert [step.tool for step in parsed[0].tools] == ["a", "b"]
+    (parsed,) = CHECKS.validate_python([{"type": "tools_exact", "tools": ["a", "b"]}])
+    assert isinstance(parsed, ToolsExact)
+    assert [step.tool for step in parsed.tools] == ["a", "b"]

@@ -38,7 +38,9 @@ def test_alias_map_names_the_real_model_for_each_alias():
 
 
 def test_gaia_chat_flags_are_applied():
-    args = parse_llamacpp_args("--parallel 2 --kv-unified --cache-ram 0 --slot-prompt-similarity 0.5")
+    args = parse_llamacpp_args(
+        "--parallel 2 --kv-unified --cache-ram 0 --slot-prompt-similarity 0.5"
+    )
     assert (args.parallel, args.kv_unified, args.cache_ram_mib) == (2, True, 0)
     assert args.slot_prompt_similarity == 0.5
     assert args.ignored == []

@@ -24,8 +24,11 @@ def write_safetensors(path, tensors):
     header, blobs, offset = {}, [], 0
     for name, array in tensors.items():
         data = array.astype("<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(array.shape),
-                        "data_offsets": [offset, offset + len(data)]}
+        header[name] = {
+            "dtype": "F32",
+            "shape": list(array.shape),
+            "data_offsets": [offset, offset + len(data)],
+        }
         blobs.append(data)
         offset += len(data)
     raw = json.dumps(header).encode()
@@ -45,8 +48,12 @@ def tiny_bert(folder):
     }
     for i in range(LAYERS):
         p = f"encoder.layer.{i}."
-        for part in ("attention.self.query", "attention.self.key", "attention.self.value",
-                     "attention.output.dense"):
+        for part in (
+            "attention.self.query",
+            "attention.self.key",
+            "attention.self.value",
+            "attention.output.dense",
+        ):
             t[p + part + ".weight"] = rng.normal(size=(HIDDEN, HIDDEN))
             t[p + part + ".bias"] = np.zeros(HIDDEN)
         t[p + "intermediate.dense.weight"] = rng.normal(size=(FFN, HIDDEN))
@@ -57,21 +64,36 @@ def tiny_bert(folder):
             t[p + norm + ".weight"] = np.ones(HIDDEN)
             t[p + norm + ".bias"] = np.zeros(HIDDEN)
     write_safetensors(folder / "model.safetensors", t)
-    config = {"architectures": ["BertModel"], "hidden_size": HIDDEN, "intermediate_size": FFN,
-              "num_attention_heads": 2, "num_hidden_layers": LAYERS,
-              "max_position_embeddings": POSITIONS, "layer_norm_eps": 1e-12,
-              "type_vocab_size": 2, "vocab_size": len(VOCAB)}
+    config = {
+        "architectures": ["BertModel"],
+        "hidden_size": HIDDEN,
+        "intermediate_size": FFN,
+        "num_attention_heads": 2,
+        "num_hidden_layers": LAYERS,
+        "max_position_embeddings": POSITIONS,
+        "layer_norm_eps": 1e-12,
+        "type_vocab_size": 2,
+        "vocab_size": len(VOCAB),
+    }
     (folder / "config.json").write_text(json.dumps(config))
     added = [{"id": i, "content": tok, "special": True} for i, tok in enumerate(VOCAB[:4])]
-    tokenizer = {"added_tokens": added,
-                 "model": {"type": "WordPiece", "vocab": {tok: i for i, tok in enumerate(VOCAB)}}}
+    tokenizer = {
+        "added_tokens": added,
+        "model": {"type": "WordPiece", "vocab": {tok: i for i, tok in enumerate(VOCAB)}},
+    }
     (folder / "tokenizer.json").write_text(json.dumps(tokenizer))
-    (folder / "tokenizer_config.json").write_text(json.dumps(
-        {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]"}))
-    (folder / "modules.json").write_text(json.dumps(
-        [{"path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
+    (folder / "tokenizer_config.json").write_text(
+        json.dumps(
+            {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]"}
+        )
+    )
+    (folder / "modules.json").write_text(
+        json.dumps([{"path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}])
+    )
     (folder / "1_Pooling").mkdir()
-    (folder / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode_mean_tokens": True}))
+    (folder / "1_Pooling" / "config.json").write_text(
+        json.dumps({"pooling_mode_mean_tokens": True})
+    )
     return t
 
 
@@ -105,8 +127,15 @@ def test_metadata_describes_a_mean_pooled_bert_encoder(converted):
 def test_vocabulary_uses_llama_cpp_phantom_spelling(converted):
     _, reader, _ = converted
     tokens = field(reader, "tokenizer.ggml.tokens")
-    assert tokens == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", PHANTOM_SPACE + "hello", "lo",
-                      PHANTOM_SPACE + "world"]
+    assert tokens == [
+        "[PAD]",
+        "[UNK]",
+        "[CLS]",
+        "[SEP]",
+        PHANTOM_SPACE + "hello",
+        "lo",
+        PHANTOM_SPACE + "world",
+    ]
     types = field(reader, "tokenizer.ggml.token_type")
     assert types[:4] == [int(gguf.TokenType.CONTROL)] * 4
     assert types[4:] == [int(gguf.TokenType.NORMAL)] * 3
@@ -120,7 +149,8 @@ def test_tensors_are_renamed_typed_and_exact(converted):
     assert word.tensor_type == gguf.GGMLQuantizationType.F16
     np.testing.assert_array_equal(
         np.asarray(word.data).reshape(len(VOCAB), HIDDEN),
-        source["embeddings.word_embeddings.weight"].astype(np.float16))
+        source["embeddings.word_embeddings.weight"].astype(np.float16),
+    )
     assert tensors["position_embd.weight"].tensor_type == gguf.GGMLQuantizationType.F32
     assert tensors["blk.1.attn_q.bias"].tensor_type == gguf.GGMLQuantizationType.F32
     assert tensors["blk.0.ffn_up.weight"].tensor_type == gguf.GGMLQuantizationType.F16
@@ -146,10 +176,20 @@ def test_float32_rule_matches_llama_cpp():
 
 
 def test_non_bert_config_is_refused_with_file_and_field(tmp_path):
-    (tmp_path / "config.json").write_text(json.dumps({"architectures": ["GPT2Model"],
-        "hidden_size": 1, "intermediate_size": 1, "num_attention_heads": 1,
-        "num_hidden_layers": 1, "max_position_embeddings": 1, "layer_norm_eps": 1e-5,
-        "vocab_size": 1}))
+    (tmp_path / "config.json").write_text(
+        json.dumps(
+            {
+                "architectures": ["GPT2Model"],
+                "hidden_size": 1,
+                "intermediate_size": 1,
+                "num_attention_heads": 1,
+                "num_hidden_layers": 1,
+                "max_position_embeddings": 1,
+                "layer_norm_eps": 1e-5,
+                "vocab_size": 1,
+            }
+        )
+    )
     with pytest.raises(ConversionError, match="config.json.*architectures"):
         convert(tmp_path, tmp_path / "x.gguf")
     assert not (tmp_path / "x.gguf").exists()

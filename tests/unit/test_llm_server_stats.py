@@ -5,8 +5,12 @@ import json
 from runner.llm_server.stats import merge, stats_from_response, stats_from_sse_line
 
 TIMINGS = {
-    "cache_n": 30, "prompt_n": 2, "prompt_ms": 250.0, "predicted_n": 12,
-    "predicted_ms": 100.0, "predicted_per_second": 120.0,
+    "cache_n": 30,
+    "prompt_n": 2,
+    "prompt_ms": 250.0,
+    "predicted_n": 12,
+    "predicted_ms": 100.0,
+    "predicted_per_second": 120.0,
 }
 
 

@@ -189,3 +189,12 @@ def test_json_schema_can_be_exported() -> None:
     schema = Scenario.model_json_schema()
     assert {"id", "category", "persona", "turns"} <= set(schema["required"])
     assert "_source" not in schema["properties"]
+
+
+def test_yaml_documents_inside_the_corpus_are_not_scenarios(tmp_path: Path) -> None:
+    shutil.copytree(GAIA_TREE, tmp_path / "eval")
+    (tmp_path / "eval" / "corpus" / "documents" / "pipeline_config.yaml").write_text(
+        "stages: [build, test]\n")
+    suite = load_suite([tmp_path / "eval"], tmp_path / "eval" / "corpus")
+    assert suite.ok, [str(p) for p in suite.errors]
+    assert len(suite.scenarios) == 6

@@ -153,8 +153,8 @@ def test_manifest_rules_each_name_line_and_field() -> None:
 
 def test_manifest_json_syntax_error_names_the_line() -> None:
     assert _manifest_problems("syntax") == [
-        "manifest.json:4: JSON syntax error: Expecting ',' delimiter — "
-        "fix the JSON syntax (commas, quotes, brackets)"]
+        ("manifest.json:4: JSON syntax error: Expecting ',' delimiter — "
+         "fix the JSON syntax (commas, quotes, brackets)")]
 
 
 def test_manifest_wrong_types_name_each_field() -> None:

@@ -1,0 +1,84 @@
+"""Judge and simulator defaults (DESIGN 1.5): resolved from flags and environment, with reasons."""
+
+from __future__ import annotations
+
+import pytest
+
+from runner.judge import JudgeConfig, ProviderConfigError, from_env_and_flags, make_judge
+from runner.simulate import SimulatorConfig
+
+KEY = {"ANTHROPIC_API_KEY": "sk-ant-test"}
+URL = "http://127.0.0.1:13305/api/v1"
+
+
+def test_fresh_machine_gets_no_judge_and_a_scripted_simulator_with_the_line_that_enables_judging() -> None:
+    choices = from_env_and_flags({})
+    assert choices.judge == JudgeConfig(provider="none")
+    assert choices.simulator == SimulatorConfig(provider="scripted")
+    assert "NOT_JUDGED" in choices.judge_reason and "ANTHROPIC_API_KEY" in choices.judge_reason
+    assert "--judge-url" in choices.judge_reason
+    assert choices.header_lines()[0].startswith("judge: none")
+    assert make_judge(choices.judge) is None
+
+
+def test_anthropic_key_selects_anthropic_for_judge_and_simulator() -> None:
+    choices = from_env_and_flags(KEY)
+    assert choices.judge == JudgeConfig(provider="anthropic", model="claude-sonnet-4-6")
+    assert choices.simulator == SimulatorConfig(provider="anthropic", model="claude-sonnet-4-6")
+    assert "ANTHROPIC_API_KEY is set" in choices.judge_reason
+    assert "same provider as the judge" in choices.simulator_reason
+    assert "sk-ant" not in choices.model_dump_json()  # the key is never part of the choices
+
+
+def test_judge_url_without_key_selects_openai() -> None:
+    choices = from_env_and_flags({"TRIALBOX_JUDGE_URL": URL})
+    assert choices.judge == JudgeConfig(provider="openai", url=URL)
+    assert choices.simulator == SimulatorConfig(provider="openai", url=URL)
+    assert "must pass calibration" in choices.judge_reason
+
+
+def test_key_wins_over_url_unless_openai_is_named() -> None:
+    assert from_env_and_flags({**KEY, "TRIALBOX_JUDGE_URL": URL}).judge.provider == "anthropic"
+    named = from_env_and_flags({**KEY, "TRIALBOX_JUDGE_URL": URL}, judge="openai", judge_model="m")
+    assert named.judge == JudgeConfig(provider="openai", model="m", url=URL)
+    assert "chosen explicitly" in named.judge_reason
+
+
+def test_flags_beat_environment_and_simulator_is_configured_separately() -> None:
+    choices = from_env_and_flags(
+        {**KEY, "TRIALBOX_SIMULATOR": "anthropic"},
+        simulator="openai", simulator_url="http://sim:8080", simulator_model="small",
+    )
+    assert choices.judge.provider == "anthropic"
+    assert choices.simulator == SimulatorConfig(provider="openai", model="small", url="http://sim:8080")
+    scripted = from_env_and_flags(KEY, simulator="scripted")
+    assert scripted.simulator.provider == "scripted" and scripted.judge.provider == "anthropic"
+
+
+def test_a_separate_simulator_model_may_be_named_with_the_judges_provider() -> None:
+    choices = from_env_and_flags(KEY, simulator_model="claude-haiku-4-5")
+    assert choices.simulator == SimulatorConfig(provider="anthropic", model="claude-haiku-4-5")
+
+
+@pytest.mark.parametrize(
+    ("env", "flags", "message"),
+    [
+        ({}, {"judge": "anthropic"}, "judge anthropic needs ANTHROPIC_API_KEY"),
+        ({}, {"judge": "openai"}, "judge openai needs a URL"),
+        ({}, {"judge": "gpt"}, "choose anthropic, openai or none"),
+        ({}, {"simulator": "openai"}, "simulator openai needs a URL"),
+        ({}, {"simulator": "anthropic"}, "simulator anthropic needs ANTHROPIC_API_KEY"),
+        ({}, {"simulator": "human"}, "choose scripted, anthropic or openai"),
+    ],
+)
+def test_impossible_choices_are_one_clear_error(env: dict[str, str], flags: dict[str, str], message: str) -> None:
+    with pytest.raises(ProviderConfigError, match=message):
+        from_env_and_flags(env, **flags)
+
+
+def test_open_judge_for_provider_none_is_none() -> None:
+    import asyncio
+
+    from runner.judge import open_judge
+
+    assert asyncio.run(open_judge(JudgeConfig(provider="none"))) is None
