@@ -8,7 +8,7 @@
 #   make clean   remove containers/networks/volumes labelled trialbox.run (RUN_ID=... for one run)
 
 SHELL := /bin/bash
-PYTHON ?= python3
+HOST_PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 DEVICE ?= auto
@@ -22,7 +22,7 @@ docker:
 
 # The venv is rebuilt only when pyproject.toml changes (stamp file).
 $(VENV)/.installed: pyproject.toml
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@test -x $(BIN)/python || $(HOST_PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet -e '.[test,llm,corpus]'
 	@touch $@
 
@@ -30,19 +30,19 @@ install: $(VENV)/.installed
 	@if [ -x scripts/setup-gaia-venv ]; then scripts/setup-gaia-venv; fi
 	@if [ -x scripts/fetch-models ]; then scripts/fetch-models; fi
 
-images: install
+images: docker $(VENV)/.installed
 	$(BIN)/python -m runner.stack images
 
-up: install
+up: docker $(VENV)/.installed
 	$(BIN)/python -m runner.stack up --device $(DEVICE)
 
-down: install
+down: $(VENV)/.installed
 	$(BIN)/python -m runner.stack down --device $(DEVICE)
 
-clean: install
+clean: $(VENV)/.installed
 	$(BIN)/python -m runner.stack clean $(if $(RUN_ID),--run-id $(RUN_ID))
 
-doctor: install
+doctor: $(VENV)/.installed
 	$(BIN)/python -m runner.stack doctor
 
 bench: docker install

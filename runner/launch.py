@@ -21,7 +21,7 @@ from runner import __version__
 from runner.engine import Engine
 from runner.judge import CalibrationFailed, ProviderConfigError, calibrated, from_env_and_flags, make_judge
 from runner.report import RunConfig, RunWriter, Scorecard
-from runner.sandbox import SandboxBackend
+from runner.sandbox import SandboxBackend, SandboxError
 from runner.scenarios import Scenario, SelectionError, load_suite, select
 from runner.settings import Backend, RunSettings
 from runner.simulate import make_simulator
@@ -179,7 +179,10 @@ async def run(settings: RunSettings, say: Callable[[str], None], resume: bool = 
         f"backend {settings.backend.value}, device {settings.device} ({settings.device_reason or 'as requested'}), "
         f"concurrency {settings.concurrency}")
     judge, simulator = await prepare_judge(settings, say)
-    backend = make_backend(settings)
+    try:
+        backend = make_backend(settings)
+    except SandboxError as exc:
+        raise InfraError(str(exc)) from exc
     writer = open_writer(settings, resume, extra)
     say(f"results: {settings.run_dir}")
     engine = Engine(settings, scenarios, backend, simulator, judge, writer, say=say)

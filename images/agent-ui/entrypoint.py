@@ -8,6 +8,7 @@ this process's pid: signals reach it directly and ``GAIA_DAEMON_EXIT_WITH_PID`` 
     python entrypoint.py ui  --home DIR --llm-url URL [--host H] [--port P]
                              [--document-root DIR]... [--allowed-host NAME]...
     python entrypoint.py mcp --ui-url URL [--host H] [--port P]
+    python entrypoint.py health     (the image's HEALTHCHECK: probes whichever mode runs)
 
 Every flag also reads an environment variable (shown in ``--help``; GAIA's own names where GAIA
 has one) so compose files and the Docker backend can configure the image without long commands.
@@ -16,6 +17,7 @@ has one) so compose files and the Docker backend can configure the image without
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import sys
@@ -29,6 +31,9 @@ AGENT_ID = "gaia"
 #: GAIA reads this bearer token when its MCP bridge listens on a non-loopback address.
 MCP_TOKEN_ENV = "GAIA_AGENT_UI_MCP_TOKEN"
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+#: Where a container records what its health check should probe (set in the image only: on a
+#: host several sandboxes share /tmp).
+HEALTH_FILE_ENV = "TRIALBOX_HEALTH_FILE"
 
 
 def _env_list(name: str, separator: str = ",") -> list[str]:
@@ -85,6 +90,7 @@ def run_ui(args: argparse.Namespace) -> NoReturn:
     args.home = Path(args.home).resolve()
     prepare_home(args.home)
     env = ui_environment(args, os.getpid())
+    record_health_probe(f"http://127.0.0.1:{args.port}/api/health", any_status=False)
     if args.document_root:
         # GAIA grants a session file access to its working directory ("the project"), and
         # refuses one that contains GAIA_HOME: work from the corpus so the agent's file
@@ -115,7 +121,36 @@ def run_mcp(args: argparse.Namespace) -> NoReturn:
         command.append("--allow-remote")
     env = dict(os.environ)
     env["PYTHON_KEYRING_BACKEND"] = "keyring.backends.null.Keyring"
+    # The bridge has no health route; any HTTP answer on /mcp (even 401/406) means it is up.
+    record_health_probe(f"http://127.0.0.1:{args.port}/mcp", any_status=True)
     os.execve(sys.executable, command, env)
+
+
+def record_health_probe(url: str, any_status: bool) -> None:
+    path = os.environ.get(HEALTH_FILE_ENV)
+    if path:
+        Path(path).write_text(json.dumps({"url": url, "any_status": any_status}))
+
+
+def run_health() -> NoReturn:
+    """Exit 0 when the mode this container runs answers, 1 otherwise."""
+    import urllib.error
+    import urllib.request
+
+    path = os.environ.get(HEALTH_FILE_ENV)
+    try:
+        probe = json.loads(Path(path).read_text()) if path else None
+    except (OSError, ValueError):
+        probe = None
+    if probe is None:
+        raise SystemExit(f"health: no probe recorded in {HEALTH_FILE_ENV}={path!r}")
+    try:
+        with urllib.request.urlopen(probe["url"], timeout=4):
+            raise SystemExit(0)
+    except urllib.error.HTTPError:
+        raise SystemExit(0 if probe["any_status"] else 1) from None
+    except OSError as exc:
+        raise SystemExit(f"health: {probe['url']}: {exc}") from None
 
 
 def parse(argv: Sequence[str]) -> argparse.Namespace:
@@ -140,6 +175,8 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     ui.add_argument("--tiktoken-cache", default=os.environ.get("TIKTOKEN_CACHE_DIR", ""),
                     help="pre-seeded tiktoken cache folder (env TIKTOKEN_CACHE_DIR)")
 
+    modes.add_parser("health", help="probe the mode this container runs (HEALTHCHECK)")
+
     mcp = modes.add_parser("mcp", help="run GAIA's Agent UI MCP bridge over HTTP")
     mcp.add_argument("--ui-url", default=os.environ.get("TRIALBOX_UI_URL", ""),
                      help="the Agent UI to drive (env TRIALBOX_UI_URL)")
@@ -152,6 +189,8 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     args = parse(sys.argv[1:] if argv is None else argv)
     if args.mode == "ui":
         run_ui(args)
+    if args.mode == "health":
+        run_health()
     run_mcp(args)
 
 

@@ -65,7 +65,9 @@ def _clean(run_id: str | None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m runner.stack", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m runner.stack", description=__doc__.splitlines()[0]
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     images = sub.add_parser("images", help="build images")
     images.add_argument("names", nargs="*", metavar="NAME")

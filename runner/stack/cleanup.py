@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 import docker
 from docker.errors import APIError, NotFound
@@ -44,12 +45,14 @@ def cleanup(run_id: str | None = None, client: docker.DockerClient | None = None
     filters = label_filter(run_id)
     report = CleanupReport()
     for container in client.containers.list(all=True, filters=filters):
-        _remove(lambda: container.remove(force=True, v=True), container.name, report.containers, report)
+        _remove(
+            partial(container.remove, force=True, v=True), container.name, report.containers, report
+        )
     for network in client.networks.list(filters=filters):
         _disconnect_all(network)
         _remove(network.remove, network.name, report.networks, report)
     for volume in client.volumes.list(filters=filters):
-        _remove(lambda: volume.remove(force=True), volume.name, report.volumes, report)
+        _remove(partial(volume.remove, force=True), volume.name, report.volumes, report)
     return report
 
 
@@ -63,7 +66,9 @@ def _disconnect_all(network: Network) -> None:
         pass
 
 
-def _remove(action: Callable[[], object], name: str, removed: list[str], report: CleanupReport) -> None:
+def _remove(
+    action: Callable[[], object], name: str, removed: list[str], report: CleanupReport
+) -> None:
     try:
         action()
         removed.append(name)

@@ -48,7 +48,9 @@ def compose_dir() -> Path:
 def compose_files(device: str, directory: Path | None = None) -> list[Path]:
     """The base file plus the one overlay for ``device`` (later files override earlier ones)."""
     if device not in DEVICES:
-        raise ComposeError(f"no compose overlay for device {device!r}; use one of: {', '.join(DEVICES)}")
+        raise ComposeError(
+            f"no compose overlay for device {device!r}; use one of: {', '.join(DEVICES)}"
+        )
     directory = directory or compose_dir()
     return [directory / "compose.yaml", directory / f"compose.{device}.yaml"]
 
@@ -68,7 +70,9 @@ def _socket_gid(path: str = "/var/run/docker.sock") -> str:
         return "0"
 
 
-def stack_environment(run_id: str | None, port: int, base: dict[str, str] | None = None) -> dict[str, str]:
+def stack_environment(
+    run_id: str | None, port: int, base: dict[str, str] | None = None
+) -> dict[str, str]:
     """The variables compose.yaml reads, on top of the caller's environment (keys pass through)."""
     env = dict(os.environ if base is None else base)
     repo = compose_dir().parent
@@ -107,9 +111,13 @@ def _run(cmd: list[str], env: dict[str, str], what: str, timeout: float = 600) -
             cmd, env=env, capture_output=True, text=True, timeout=timeout, check=False
         )
     except subprocess.TimeoutExpired as error:
-        raise ComposeError(f"{what} did not finish within {timeout:.0f}s: {' '.join(cmd)}") from error
+        raise ComposeError(
+            f"{what} did not finish within {timeout:.0f}s: {' '.join(cmd)}"
+        ) from error
     if done.returncode != 0:
-        raise ComposeError(f"{what} failed: {' '.join(cmd)}\n{(done.stderr or done.stdout).strip()[-2000:]}")
+        raise ComposeError(
+            f"{what} failed: {' '.join(cmd)}\n{(done.stderr or done.stdout).strip()[-2000:]}"
+        )
     return done.stdout
 
 
@@ -185,7 +193,11 @@ def up_llm(
             f"cannot publish it. Fix: stop that program, or choose another port "
             f"(TRIALBOX_LLM_PORT / --llm-port)."
         )
-    _run(compose_command(device, project, "up", "-d", "--no-build", LLM_SERVICE), env, "docker compose up")
+    _run(
+        compose_command(device, project, "up", "-d", "--no-build", LLM_SERVICE),
+        env,
+        "docker compose up",
+    )
     container = _llm_container_id(project, env, device)
     wait_healthy(container, timeout_s)
     name = docker.from_env().containers.get(container).name

@@ -57,7 +57,9 @@ def device_check() -> Check:
     except DeviceError as error:  # only for explicit requests; kept for safety
         return Check("device", Level.FAIL, str(error))
     if choice.warnings:
-        return Check("device", Level.WARN, f"{choice.device}: {choice.reason}", "; ".join(choice.warnings))
+        return Check(
+            "device", Level.WARN, f"{choice.device}: {choice.reason}", "; ".join(choice.warnings)
+        )
     return Check("device", Level.OK, f"{choice.device}: {choice.reason}")
 
 
@@ -76,9 +78,19 @@ def llm_check(url: str | None = None) -> Check:
     try:
         response = httpx.get(f"{url.rstrip('/')}/live", timeout=5)
     except httpx.HTTPError as error:
-        return Check("llm server", Level.FAIL, f"{url} does not answer ({type(error).__name__})", "run `make up`")
+        return Check(
+            "llm server",
+            Level.FAIL,
+            f"{url} does not answer ({type(error).__name__})",
+            "run `make up`",
+        )
     if response.status_code != 200:
-        return Check("llm server", Level.FAIL, f"{url}/live answered HTTP {response.status_code}", "run `make up`")
+        return Check(
+            "llm server",
+            Level.FAIL,
+            f"{url}/live answered HTTP {response.status_code}",
+            "run `make up`",
+        )
     return Check("llm server", Level.OK, f"{url} is live")
 
 

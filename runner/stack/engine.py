@@ -83,5 +83,7 @@ def check_compose() -> list[EngineProblem]:
         ]
     major = re.match(r"(\d+)", version)
     if major is None or int(major.group(1)) < 2:
-        return [EngineProblem(f"docker compose {version} is too old (need 2.x)", f"run {ENSURE_DOCKER}")]
+        return [
+            EngineProblem(f"docker compose {version} is too old (need 2.x)", f"run {ENSURE_DOCKER}")
+        ]
     return []

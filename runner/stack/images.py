@@ -101,7 +101,9 @@ def prepare_context(name: str, root: Path | None = None) -> None:
     """Fill ``.cache/build/<name>/`` (wheels, certs) with scripts/prepare-build-context."""
     root = root or repo_root()
     log = root / ".cache" / "build" / name / "build.log"
-    _run_logged([str(root / "scripts" / "prepare-build-context"), name], log, "prepare-build-context", root)
+    _run_logged(
+        [str(root / "scripts" / "prepare-build-context"), name], log, "prepare-build-context", root
+    )
 
 
 def build_image(name: str, root: Path | None = None, base: str | None = None) -> BuiltImage:

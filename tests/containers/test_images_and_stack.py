@@ -26,7 +26,14 @@ from runner.stack.compose import (
     wait_healthy,
 )
 from runner.stack.engine import compose_version
-from runner.stack.images import IMAGES, BASE_IMAGE, build_image, ensure_base_image, image_tag, repo_root
+from runner.stack.images import (
+    BASE_IMAGE,
+    IMAGES,
+    build_image,
+    ensure_base_image,
+    image_tag,
+    repo_root,
+)
 
 pytestmark = pytest.mark.containers
 
@@ -216,7 +223,9 @@ def test_llm_service_comes_up_healthy_answers_inside_the_network_and_cleans_up(
     assert labelled(client, run_id) == {"containers": [], "networks": [], "volumes": []}
 
 
-def test_up_refuses_a_port_held_by_another_program(client: docker.DockerClient, run_id: str) -> None:
+def test_up_refuses_a_port_held_by_another_program(
+    client: docker.DockerClient, run_id: str
+) -> None:
     with socket.socket() as squatter:
         squatter.bind(("127.0.0.1", 0))
         squatter.listen()
@@ -242,13 +251,19 @@ def test_wait_healthy_fails_fast_with_the_containers_last_log_lines(
         wait_healthy(container.id, timeout_s=60)
 
 
-def test_cleanup_removes_only_what_carries_the_run_label(client: docker.DockerClient, run_id: str) -> None:
+def test_cleanup_removes_only_what_carries_the_run_label(
+    client: docker.DockerClient, run_id: str
+) -> None:
     ensure_base_image()
     ours = {"trialbox.run": run_id}
     network = client.networks.create(f"{run_id}-net", labels=ours)
     client.volumes.create(f"{run_id}-vol", labels=ours)
-    client.containers.run(BASE_IMAGE, ["sleep", "120"], detach=True, init=True, labels=ours, network=network.name)
-    other_run = client.networks.create(f"{run_id}-other", labels={"trialbox.run": f"{run_id}-other"})
+    client.containers.run(
+        BASE_IMAGE, ["sleep", "120"], detach=True, init=True, labels=ours, network=network.name
+    )
+    other_run = client.networks.create(
+        f"{run_id}-other", labels={"trialbox.run": f"{run_id}-other"}
+    )
     unlabelled = client.volumes.create(f"{run_id}-unlabelled")
     try:
         report = cleanup(run_id, client)

@@ -52,7 +52,9 @@ def test_project_names_are_valid_compose_names(run_id: str | None, expected: str
 
 
 def test_stack_environment_sets_run_label_port_and_keeps_caller_keys() -> None:
-    env = stack_environment("r1", 14000, base={"ANTHROPIC_API_KEY": "k", "TRIALBOX_DOCKER_GID": "123"})
+    env = stack_environment(
+        "r1", 14000, base={"ANTHROPIC_API_KEY": "k", "TRIALBOX_DOCKER_GID": "123"}
+    )
     assert env["TRIALBOX_RUN_ID"] == "r1"
     assert env["TRIALBOX_LLM_PORT"] == "14000"
     assert env["TRIALBOX_DOCKER_GID"] == "123"  # an explicit GID wins over the socket's

@@ -48,9 +48,9 @@ def test_a_crashing_probe_becomes_a_failed_check() -> None:
 
 
 def test_judge_check_prefers_anthropic_then_url_then_warns() -> None:
-    assert judge_check({"ANTHROPIC_API_KEY": "k", "TRIALBOX_JUDGE_URL": "http://x"}).detail.startswith(
-        "Anthropic"
-    )
+    assert judge_check(
+        {"ANTHROPIC_API_KEY": "k", "TRIALBOX_JUDGE_URL": "http://x"}
+    ).detail.startswith("Anthropic")
     url = judge_check({"TRIALBOX_JUDGE_URL": "http://judge:8080"})
     assert url.level is Level.OK and "http://judge:8080" in url.detail
     none = judge_check({})

@@ -1,0 +1,74 @@
+"""Shared real processes for integration tests: one llm-cpu server for the whole session.
+
+Starting the server costs a few seconds and ~320 MB; every test that needs an LLM shares it.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+MODELS_DIR = Path(os.environ.get("TRIALBOX_MODELS_DIR", ROOT / ".cache" / "models"))
+GAIA_PYTHON = ROOT / ".venv-gaia" / "bin" / "python"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_live(url: str, process: subprocess.Popen[bytes], log: Path, deadline_s: float = 120) -> None:
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"llm server exited early:\n{log.read_text()[-3000:]}")
+        try:
+            if httpx.get(f"{url}/live", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise AssertionError(f"llm server not live within {deadline_s:.0f} s:\n{log.read_text()[-3000:]}")
+
+
+@pytest.fixture(scope="session")
+def llm_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real llm-cpu server (llama.cpp, SmolLM2 + MiniLM) on a free loopback port."""
+    from runner.llm_server.fetch_models import fetch
+
+    fetch(MODELS_DIR)
+    port = free_port()
+    log = tmp_path_factory.mktemp("llm") / "llm-server.log"
+    with log.open("w") as sink:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "runner.llm_server", "--host", "127.0.0.1", "--port", str(port),
+             "--models-dir", str(MODELS_DIR)],
+            cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_live(url, process, log)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+@pytest.fixture(scope="session")
+def gaia_python() -> Path:
+    if not GAIA_PYTHON.exists():
+        pytest.skip("GAIA's venv is missing — run scripts/setup-gaia-venv (make install does)")
+    return GAIA_PYTHON

@@ -1,0 +1,176 @@
+"""`trialbox run --backend local` end to end: the real llm-cpu server, the real GAIA Agent UI and
+its MCP bridge as host processes, our engine, and the results folder on disk.
+
+Each test runs the real command line in a subprocess (as a user would) on the small fixture
+suite in tests/fixtures/engine_suite, with no judge: verdicts are NOT_JUDGED and the checks and
+performance are still recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+SUITE = ROOT / "tests" / "fixtures" / "engine_suite"
+DECLARED = ["orchard_followup", "lighthouse_fuel", "orchard_apples"]  # suite order (sorted paths)
+
+
+def trialbox(results: Path, llm_url: str, *args: str) -> list[str]:
+    return [
+        sys.executable, "-m", "runner.cli", "run", str(SUITE / "scenarios"),
+        "--corpus", str(SUITE / "corpus"), "--backend", "local", "--device", "cpu",
+        "--llm-url", llm_url, "--judge-provider", "none", "--simulator", "scripted",
+        "--results", str(results), *args,
+    ]  # fmt: skip
+
+
+def run_cli(results: Path, llm_url: str, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(trialbox(results, llm_url, *args), cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout, env=_env())
+
+
+def _env() -> dict[str, str]:
+    import os
+
+    env = dict(os.environ)
+    env.pop("ANTHROPIC_API_KEY", None)
+    env.pop("TRIALBOX_JUDGE_URL", None)
+    return env
+
+
+def only_run(results: Path) -> Path:
+    runs = [p for p in results.iterdir() if p.is_dir()]
+    assert len(runs) == 1, runs
+    return runs[0]
+
+
+def scorecard(run_dir: Path) -> dict:
+    return json.loads((run_dir / "scorecard.json").read_text())
+
+
+def gaia_processes() -> set[str]:
+    """Agent UI / MCP bridge processes alive now (pid and args)."""
+    out = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True).stdout
+    return {line.strip() for line in out.splitlines()
+            if "gaia.ui.server" in line or "agent_ui_mcp" in line}
+
+
+@pytest.fixture(scope="module")
+def three_scenarios(tmp_path_factory: pytest.TempPathFactory, llm_url: str, gaia_python: Path) -> Path:
+    """One run of the whole fixture suite, two sandboxes at a time."""
+    results = tmp_path_factory.mktemp("results")
+    before = gaia_processes()
+    done = run_cli(results, llm_url, "--concurrency", "2")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert gaia_processes() <= before, "sandbox processes outlived the run"
+    return only_run(results)
+
+
+def test_a_scenario_runs_end_to_end_without_a_judge(three_scenarios: Path) -> None:
+    card = scorecard(three_scenarios)
+    assert card["finished"] is True
+    result = next(s for s in card["scenarios"] if s["id"] == "lighthouse_fuel")
+    assert result["status"] == "NOT_JUDGED" and result["score"] is None
+    assert [t["turn"] for t in result["turns"]] == [1, 2]
+    for turn in result["turns"]:
+        assert turn["answer"].strip(), "the LLM server gave no answer"
+        assert turn["performance"]["wall_s"] > 0
+    assert {c["type"] for c in result["checks"]} == {"documents_indexed"}
+    assert result["checks"][0]["passed"] is True  # the log was indexed into ≥ 1 chunk
+    assert any(c["type"] == "answer_number" for c in result["turns"][0]["checks"])
+
+    trace = json.loads((three_scenarios / result["trace"]).read_text())
+    assert trace["transcript"]["indexed"][0]["chunks"] >= 1
+    assert trace["transcript"]["device"] == "cpu"
+    artifacts = three_scenarios / "artifacts" / "lighthouse_fuel"
+    for name in ("gaia_chat.db", "agent-ui.log", "mcp.log", "llm-stats.json"):
+        assert (artifacts / name).is_file(), name
+    assert "NOT_JUDGED" in (three_scenarios / "summary.md").read_text()
+    ET.parse(three_scenarios / "junit.xml")
+
+
+def test_results_keep_the_declared_order_under_concurrency(three_scenarios: Path) -> None:
+    assert [s["id"] for s in scorecard(three_scenarios)["scenarios"]] == DECLARED
+
+
+def test_each_sandbox_sees_only_its_own_documents_and_messages(three_scenarios: Path) -> None:
+    def chat_text(scenario_id: str) -> str:
+        db = sqlite3.connect(three_scenarios / "artifacts" / scenario_id / "gaia_chat.db")
+        try:
+            rows = db.execute("SELECT content FROM messages").fetchall()
+            docs = db.execute("SELECT * FROM documents").fetchall()
+        finally:
+            db.close()
+        return " ".join(str(r) for r in rows + docs).lower()
+
+    lighthouse, orchard = chat_text("lighthouse_fuel"), chat_text("orchard_apples")
+    assert "kerosene" in lighthouse and "orchard" not in lighthouse and "cider" not in lighthouse
+    assert "cider" in orchard and "kerosene" not in orchard and "lighthouse" not in orchard
+
+
+def test_resume_runs_only_what_is_missing(three_scenarios: Path, tmp_path: Path, llm_url: str) -> None:
+    run_dir = tmp_path / three_scenarios.name
+    shutil.copytree(three_scenarios, run_dir)
+    card = scorecard(run_dir)
+    card["scenarios"] = [s for s in card["scenarios"] if s["id"] != "orchard_apples"]
+    (run_dir / "scorecard.json").write_text(json.dumps(card))
+    done = subprocess.run([sys.executable, "-m", "runner.cli", "run", "--resume", str(run_dir)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900, env=_env())
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "orchard_apples" in done.stdout
+    assert "lighthouse_fuel" not in done.stdout and "orchard_followup  (" not in done.stdout
+    assert [s["id"] for s in scorecard(run_dir)["scenarios"]] == DECLARED
+
+
+def test_identical_infrastructure_errors_stop_the_run(tmp_path: Path, gaia_python: Path) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        dead_llm = f"http://127.0.0.1:{sock.getsockname()[1]}"  # nothing listens here
+    done = run_cli(tmp_path, dead_llm, "-s", "lighthouse_fuel", "--trials", "5")
+    assert done.returncode == 3, done.stdout[-3000:]
+    statuses = [s["status"] for s in scorecard(only_run(tmp_path))["scenarios"]]
+    assert len(statuses) == 5
+    assert statuses[3:] == ["NOT_RUN", "NOT_RUN"], statuses
+    assert len(set(statuses[:3])) == 1 and statuses[0] in ("INFRA_ERROR", "SETUP_ERROR"), statuses
+    assert "identical infrastructure errors" in done.stdout
+
+
+def test_a_scenario_over_its_timeout_is_timeout(tmp_path: Path, llm_url: str, gaia_python: Path) -> None:
+    before = gaia_processes()
+    done = run_cli(tmp_path, llm_url, "-s", "orchard_apples", "--timeout", "1")
+    assert done.returncode == 3
+    assert [s["status"] for s in scorecard(only_run(tmp_path))["scenarios"]] == ["TIMEOUT"]
+    assert gaia_processes() <= before
+
+
+def test_interrupt_leaves_a_partial_scorecard_and_no_processes(
+    tmp_path: Path, llm_url: str, gaia_python: Path
+) -> None:
+    before = gaia_processes()
+    process = subprocess.Popen(trialbox(tmp_path, llm_url), cwd=ROOT, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, env=_env())
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not list(tmp_path.glob("*/traces/*.json")):
+        time.sleep(0.5)
+    process.send_signal(signal.SIGINT)
+    output, _ = process.communicate(timeout=120)
+    assert process.returncode == 3, output[-3000:]
+    assert "--resume" in output
+    card = scorecard(only_run(tmp_path))
+    statuses = [s["status"] for s in card["scenarios"]]
+    assert card["finished"] is True and len(statuses) == 3
+    assert "NOT_RUN" in statuses and "NOT_JUDGED" in statuses, statuses
+    assert gaia_processes() <= before
