@@ -19,7 +19,7 @@ import httpx
 
 from runner import __version__
 from runner.engine import Engine
-from runner.judge import CalibrationFailed, ProviderConfigError, calibrated, from_env_and_flags, make_judge
+from runner.judge import CalibrationFailed, JudgeError, ProviderConfigError, from_env_and_flags, open_judge
 from runner.report import RunConfig, RunWriter, Scorecard
 from runner.sandbox import SandboxBackend, SandboxError
 from runner.scenarios import Scenario, SelectionError, load_suite, select
@@ -93,7 +93,6 @@ async def prepare_judge(settings: RunSettings, say: Callable[[str], None]) -> tu
             simulator_model=settings.simulator_model,
             simulator_url=settings.simulator_url,
         )
-        judge = make_judge(choices.judge)
         simulator = make_simulator(choices.simulator)
     except ProviderConfigError as exc:
         raise UsageError(str(exc)) from exc
@@ -105,16 +104,17 @@ async def prepare_judge(settings: RunSettings, say: Callable[[str], None]) -> tu
     settings.simulator_mode = choices.simulator.provider
     settings.simulator_model = choices.simulator.model
     settings.simulator_url = choices.simulator.url
-    if judge is None:
+    if choices.judge.provider == "none":
         return None, simulator
     say("calibrating the judge before any scenario runs ...")
     try:
-        gated = await calibrated(judge)
+        gated = await open_judge(choices.judge)
     except CalibrationFailed as exc:
         raise UsageError(f"the judge failed calibration, so nothing was run:\n{exc}") from exc
-    except httpx.HTTPError as exc:
+    except (httpx.HTTPError, JudgeError) as exc:
         raise UsageError(f"the judge at {settings.judge_url} cannot be reached ({exc}); "
                          "check --judge-url or run with --judge-provider none") from exc
+    assert gated is not None
     say(f"judge calibrated: {gated.report.elapsed_s:.1f} s, every example right")
     return gated, simulator
 

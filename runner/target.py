@@ -14,9 +14,10 @@ is what the browser's device picker does. We do that openly, and record the devi
 
 from __future__ import annotations
 
+import posixpath
 import re
 import time
-from pathlib import Path, PurePath
+from pathlib import PurePath
 from typing import Any, Protocol
 
 import httpx
@@ -203,7 +204,9 @@ def _errored(number: int, message: str, started: float, error: str) -> TurnRecor
     )  # fmt: skip
 
 
-async def _wait_until_idle(gaia: _Gaia, box: Sandbox, session_id: str, deadline: float) -> str | None:
+async def _wait_until_idle(
+    gaia: _Gaia, box: Sandbox, session_id: str, deadline: float
+) -> str | None:
     """Block until the turn ends, answering prompts on the way; an error text or None."""
     while True:
         remaining_ms = int((deadline - time.perf_counter()) * 1000)
@@ -255,15 +258,19 @@ def permission_decision(prompt: dict[str, Any], corpus_root: PurePath) -> str:
     paths = [v for k, v in arguments.items() if _PATH_KEY.search(k) and isinstance(v, str) and v]
     if not paths:
         return "deny"  # a read prompt that names no path is not one we can vet
-    root = Path(str(corpus_root)).resolve()
+    # Lexical on purpose: the paths live in the Agent UI's filesystem (a container's, perhaps),
+    # not the runner's, so nothing here may consult the local disk.
+    root = posixpath.normpath(str(corpus_root))
     for value in paths:
-        candidate = Path(value) if Path(value).is_absolute() else root / value
-        if not candidate.resolve().is_relative_to(root):
+        candidate = posixpath.normpath(posixpath.join(root, value))  # join keeps absolute values
+        if posixpath.commonpath([root, candidate]) != root:
             return "deny"
     return "allow_once"
 
 
-def tool_calls_from_steps(steps: list[dict[str, Any]], denials: list[dict[str, Any]]) -> list[ToolCall]:
+def tool_calls_from_steps(
+    steps: list[dict[str, Any]], denials: list[dict[str, Any]]
+) -> list[ToolCall]:
     """The turn's tool calls, in order, from GAIA's folded activity list (``turn_view``)."""
     denied = {str(d.get("tool")): str(d.get("message") or d.get("reason") or "") for d in denials}
     calls = []

@@ -17,12 +17,15 @@ has one) so compose files and the Docker backend can configure the image without
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
 import shutil
+import signal
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn, Sequence
+from typing import NoReturn
 
 #: Where this script finds the reference agent: beside it in the repo and in the image.
 AGENT_SOURCE = Path(__file__).resolve().parent / "agent" / "agent.py"
@@ -34,6 +37,25 @@ LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 #: Where a container records what its health check should probe (set in the image only: on a
 #: host several sandboxes share /tmp).
 HEALTH_FILE_ENV = "TRIALBOX_HEALTH_FILE"
+
+
+#: Set by the local sandbox backend to its own pid: this process (and, after exec, GAIA) is
+#: killed by the kernel if that pid dies without tearing the sandbox down.
+EXIT_WITH_PARENT_ENV = "TRIALBOX_EXIT_WITH_PARENT"
+_PR_SET_PDEATHSIG = 1
+
+
+def exit_with_parent() -> None:
+    """Honour TRIALBOX_EXIT_WITH_PARENT (Linux prctl; the setting survives exec)."""
+    parent = os.environ.pop(EXIT_WITH_PARENT_ENV, "")
+    if not parent:
+        return
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        return  # not Linux: the backend's teardown still stops everything on a normal exit
+    if str(os.getppid()) != parent:  # the parent died before prctl took effect
+        raise SystemExit(f"entrypoint: parent {parent} is gone; not starting")
 
 
 def _env_list(name: str, separator: str = ",") -> list[str]:
@@ -96,7 +118,15 @@ def run_ui(args: argparse.Namespace) -> NoReturn:
         # refuses one that contains GAIA_HOME: work from the corpus so the agent's file
         # tools see the documents and nothing else.
         os.chdir(args.document_root[0])
-    command = [sys.executable, "-m", "gaia.ui.server", "--host", args.host, "--port", str(args.port)]
+    command = [
+        sys.executable,
+        "-m",
+        "gaia.ui.server",
+        "--host",
+        args.host,
+        "--port",
+        str(args.port),
+    ]
     os.execve(sys.executable, command, env)
 
 
@@ -158,28 +188,46 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     modes = parser.add_subparsers(dest="mode", required=True)
 
     ui = modes.add_parser("ui", help="run the Agent UI (python -m gaia.ui.server)")
-    ui.add_argument("--home", default=os.environ.get("GAIA_HOME", "/data/gaia-home"),
-                    help="fresh GAIA_HOME for this sandbox (env GAIA_HOME)")
-    ui.add_argument("--llm-url", default=os.environ.get("LEMONADE_BASE_URL", ""),
-                    help="Lemonade-compatible server origin (env LEMONADE_BASE_URL)")
+    ui.add_argument(
+        "--home",
+        default=os.environ.get("GAIA_HOME", "/data/gaia-home"),
+        help="fresh GAIA_HOME for this sandbox (env GAIA_HOME)",
+    )
+    ui.add_argument(
+        "--llm-url",
+        default=os.environ.get("LEMONADE_BASE_URL", ""),
+        help="Lemonade-compatible server origin (env LEMONADE_BASE_URL)",
+    )
     ui.add_argument("--host", default=os.environ.get("TRIALBOX_UI_HOST", "0.0.0.0"))
     ui.add_argument("--port", type=int, default=int(os.environ.get("TRIALBOX_UI_PORT", "4200")))
-    ui.add_argument("--document-root", action="append",
-                    default=_env_list("GAIA_DOCUMENT_ROOTS", os.pathsep),
-                    help="folder the UI may index documents from; repeatable "
-                         "(env GAIA_DOCUMENT_ROOTS, os.pathsep-separated)")
-    ui.add_argument("--allowed-host", action="append",
-                    default=_env_list("GAIA_UI_ALLOWED_HOSTS"),
-                    help="host name clients use to reach the UI; repeatable "
-                         "(env GAIA_UI_ALLOWED_HOSTS, comma-separated)")
-    ui.add_argument("--tiktoken-cache", default=os.environ.get("TIKTOKEN_CACHE_DIR", ""),
-                    help="pre-seeded tiktoken cache folder (env TIKTOKEN_CACHE_DIR)")
+    ui.add_argument(
+        "--document-root",
+        action="append",
+        default=_env_list("GAIA_DOCUMENT_ROOTS", os.pathsep),
+        help="folder the UI may index documents from; repeatable "
+        "(env GAIA_DOCUMENT_ROOTS, os.pathsep-separated)",
+    )
+    ui.add_argument(
+        "--allowed-host",
+        action="append",
+        default=_env_list("GAIA_UI_ALLOWED_HOSTS"),
+        help="host name clients use to reach the UI; repeatable "
+        "(env GAIA_UI_ALLOWED_HOSTS, comma-separated)",
+    )
+    ui.add_argument(
+        "--tiktoken-cache",
+        default=os.environ.get("TIKTOKEN_CACHE_DIR", ""),
+        help="pre-seeded tiktoken cache folder (env TIKTOKEN_CACHE_DIR)",
+    )
 
     modes.add_parser("health", help="probe the mode this container runs (HEALTHCHECK)")
 
     mcp = modes.add_parser("mcp", help="run GAIA's Agent UI MCP bridge over HTTP")
-    mcp.add_argument("--ui-url", default=os.environ.get("TRIALBOX_UI_URL", ""),
-                     help="the Agent UI to drive (env TRIALBOX_UI_URL)")
+    mcp.add_argument(
+        "--ui-url",
+        default=os.environ.get("TRIALBOX_UI_URL", ""),
+        help="the Agent UI to drive (env TRIALBOX_UI_URL)",
+    )
     mcp.add_argument("--host", default=os.environ.get("TRIALBOX_MCP_HOST", "127.0.0.1"))
     mcp.add_argument("--port", type=int, default=int(os.environ.get("TRIALBOX_MCP_PORT", "8766")))
     return parser.parse_args(argv)  # fmt: skip
@@ -187,6 +235,7 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
     args = parse(sys.argv[1:] if argv is None else argv)
+    exit_with_parent()
     if args.mode == "ui":
         run_ui(args)
     if args.mode == "health":

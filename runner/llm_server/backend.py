@@ -4,6 +4,8 @@ Why this shape: xllamacpp embeds llama.cpp's own HTTP server (the same code Lemo
 `llama-server`), but its router mode is compiled out, so each model gets its own
 `xllamacpp.Server` on a private loopback port and the Lemonade front proxies to it. Loading is
 blocking C++ work; callers run it in a thread, under one lock so two loads never race.
+Whether requests are still in flight on a model is the front's business (`in_flight`): the
+backend only refuses to restart a model unless the caller says nothing uses it.
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import httpx
+
 from runner.llm_server.catalog import CATALOG, ModelKind, ModelSpec
-from runner.llm_server.llamacpp_args import LlamaArgs
+from runner.llm_server.llamacpp_args import LlamaArgs, parse_llamacpp_args
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +32,7 @@ class BackendError(RuntimeError):
 
 @dataclass
 class LoadedModel:
-    """A running llama-server and what it was started with."""
+    """A running llama-server, what it was started with, and what llama.cpp says it runs."""
 
     spec: ModelSpec
     #: The name the last load asked for (an alias or the real name); `/health` reports it.
@@ -36,9 +40,13 @@ class LoadedModel:
     ctx_size: int
     port: int
     args: LlamaArgs
-    llamacpp_args: str
     server: object = field(repr=False)
     load_seconds: float = 0.0
+    #: The window llama.cpp gives each request (its `/slots` `n_ctx`): llama.cpp caps a slot at
+    #: the trained window, so this can be smaller than `ctx_size`. None if it did not say.
+    context_per_request: int | None = None
+    #: The trained window llama.cpp read from the GGUF (`/v1/models` `meta.n_ctx_train`).
+    trained_context: int | None = None
 
     @property
     def url(self) -> str:
@@ -48,6 +56,10 @@ class LoadedModel:
     def slots(self) -> int:
         return self.args.parallel or 1
 
+    @property
+    def max_context_window(self) -> int:
+        return self.trained_context or self.spec.max_context_window
+
 
 def free_loopback_port() -> int:
     """A port the kernel says is free on 127.0.0.1 right now."""
@@ -56,17 +68,47 @@ def free_loopback_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def effective_ctx_size(spec: ModelSpec, requested: int | None) -> int:
-    """The window to start with: as asked for a chat model (GAIA verifies it settles exactly
-    there), never beyond the trained window for the embedder (BERT has 512 positions)."""
-    ctx = requested or spec.default_ctx_size
-    if spec.kind is ModelKind.EMBEDDING:
-        return min(ctx, spec.max_context_window)
-    return ctx
+def effective_ctx_size(spec: ModelSpec, requested: int | None) -> int | None:
+    """The window a load asks for, as this model can run it: never beyond the trained window
+    for the embedder (BERT has 512 positions); a chat window is taken as asked."""
+    if requested is not None and spec.kind is ModelKind.EMBEDDING:
+        return min(requested, spec.max_context_window)
+    return requested
+
+
+def effective_args(spec: ModelSpec, args: LlamaArgs) -> LlamaArgs:
+    """The flags that take effect on this kind of model; the rest move to `ignored`.
+
+    An embedder runs its whole window as one micro-batch and serves without chat slots, so
+    `--ubatch-size` and `--parallel` change nothing there (GAIA sends `--ubatch-size 2048`
+    to its embedder); keeping them would make two equivalent loads look different.
+    """
+    if spec.kind is not ModelKind.EMBEDDING:
+        return args
+    ignored = list(args.ignored)
+    if args.ubatch_size is not None:
+        ignored.append(f"--ubatch-size {args.ubatch_size} (an embedder's micro-batch is its window)")
+    if args.parallel is not None:
+        ignored.append(f"--parallel {args.parallel} (an embedder has no chat slots)")
+    return args.model_copy(update={"ubatch_size": None, "parallel": None, "ignored": ignored})
+
+
+@dataclass(frozen=True)
+class LoadPlan:
+    """What a `POST /load` needs: nothing (`satisfied`), or a (re)start with these settings."""
+
+    satisfied: bool
+    ctx_size: int
+    args: LlamaArgs
 
 
 class LlamaBackend:
-    """Starts, restarts and stops the per-model llama.cpp servers."""
+    """Starts, restarts and stops the per-model llama.cpp servers.
+
+    A running model is never started again for a load it already satisfies (a window at
+    least as large, and every named flag as running): several GAIA instances share this
+    server and each loads the models it wants, so a restart would cut the others off.
+    """
 
     def __init__(
         self,
@@ -74,11 +116,13 @@ class LlamaBackend:
         threads: int,
         catalog: tuple[ModelSpec, ...] = CATALOG,
         verbosity: int = 1,
+        chat_ctx: int | None = None,
     ) -> None:
         self.models_dir = models_dir
         self.threads = threads
         self.catalog = catalog
         self.verbosity = verbosity
+        self.chat_ctx = chat_ctx
         self._loaded: dict[str, LoadedModel] = {}
         self._lock = threading.Lock()
 
@@ -96,6 +140,15 @@ class LlamaBackend:
                 f"{self.models_dir}"
             )
 
+    def default_ctx_size(self, spec: ModelSpec) -> int:
+        """The window a model starts at when no load names one (`--chat-ctx` for chat)."""
+        if spec.kind is ModelKind.CHAT and self.chat_ctx:
+            return self.chat_ctx
+        return spec.default_ctx_size
+
+    def default_args(self, spec: ModelSpec) -> LlamaArgs:
+        return effective_args(spec, parse_llamacpp_args(spec.default_llamacpp_args))
+
     def loaded(self) -> list[LoadedModel]:
         """Running models, in catalog order (chat first)."""
         return [self._loaded[s.name] for s in self.catalog if s.name in self._loaded]
@@ -103,26 +156,45 @@ class LlamaBackend:
     def get(self, spec: ModelSpec) -> LoadedModel | None:
         return self._loaded.get(spec.name)
 
+    def plan(self, spec: ModelSpec, ctx_size: int | None, args: LlamaArgs) -> LoadPlan:
+        """What a load of `spec` with this window and these flags needs, given what runs.
+
+        A restart keeps what the request does not name, and never shrinks the window: the
+        other clients of this server chose it.
+        """
+        args = effective_args(spec, args)
+        ctx = effective_ctx_size(spec, ctx_size)
+        current = self._loaded.get(spec.name)
+        if current is None:
+            return LoadPlan(
+                False, ctx or self.default_ctx_size(spec), args.over(self.default_args(spec))
+            )
+        if (ctx is None or ctx <= current.ctx_size) and args.satisfied_by(current.args):
+            return LoadPlan(True, current.ctx_size, current.args)
+        return LoadPlan(False, max(ctx or 0, current.ctx_size), args.over(current.args))
+
     def load(
         self,
         spec: ModelSpec,
         loaded_as: str,
         ctx_size: int | None = None,
         args: LlamaArgs | None = None,
-        llamacpp_args: str = "",
-    ) -> LoadedModel:
-        """Make `spec` run with these settings; a running copy with the same settings is kept
-        (only its reported name changes), a different one is restarted."""
-        args = args or LlamaArgs()
+        may_restart: bool = True,
+    ) -> LoadedModel | None:
+        """Make `spec` run as asked. A running copy that satisfies the request is kept (only
+        its reported name changes). Otherwise it is (re)started, or, with `may_restart`
+        False, None is returned: the caller must first make sure nothing uses the model."""
         with self._lock:
-            ctx = effective_ctx_size(spec, ctx_size)
+            plan = self.plan(spec, ctx_size, args or LlamaArgs())
             current = self._loaded.get(spec.name)
-            if current and self._same_settings(current, ctx, args, ctx_size is None):
+            if plan.satisfied and current is not None:
                 current.loaded_as = loaded_as
                 return current
-            if current:
-                self._stop(current)
-            started = self._start(spec, loaded_as, ctx, args, llamacpp_args)
+            if current is not None and not may_restart:
+                return None
+            if current is not None:
+                self._stop(self._loaded.pop(spec.name))
+            started = self._start(spec, loaded_as, plan.ctx_size, plan.args)
             self._loaded[spec.name] = started
             return started
 
@@ -131,33 +203,19 @@ class LlamaBackend:
         current = self._loaded.get(spec.name)
         if current is not None:
             return current
-        return self.load(spec, requested_name)
-
-    def unload(self, spec: ModelSpec) -> bool:
-        """Stop `spec`; False when it was not running."""
         with self._lock:
-            current = self._loaded.pop(spec.name, None)
+            current = self._loaded.get(spec.name)
             if current is None:
-                return False
-            self._stop(current)
-            return True
+                plan = self.plan(spec, None, LlamaArgs())
+                current = self._start(spec, requested_name, plan.ctx_size, plan.args)
+                self._loaded[spec.name] = current
+            return current
 
     def close(self) -> None:
         """Stop every server (called on SIGTERM before the process exits)."""
         with self._lock:
             for name in list(self._loaded):
                 self._stop(self._loaded.pop(name))
-
-    @staticmethod
-    def _same_settings(current: LoadedModel, ctx: int, args: LlamaArgs, ctx_default: bool) -> bool:
-        """Whether a running copy already satisfies a load: a load that names no window or
-        flags accepts whatever is running, as Lemonade's does."""
-        if not ctx_default and current.ctx_size != ctx:
-            return False
-        asked = args.model_dump(exclude={"ignored"})
-        if asked == LlamaArgs().model_dump(exclude={"ignored"}):
-            return True
-        return asked == current.args.model_dump(exclude={"ignored"})
 
     def _params(self, spec: ModelSpec, ctx: int, args: LlamaArgs, port: int) -> object:
         import xllamacpp
@@ -181,16 +239,15 @@ class LlamaBackend:
                 params.n_parallel = args.parallel
             if args.ubatch_size:
                 params.n_ubatch = args.ubatch_size
-        params.kv_unified = args.kv_unified
+        if args.kv_unified is not None:
+            params.kv_unified = args.kv_unified
         if args.cache_ram_mib is not None:
             params.cache_ram_mib = args.cache_ram_mib
         if args.slot_prompt_similarity is not None:
             params.slot_prompt_similarity = args.slot_prompt_similarity
         return params
 
-    def _start(
-        self, spec: ModelSpec, loaded_as: str, ctx: int, args: LlamaArgs, llamacpp_args: str
-    ) -> LoadedModel:
+    def _start(self, spec: ModelSpec, loaded_as: str, ctx: int, args: LlamaArgs) -> LoadedModel:
         import xllamacpp
 
         path = self.model_path(spec)
@@ -203,15 +260,18 @@ class LlamaBackend:
         except Exception as exc:  # xllamacpp raises plain RuntimeError/ValueError
             raise BackendError(f"llama.cpp could not start {path}: {exc}") from exc
         seconds = time.monotonic() - started_at
+        model = LoadedModel(spec, loaded_as, ctx, port, args, server, seconds)
+        model.context_per_request, model.trained_context = ask_windows(model.url)
         log.info(
-            "loaded %s (ctx %d, %d slot(s)) on port %d in %.2fs",
+            "loaded %s (ctx %d, %s per request, %d slot(s)) on port %d in %.2fs",
             spec.name,
             ctx,
+            model.context_per_request,
             args.parallel or 1,
             port,
             seconds,
         )
-        return LoadedModel(spec, loaded_as, ctx, port, args, llamacpp_args, server, seconds)
+        return model
 
     @staticmethod
     def _stop(model: LoadedModel) -> None:
@@ -222,3 +282,22 @@ class LlamaBackend:
         del server
         gc.collect()
         log.info("unloaded %s", model.spec.name)
+
+
+def ask_windows(url: str) -> tuple[int | None, int | None]:
+    """(window per request, trained window) as the running llama-server reports them, so
+    `/health` repeats llama.cpp's own figures instead of what we meant to configure."""
+    try:
+        slots = httpx.get(f"{url}/slots", timeout=10).json()
+        models = httpx.get(f"{url}/v1/models", timeout=10).json()
+    except (httpx.HTTPError, ValueError) as exc:
+        log.warning("llama-server at %s did not report its windows: %r", url, exc)
+        return None, None
+    per_request = slots[0].get("n_ctx") if isinstance(slots, list) and slots else None
+    data = models.get("data") if isinstance(models, dict) else None
+    meta = data[0].get("meta") if isinstance(data, list) and data else None
+    trained = meta.get("n_ctx_train") if isinstance(meta, dict) else None
+    return (
+        per_request if isinstance(per_request, int) else None,
+        trained if isinstance(trained, int) else None,
+    )

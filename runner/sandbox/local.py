@@ -65,7 +65,10 @@ class LocalSandbox:
 
 def _snapshot_sqlite(source: Path, target: Path) -> None:
     """A consistent copy of a live database (GAIA writes in WAL mode; a file copy may miss rows)."""
-    with sqlite3.connect(f"file:{source}?mode=ro", uri=True) as live, sqlite3.connect(target) as copy:
+    with (
+        sqlite3.connect(f"file:{source}?mode=ro", uri=True) as live,
+        sqlite3.connect(target) as copy,
+    ):
         live.backup(copy)
 
 
@@ -153,6 +156,9 @@ class LocalBackend:
                 stdout=sink,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # own process group: teardown signals all of it
+                # Safety net for a runner killed outright (SIGKILL, OOM): the entrypoint asks
+                # the kernel to kill it when this process dies. Teardown never relies on it.
+                env={**os.environ, "TRIALBOX_EXIT_WITH_PARENT": str(os.getpid())},
                 cwd=log.parent,
             )
 
@@ -222,14 +228,40 @@ class LocalBackend:
     def _teardown(
         self, box: LocalSandbox, processes: list[subprocess.Popen[bytes]], state: Path
     ) -> None:
-        # The bridge first (it holds connections to the UI), then the UI, then GAIA's daemon.
-        daemon_pid = _daemon_pid(box.home)
+        # The bridge first (it holds connections to the UI), then the UI, then whatever else
+        # still runs with this GAIA_HOME: GAIA's daemon, possibly spawned a moment before the
+        # UI stopped and not yet registered in instance.json.
         for process in reversed(processes):
-            _stop_group(process.pid, lambda p=process: p.poll() is not None)
-        if daemon_pid is not None:
-            _stop_group(daemon_pid, lambda: not _alive(daemon_pid))
+            _stop_group(process.pid, _has_exited(process))
+        stragglers = set(_processes_with_home(box.home))
+        if (registered := _daemon_pid(box.home)) is not None and _alive(registered):
+            stragglers.add(registered)
+        for pid in stragglers:
+            _stop_group(pid, _pid_gone(pid))
         if not self.keep_state:
             shutil.rmtree(state, ignore_errors=True)
+
+
+def _has_exited(process: subprocess.Popen[bytes]) -> Callable[[], bool]:
+    return lambda: process.poll() is not None
+
+
+def _pid_gone(pid: int) -> Callable[[], bool]:
+    return lambda: not _alive(pid)
+
+
+def _processes_with_home(home: Path) -> list[int]:
+    """Live processes whose environment names this GAIA_HOME (Linux /proc; [] elsewhere)."""
+    marker = f"GAIA_HOME={home}".encode()
+    found = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            environ = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if marker in environ and _alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
 
 
 def _daemon_pid(home: Path) -> int | None:
@@ -255,22 +287,34 @@ def _alive(pid: int) -> bool:
 
 
 def _stop_group(pid: int, exited: Callable[[], bool]) -> None:
-    """SIGTERM the process group led by pid, then SIGKILL it after STOP_GRACE_S."""
+    """SIGTERM the process group led by pid (or pid alone if it leads none), then SIGKILL.
+
+    GAIA's servers may wait for open connections before exiting, so after STOP_GRACE_S they
+    are killed; once the leader is gone the group is swept once more for children.
+    """
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(pid, sig)
-        except (ProcessLookupError, PermissionError):
+        if not _signal(pid, sig):
             return
         deadline = time.monotonic() + STOP_GRACE_S
         while time.monotonic() < deadline:
             if exited():
-                # Children of the leader may outlive it: sweep the group once more.
-                try:
-                    os.killpg(pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
+                _signal(pid, signal.SIGKILL)
                 return
             time.sleep(0.05)
+
+
+def _signal(pid: int, sig: signal.Signals) -> bool:
+    """Signal pid's process group, or pid itself; False when neither exists any more."""
+    try:
+        os.killpg(pid, sig)
+        return True
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        os.kill(pid, sig)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
 
 
 def _tail(path: Path, lines: int = 20) -> str:

@@ -8,6 +8,7 @@ a fresh machine; ``trialbox`` wraps the same functions for users.
     python -m runner.stack down [--device auto] [--run-id ID] [--volumes]
     python -m runner.stack clean [--run-id ID]     remove labelled containers/networks/volumes
     python -m runner.stack doctor
+    python -m runner.stack hardware               the fingerprint as JSON (scripts/probe-hardware)
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import sys
 from runner.stack.cleanup import cleanup
 from runner.stack.compose import LLM_PORT, ComposeError, down, up_llm
 from runner.stack.doctor import format_checks, healthy, run_checks
-from runner.stack.hardware import DeviceError, detect_device
+from runner.stack.hardware import DeviceError, detect_device, hardware_fingerprint
 from runner.stack.images import IMAGES, ImageBuildError, build_image, repo_root
 
 
@@ -82,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     clean = sub.add_parser("clean", help="remove labelled containers, networks, volumes")
     clean.add_argument("--run-id", default=None, help="only this run (default: every run)")
     sub.add_parser("doctor", help="check every precondition of a run")
+    sub.add_parser("hardware", help="print the hardware fingerprint as JSON")
     args = parser.parse_args(argv)
     try:
         if args.command == "images":
@@ -92,6 +94,9 @@ def main(argv: list[str] | None = None) -> int:
             return _down(args.device, args.run_id, args.volumes)
         if args.command == "clean":
             return _clean(args.run_id)
+        if args.command == "hardware":
+            print(hardware_fingerprint().model_dump_json(indent=2))
+            return 0
         checks = run_checks()
         print(format_checks(checks))
         return 0 if healthy(checks) else 1

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, List, Optional
+from typing import Any
 
 from gaia.agents.base.agent import Agent
 from gaia.agents.tools.file_tools import FileSearchToolsMixin
@@ -29,10 +29,14 @@ CHUNKS_PER_QUERY = 5
 
 #: Words that carry no retrieval signal; dropped when building the keyword-only search key.
 _STOPWORDS = frozenset(
-    """a an and are as at be by can could did do does for from had has have how i in is it
-    its me my of on or our please said says tell that the their there this to was we were
-    what when where which who why will with would you your""".split()
-)
+    {
+        "a", "an", "and", "are", "as", "at", "be", "by", "can", "could", "did", "do", "does", "for",
+        "from", "had", "has", "have", "how", "i", "in", "is", "it", "its", "me", "my", "of", "on",
+        "or", "our", "please", "said", "says", "tell", "that", "the", "their", "there", "this", "to",
+        "was", "we", "were", "what", "when", "where", "which", "who", "why", "will", "with", "would",
+        "you", "your",
+    }
+)  # fmt: skip
 
 SYSTEM_PROMPT = """\
 You are a document assistant. Users attach documents to this conversation and ask questions
@@ -63,26 +67,26 @@ class TrialboxDocumentAgent(Agent, RAGToolsMixin, FileSearchToolsMixin):
     AGENT_ID = "gaia"  # the id both the browser UI and the default agent type accept
     AGENT_NAME = "trialbox document agent"
     AGENT_DESCRIPTION = "Answers from indexed documents using GAIA's RAG and file-search tools."
-    CONVERSATION_STARTERS = ["What do my documents say about this topic?"]
+    CONVERSATION_STARTERS = ("What do my documents say about this topic?",)
 
     def __init__(
         self,
         *,
-        model_id: Optional[str] = None,
-        base_url: Optional[str] = None,
+        model_id: str | None = None,
+        base_url: str | None = None,
         streaming: bool = False,
         silent_mode: bool = True,
         debug: bool = False,
-        device: Optional[str] = None,
-        min_context_size: Optional[int] = None,
-        max_steps: Optional[int] = None,
+        device: str | None = None,
+        min_context_size: int | None = None,
+        max_steps: int | None = None,
         # Session kwargs the Agent UI passes (gaia.ui._chat_helpers._session_agent_kwargs).
         # Declared one by one because GAIA's factory drops any keyword the class does not
         # name, and a dropped ``allowed_paths`` silently widens the path policy.
-        rag_documents: Optional[List[str]] = None,
-        library_documents: Optional[List[str]] = None,
-        allowed_paths: Optional[List[str]] = None,
-        ui_session_id: Optional[str] = None,
+        rag_documents: list[str] | None = None,
+        library_documents: list[str] | None = None,
+        allowed_paths: list[str] | None = None,
+        ui_session_id: str | None = None,
     ) -> None:
         # Without an explicit model id GAIA sends no native tool schemas to the model.
         model_id = model_id or os.environ.get("TRIALBOX_AGENT_MODEL") or DEFAULT_MODEL_NAME
@@ -102,7 +106,7 @@ class TrialboxDocumentAgent(Agent, RAGToolsMixin, FileSearchToolsMixin):
         self.max_chunks = CHUNKS_PER_QUERY
         self.current_session = None  # no CLI session store: the Agent UI owns sessions
         self.session_manager = None
-        self.watch_directories: List[str] = []
+        self.watch_directories: list[str] = []
         super().__init__(
             model_id=model_id,
             base_url=base_url,
@@ -130,7 +134,7 @@ class TrialboxDocumentAgent(Agent, RAGToolsMixin, FileSearchToolsMixin):
     def _get_system_prompt(self) -> str:
         return SYSTEM_PROMPT
 
-    def _generate_search_keys(self, query: str) -> List[str]:
+    def _generate_search_keys(self, query: str) -> list[str]:
         """Retrieval keys for one question: the question as asked, then its content words."""
         keys = [query.strip()]
         sharper = _keywords(query)

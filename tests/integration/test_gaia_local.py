@@ -1,0 +1,218 @@
+"""The GAIA Agent UI under test, driven for real: LocalBackend sandboxes (GAIA's Agent UI and MCP
+bridge as host processes from .venv-gaia) answering through the real llm-cpu server.
+
+Skipped only when .venv-gaia is missing (scripts/setup-gaia-venv makes it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+import httpx
+import pytest
+
+from runner.sandbox import LocalBackend, LocalSandbox, Sandbox
+from runner.scenarios import Scenario
+from runner.target import run_conversation
+from runner.transcript import TurnRecord
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
+
+FACT_SHEET = """\
+Harbor Lights Festival 2026 - organiser's fact sheet
+
+The Harbor Lights Festival runs from 12 to 14 June 2026 on the Wexmoor waterfront.
+The festival expects 18,400 visitors over its three days.
+The total budget is 96,500 euros, of which 41,000 euros is spent on the lantern parade.
+The festival director is Ilse Marandt.
+"""
+
+
+@pytest.fixture()
+def corpus(tmp_path: Path) -> Path:
+    root = tmp_path / "corpus"
+    (root / "documents").mkdir(parents=True)
+    (root / "documents" / "harbor_lights.txt").write_text(FACT_SHEET)
+    return root
+
+
+@pytest.fixture()
+def backend(llm_url: str, gaia_python: Path, corpus: Path) -> LocalBackend:
+    return LocalBackend(llm_url=llm_url, corpus_root=corpus, gaia_python=gaia_python)
+
+
+def scenario() -> Scenario:
+    return Scenario.model_validate(
+        {
+            "id": "harbor_two_turns",
+            "category": "rag_quality",
+            "persona": "casual_user",
+            "setup": {"index_documents": [
+                {"corpus_doc": "harbor_lights", "path": "documents/harbor_lights.txt"}]},
+            "turns": [
+                {"turn": 1, "objective": "Ask for the total budget.",
+                 "user_message": "What is the total budget of the Harbor Lights Festival?",
+                 "success_criteria": "Says 96,500 euros."},
+                {"turn": 2, "objective": "Ask who directs it.",
+                 "user_message": "And who is the festival director?",
+                 "success_criteria": "Names Ilse Marandt."},
+            ],
+        }
+    )  # fmt: skip
+
+
+class RecordingSimulator:
+    """Sends each turn's scripted message and remembers the history it was shown."""
+
+    def __init__(self) -> None:
+        self.seen: list[list[TurnRecord]] = []
+
+    async def user_message(self, scenario: Scenario, turn, history: list[TurnRecord]) -> str:
+        self.seen.append(list(history))
+        return turn.user_message
+
+
+def processes_using(home: Path) -> list[int]:
+    """Pids of live processes whose environment names this GAIA_HOME (UI, bridge, daemon)."""
+    marker = f"GAIA_HOME={home}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+            state = (entry / "stat").read_text().split()[2]
+        except OSError:
+            continue
+        if marker in environ.split(b"\0") and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+async def mcp_call(box: Sandbox, tool: str, **arguments) -> dict:
+    from fastmcp import Client
+    from fastmcp.client.transports import StreamableHttpTransport
+
+    transport = StreamableHttpTransport(box.mcp_url, headers=box.mcp_headers)
+    async with Client(transport) as client:
+        result = await client.call_tool(tool, arguments)
+    data = result.structured_content or {}
+    return data.get("result", data) if set(data) == {"result"} else data
+
+
+def test_sandbox_opens_ready_and_closes_without_leftovers(backend: LocalBackend) -> None:
+    async def scenario_run() -> LocalSandbox:
+        async with backend.open("open_close") as box, httpx.AsyncClient(timeout=5) as http:
+            health = await http.get(f"{box.ui_url}/api/health")
+            assert health.status_code == 200
+            assert health.json()["stats"]["sessions"] == 0  # a fresh GAIA_HOME
+            agents = (await http.get(f"{box.ui_url}/api/agents")).json()["agents"]
+            assert [a["id"] for a in agents] == ["gaia"]  # our reference agent, loaded by GAIA
+            status = await mcp_call(box, "system_status")
+            assert status["lemonade_running"] is True  # the UI reaches the real LLM server
+            assert len(processes_using(box.home)) >= 2  # at least the Agent UI and the bridge
+            return box
+
+    box = asyncio.run(scenario_run())
+    print(f"sandbox timings: {box.timings}")
+    assert box.timings["mcp_ready_s"] >= box.timings["ui_ready_s"] > 0
+    assert processes_using(box.home) == [], "processes outlived the sandbox"
+    assert not box.home.exists(), "the temporary GAIA_HOME was not removed"
+
+
+def test_cancelled_sandbox_still_tears_down(backend: LocalBackend) -> None:
+    opened: list[LocalSandbox] = []
+
+    async def hold_open() -> None:
+        async with backend.open("cancelled") as box:
+            opened.append(box)
+            await asyncio.sleep(3600)
+
+    async def cancel_when_ready() -> None:
+        task = asyncio.create_task(hold_open())
+        while not opened:
+            await asyncio.sleep(0.1)
+            assert not task.done(), task.exception()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancel_when_ready())
+    assert processes_using(opened[0].home) == []
+    assert not opened[0].home.exists()
+
+
+def test_two_turn_conversation_over_an_indexed_document(
+    backend: LocalBackend, tmp_path: Path
+) -> None:
+    simulator = RecordingSimulator()
+
+    async def converse():
+        async with backend.open("harbor_two_turns") as box:
+            transcript = await run_conversation(
+                box, scenario(), simulator, device="cpu", turn_timeout_s=300
+            )
+            await box.collect(tmp_path / "artifacts")
+            return transcript
+
+    transcript = asyncio.run(converse())
+    print(transcript.model_dump_json(indent=1))
+
+    assert transcript.scenario_id == "harbor_two_turns"
+    assert transcript.session_id
+    assert transcript.device == "cpu"  # switched away from GAIA's default 'gpu'
+    [indexed] = transcript.indexed
+    assert (indexed.corpus_doc, indexed.error) == ("harbor_lights", None)
+    assert indexed.chunks >= 1
+
+    assert [t.turn for t in transcript.turns] == [1, 2]
+    assert [len(history) for history in simulator.seen] == [0, 1]
+    for record, sent in zip(transcript.turns, scenario().turns):
+        assert record.user_message == sent.user_message
+        assert record.error is None, record.error
+        assert record.answer.strip(), "the agent gave no answer"
+        assert "not available on this host" not in record.answer
+        assert record.performance.wall_s > 0
+        assert record.performance.output_tokens and record.performance.output_tokens > 0
+        assert record.performance.time_to_first_token_s is not None
+    # GAIA indexes the session's document at the start of the first turn and says so as a step.
+    assert "index_documents" in [call.name for call in transcript.turns[0].tool_calls]
+
+    artifacts = tmp_path / "artifacts"
+    assert {p.name for p in artifacts.iterdir()} == {
+        "gaia_chat.db", "agent-ui.log", "mcp.log", "llm-stats.json"}  # fmt: skip
+    with sqlite3.connect(artifacts / "gaia_chat.db") as db:
+        rows = db.execute("SELECT role, content FROM messages ORDER BY id").fetchall()
+    assert [role for role, _ in rows] == ["user", "assistant", "user", "assistant"]
+    assert rows[3][1].strip() == transcript.turns[1].answer.strip()
+
+
+def test_two_sandboxes_do_not_see_each_other(backend: LocalBackend, corpus: Path) -> None:
+    async def both() -> None:
+        async with backend.open("iso_a") as a, backend.open("iso_b") as b:
+            assert a.home != b.home and a.ui_url != b.ui_url and a.mcp_url != b.mcp_url
+            session = await mcp_call(a, "create_session", title="only in A", agent_type="gaia")
+            document = corpus / "documents" / "harbor_lights.txt"
+            indexed = await mcp_call(
+                a, "index_document", filepath=str(document), session_id=session["id"]
+            )
+            assert indexed["chunk_count"] >= 1
+            a_sessions = await mcp_call(a, "list_sessions")
+            b_sessions = await mcp_call(b, "list_sessions")
+            assert [s["id"] for s in a_sessions["sessions"]] == [session["id"]]
+            assert b_sessions["sessions"] == []
+            assert len((await mcp_call(a, "list_documents"))["documents"]) == 1
+            assert (await mcp_call(b, "list_documents"))["documents"] == []
+            gone = await mcp_call(b, "get_session", session_id=session["id"])
+            assert gone.get("status") == "error"
+
+    asyncio.run(both())
+
+
+def test_missing_gaia_interpreter_is_named(corpus: Path, tmp_path: Path) -> None:
+    from runner.sandbox import SandboxError
+
+    with pytest.raises(SandboxError, match="setup-gaia-venv"):
+        LocalBackend("http://127.0.0.1:9", corpus, gaia_python=tmp_path / "nope" / "python")
