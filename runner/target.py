@@ -14,6 +14,7 @@ is what the browser's device picker does. We do that openly, and record the devi
 
 from __future__ import annotations
 
+import asyncio
 import posixpath
 import re
 import time
@@ -158,8 +159,6 @@ async def _index(gaia: _Gaia, box: Sandbox, session_id: str, document: Any) -> I
 
 async def _wait_for_indexing(gaia: _Gaia, doc_id: str, reply: dict[str, Any]) -> dict[str, Any]:
     """Large files index in the background: poll the library until this one settles."""
-    import asyncio
-
     deadline = time.monotonic() + INDEX_TIMEOUT_S
     while time.monotonic() < deadline:
         await asyncio.sleep(1.0)
@@ -208,12 +207,13 @@ async def _wait_until_idle(
     gaia: _Gaia, box: Sandbox, session_id: str, deadline: float
 ) -> str | None:
     """Block until the turn ends, answering prompts on the way; an error text or None."""
+    answered: set[str] = set()  # prompt/question ids already answered once
     while True:
         remaining_ms = int((deadline - time.perf_counter()) * 1000)
         if remaining_ms <= 0:
             await gaia.call("stop_turn", session_id=session_id)
             await gaia.call("wait_for_turn", session_id=session_id, until="idle", timeout_ms=30_000)
-            return "turn timed out; stopped it"
+            return "turn ran past its time budget; stopped it"
         state = await gaia.call(
             "wait_for_turn", session_id=session_id, until="attention",
             timeout_ms=min(WAIT_SLICE_MS, remaining_ms),
@@ -224,17 +224,34 @@ async def _wait_until_idle(
             return None
         if _failed(state):
             return f"wait_for_turn: {_detail(state)}"
-        if prompt := state.get("pending_prompt"):
+        pending = await _answer_pending(gaia, box, session_id, state, answered)
+        if pending in answered:
+            # GAIA still shows a prompt we answered: give its event a moment instead of spinning.
+            await asyncio.sleep(0.5)
+        answered.add(pending)
+
+
+async def _answer_pending(
+    gaia: _Gaia, box: Sandbox, session_id: str, state: dict[str, Any], answered: set[str]
+) -> str:
+    """Answer the pending prompt or question once; its id ('' when nothing was pending)."""
+    if prompt := state.get("pending_prompt"):
+        confirm_id = str(prompt.get("confirm_id", ""))
+        if confirm_id not in answered:
             decision = permission_decision(prompt, box.corpus_root)
             await gaia.call(
-                "answer_prompt", session_id=session_id,
-                confirm_id=prompt.get("confirm_id", ""), decision=decision,
-            )  # fmt: skip
-        elif question := state.get("pending_question"):
+                "answer_prompt", session_id=session_id, confirm_id=confirm_id, decision=decision
+            )
+        return confirm_id
+    if question := state.get("pending_question"):
+        request_id = str(question.get("request_id", ""))
+        if request_id not in answered:
             await gaia.call(
                 "answer_question", session_id=session_id,
-                request_id=question.get("request_id", ""), value=_question_reply(question),
+                request_id=request_id, value=_question_reply(question),
             )  # fmt: skip
+        return request_id
+    return ""
 
 
 def _question_reply(question: dict[str, Any]) -> str:

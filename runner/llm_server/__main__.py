@@ -1,4 +1,6 @@
-"""`python -m runner.llm_server --host 0.0.0.0 --port 13305 --models-dir DIR [--threads N]`."""
+"""`python -m runner.llm_server --host 0.0.0.0 --port 13305 --models-dir DIR [--threads N]
+[--chat-ctx TOKENS] [--drain-timeout SECONDS]`; the same two settings may come from the
+environment (`TRIALBOX_LLM_CHAT_CTX`, `TRIALBOX_LLM_DRAIN_TIMEOUT`), flags win."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ import sys
 from pathlib import Path
 
 from runner.llm_server.backend import BackendError
+from runner.llm_server.catalog import SMOLLM2
+from runner.llm_server.routes import DEFAULT_DRAIN_TIMEOUT_S
 from runner.llm_server.server import ServeOptions, serve
 
 
@@ -29,8 +33,41 @@ def parse_args(argv: list[str] | None) -> ServeOptions:
     parser.add_argument(
         "--llama-verbosity", type=int, default=1, help="llama.cpp log verbosity (3 = everything)"
     )
+    parser.add_argument(
+        "--chat-ctx",
+        type=positive_int,
+        default=os.environ.get("TRIALBOX_LLM_CHAT_CTX", SMOLLM2.default_ctx_size),
+        help="chat model window in tokens (default %(default)s: GAIA 0.25.1's requirement, "
+        "so it never reloads the shared model; env TRIALBOX_LLM_CHAT_CTX)",
+    )
+    parser.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=os.environ.get("TRIALBOX_LLM_DRAIN_TIMEOUT", DEFAULT_DRAIN_TIMEOUT_S),
+        help="seconds a restart waits for requests in flight before answering 409 "
+        "(default %(default)s; env TRIALBOX_LLM_DRAIN_TIMEOUT)",
+    )
     args = parser.parse_args(argv)
-    return ServeOptions(args.host, args.port, args.models_dir, args.threads, args.llama_verbosity)
+    return ServeOptions(
+        args.host,
+        args.port,
+        args.models_dir,
+        args.threads,
+        args.llama_verbosity,
+        chat_ctx=args.chat_ctx,
+        drain_timeout_s=args.drain_timeout,
+    )
+
+
+def positive_int(text: str) -> int:
+    """argparse type: a whole number of tokens above zero, or one clear error."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of tokens, got {text!r}")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:

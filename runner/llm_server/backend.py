@@ -16,6 +16,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -42,11 +43,15 @@ class LoadedModel:
     args: LlamaArgs
     server: object = field(repr=False)
     load_seconds: float = 0.0
+    #: When this llama-server started (UTC, ISO 8601): it changes only when the model restarts.
+    loaded_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
     #: The window llama.cpp gives each request (its `/slots` `n_ctx`): llama.cpp caps a slot at
     #: the trained window, so this can be smaller than `ctx_size`. None if it did not say.
     context_per_request: int | None = None
     #: The trained window llama.cpp read from the GGUF (`/v1/models` `meta.n_ctx_train`).
     trained_context: int | None = None
+    #: How many slots llama.cpp runs (its `/slots`), i.e. requests it answers at once.
+    slot_count: int | None = None
 
     @property
     def url(self) -> str:
@@ -54,7 +59,7 @@ class LoadedModel:
 
     @property
     def slots(self) -> int:
-        return self.args.parallel or 1
+        return self.slot_count or self.args.parallel or 1
 
     @property
     def max_context_window(self) -> int:
@@ -87,7 +92,9 @@ def effective_args(spec: ModelSpec, args: LlamaArgs) -> LlamaArgs:
         return args
     ignored = list(args.ignored)
     if args.ubatch_size is not None:
-        ignored.append(f"--ubatch-size {args.ubatch_size} (an embedder's micro-batch is its window)")
+        ignored.append(
+            f"--ubatch-size {args.ubatch_size} (an embedder's micro-batch is its window)"
+        )
     if args.parallel is not None:
         ignored.append(f"--parallel {args.parallel} (an embedder has no chat slots)")
     return args.model_copy(update={"ubatch_size": None, "parallel": None, "ignored": ignored})
@@ -100,6 +107,29 @@ class LoadPlan:
     satisfied: bool
     ctx_size: int
     args: LlamaArgs
+
+
+def plan_load(
+    spec: ModelSpec,
+    current: LoadedModel | None,
+    ctx_size: int | None,
+    args: LlamaArgs,
+    defaults: LoadPlan,
+) -> LoadPlan:
+    """What a load of `spec` needs when `current` runs (None: nothing runs; `defaults` then
+    fill in what the load does not name).
+
+    Satisfied: the window asked for is no larger than the running one and every named flag
+    has its running value. Otherwise a restart keeps what the request does not name and
+    never shrinks the window: the other clients of this server may be using it.
+    """
+    args = effective_args(spec, args)
+    ctx = effective_ctx_size(spec, ctx_size)
+    if current is None:
+        return LoadPlan(False, ctx or defaults.ctx_size, args.over(defaults.args))
+    if (ctx is None or ctx <= current.ctx_size) and args.satisfied_by(current.args):
+        return LoadPlan(True, current.ctx_size, current.args)
+    return LoadPlan(False, max(ctx or 0, current.ctx_size), args.over(current.args))
 
 
 class LlamaBackend:
@@ -157,21 +187,21 @@ class LlamaBackend:
         return self._loaded.get(spec.name)
 
     def plan(self, spec: ModelSpec, ctx_size: int | None, args: LlamaArgs) -> LoadPlan:
-        """What a load of `spec` with this window and these flags needs, given what runs.
+        """What a load of `spec` with this window and these flags needs, given what runs."""
+        defaults = LoadPlan(False, self.default_ctx_size(spec), self.default_args(spec))
+        return plan_load(spec, self._loaded.get(spec.name), ctx_size, args, defaults)
 
-        A restart keeps what the request does not name, and never shrinks the window: the
-        other clients of this server chose it.
-        """
-        args = effective_args(spec, args)
-        ctx = effective_ctx_size(spec, ctx_size)
-        current = self._loaded.get(spec.name)
-        if current is None:
-            return LoadPlan(
-                False, ctx or self.default_ctx_size(spec), args.over(self.default_args(spec))
-            )
-        if (ctx is None or ctx <= current.ctx_size) and args.satisfied_by(current.args):
-            return LoadPlan(True, current.ctx_size, current.args)
-        return LoadPlan(False, max(ctx or 0, current.ctx_size), args.over(current.args))
+    def reuse(
+        self, spec: ModelSpec, loaded_as: str, ctx_size: int | None, args: LlamaArgs
+    ) -> LoadedModel | None:
+        """The running copy of `spec` when it satisfies this load (it is then reported under
+        `loaded_as`); None when the load needs a (re)start."""
+        with self._lock:
+            current = self._loaded.get(spec.name)
+            if current is None or not self.plan(spec, ctx_size, args).satisfied:
+                return None
+            current.loaded_as = loaded_as
+            return current
 
     def load(
         self,
@@ -179,19 +209,16 @@ class LlamaBackend:
         loaded_as: str,
         ctx_size: int | None = None,
         args: LlamaArgs | None = None,
-        may_restart: bool = True,
-    ) -> LoadedModel | None:
-        """Make `spec` run as asked. A running copy that satisfies the request is kept (only
-        its reported name changes). Otherwise it is (re)started, or, with `may_restart`
-        False, None is returned: the caller must first make sure nothing uses the model."""
+    ) -> LoadedModel:
+        """Make `spec` run as asked: reuse a running copy that satisfies the load, otherwise
+        (re)start it. The caller makes sure no request is in flight on a running copy."""
+        args = args or LlamaArgs()
         with self._lock:
-            plan = self.plan(spec, ctx_size, args or LlamaArgs())
+            plan = self.plan(spec, ctx_size, args)
             current = self._loaded.get(spec.name)
             if plan.satisfied and current is not None:
                 current.loaded_as = loaded_as
                 return current
-            if current is not None and not may_restart:
-                return None
             if current is not None:
                 self._stop(self._loaded.pop(spec.name))
             started = self._start(spec, loaded_as, plan.ctx_size, plan.args)
@@ -261,13 +288,13 @@ class LlamaBackend:
             raise BackendError(f"llama.cpp could not start {path}: {exc}") from exc
         seconds = time.monotonic() - started_at
         model = LoadedModel(spec, loaded_as, ctx, port, args, server, seconds)
-        model.context_per_request, model.trained_context = ask_windows(model.url)
+        ask_llama_cpp(model)
         log.info(
             "loaded %s (ctx %d, %s per request, %d slot(s)) on port %d in %.2fs",
             spec.name,
             ctx,
             model.context_per_request,
-            args.parallel or 1,
+            model.slots,
             port,
             seconds,
         )
@@ -284,20 +311,23 @@ class LlamaBackend:
         log.info("unloaded %s", model.spec.name)
 
 
-def ask_windows(url: str) -> tuple[int | None, int | None]:
-    """(window per request, trained window) as the running llama-server reports them, so
+def ask_llama_cpp(model: LoadedModel) -> None:
+    """Fill in the windows and slot count as the running llama-server reports them, so
     `/health` repeats llama.cpp's own figures instead of what we meant to configure."""
     try:
-        slots = httpx.get(f"{url}/slots", timeout=10).json()
-        models = httpx.get(f"{url}/v1/models", timeout=10).json()
+        slots = httpx.get(f"{model.url}/slots", timeout=10).json()
+        models = httpx.get(f"{model.url}/v1/models", timeout=10).json()
     except (httpx.HTTPError, ValueError) as exc:
-        log.warning("llama-server at %s did not report its windows: %r", url, exc)
-        return None, None
-    per_request = slots[0].get("n_ctx") if isinstance(slots, list) and slots else None
+        log.warning("llama-server of %s did not report its windows: %r", model.spec.name, exc)
+        return
+    if isinstance(slots, list) and slots and isinstance(slots[0], dict):
+        model.slot_count = len(slots)
+        model.context_per_request = _integer(slots[0].get("n_ctx"))
     data = models.get("data") if isinstance(models, dict) else None
     meta = data[0].get("meta") if isinstance(data, list) and data else None
-    trained = meta.get("n_ctx_train") if isinstance(meta, dict) else None
-    return (
-        per_request if isinstance(per_request, int) else None,
-        trained if isinstance(trained, int) else None,
-    )
+    if isinstance(meta, dict):
+        model.trained_context = _integer(meta.get("n_ctx_train"))
+
+
+def _integer(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

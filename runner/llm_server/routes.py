@@ -3,7 +3,26 @@
 Model management (`load`, `unload`, `pull`) and status (`health`, `models`, `system-info`,
 `stats`) are answered here; `chat/completions` and `embeddings` are proxied to the model's
 llama-server byte for byte (streams included), so GAIA sees llama.cpp's own OpenAI responses,
-`timings` and all, exactly as Lemonade would pass them through.
+`timings` and all, exactly as Lemonade would pass them through. Embedding inputs longer than
+the embedder's limit are cut first (`embedding_inputs`), as sentence-transformers cuts them.
+
+One server, several clients. trialbox runs many GAIA Agent UIs against this one server at
+once, and each of them manages "its" models: it loads the chat model and the embedder when it
+starts, reloads when it thinks a window is too small, and unloads the embedder before loading
+it again. Lemonade obeys every such call; here that would let one sandbox cut off another's
+request in mid-answer. So this server keeps its models resident and shared:
+
+- `POST /load` of a model that already runs with what the request asks (a window at least as
+  large, every named flag as running) changes nothing and answers success; GAIA's own loads
+  always are such loads, because the models start with GAIA's flags and its chat window.
+- a load that does need a restart waits until no request is in flight on that model, holding
+  new ones back meanwhile (`in_flight`); if they do not finish in time it is refused with HTTP
+  409 `model_busy` and the model keeps serving as it was.
+- `POST /unload` keeps the model running and answers success with `kept_resident: true` and
+  a note. Stopping it would break the other clients' requests, and the model would be loaded
+  again by their next request anyway; freeing its memory is never what a client of a shared
+  server needs. The answer says so plainly instead of pretending the model is gone, and
+  `/health` keeps listing it because it still runs.
 """
 
 from __future__ import annotations
@@ -20,16 +39,20 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
+from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from runner.llm_server import stats as stats_extraction
-from runner.llm_server.backend import BackendError, LlamaBackend, LoadedModel
+from runner.llm_server.backend import BackendError, LlamaBackend, LoadedModel, effective_args
 from runner.llm_server.catalog import ModelKind, ModelSpec, UnknownModelError, alias_map, resolve
+from runner.llm_server.embedding_inputs import TokenizerError, fit_to_limit
 from runner.llm_server.force_tool import ForceTool
-from runner.llm_server.llamacpp_args import LlamaArgsError, parse_llamacpp_args
+from runner.llm_server.in_flight import InFlight, ModelBusyError, Use
+from runner.llm_server.llamacpp_args import LlamaArgs, LlamaArgsError, parse_llamacpp_args
 from runner.llm_server.schemas import (
+    EmbeddingCounts,
     ErrorResponse,
     Health,
     LoadedModelEntry,
@@ -40,6 +63,7 @@ from runner.llm_server.schemas import (
     RecipeOptions,
     ServerIdentity,
     Stats,
+    StatsReport,
     UnloadRequest,
 )
 from runner.llm_server.system_info import collect
@@ -50,6 +74,15 @@ API_PREFIXES = ("/api/v1", "/v1", "/api/v0")
 
 #: Generations can be long; only connecting to our own loopback server should be quick.
 _UPSTREAM_TIMEOUT = httpx.Timeout(connect=10.0, read=None, write=60.0, pool=None)
+
+#: How long a restart waits for the requests in flight on its model (`--drain-timeout`).
+DEFAULT_DRAIN_TIMEOUT_S = 300.0
+
+UNLOAD_NOTE = (
+    "This server is shared by several clients, so it keeps its models resident: unloading "
+    "would cut off the requests of the others. The model still runs with the settings "
+    "/health reports."
+)
 
 
 class ApiError(Exception):
@@ -74,9 +107,18 @@ class ServerState:
     force_tool: ForceTool | None = None
     last_stats: Stats = field(default_factory=Stats)
     last_loaded_chat: str | None = None
+    drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S
+    embedding_counts: EmbeddingCounts = field(default_factory=EmbeddingCounts)
     http: httpx.AsyncClient = field(
         default_factory=lambda: httpx.AsyncClient(timeout=_UPSTREAM_TIMEOUT)
     )
+    _in_flight: dict[str, InFlight] = field(default_factory=dict)
+
+    def in_flight(self, spec: ModelSpec) -> InFlight:
+        """The requests in flight on `spec` (created on first use, on the event loop)."""
+        if spec.name not in self._in_flight:
+            self._in_flight[spec.name] = InFlight(spec.name)
+        return self._in_flight[spec.name]
 
 
 def resolve_or_404(name: str | None) -> ModelSpec:
@@ -106,18 +148,30 @@ def parse_body(model: type[BaseModel], body: dict[str, Any]) -> Any:
         raise ApiError(400, f"invalid request: {exc}", "invalid_request_error") from exc
 
 
-def loaded_entry(model: LoadedModel) -> LoadedModelEntry:
+def loaded_entry(state: ServerState, model: LoadedModel) -> LoadedModelEntry:
     return LoadedModelEntry(
         model_name=model.loaded_as,
         checkpoint=model.spec.file,
         type=model.spec.kind.value,
-        recipe_options=RecipeOptions(ctx_size=model.ctx_size, llamacpp_args=model.llamacpp_args),
-        max_context_window=model.spec.max_context_window,
+        recipe_options=RecipeOptions(ctx_size=model.ctx_size, llamacpp_args=model.args.as_flags()),
+        max_context_window=model.max_context_window,
         served_model=model.spec.name,
         slots=model.slots,
+        context_per_request=model.context_per_request,
+        max_input_tokens=input_limit(model),
+        in_flight=state.in_flight(model.spec).count,
         ignored_llamacpp_args=model.args.ignored,
         load_seconds=round(model.load_seconds, 3),
+        loaded_at=model.loaded_at,
     )
+
+
+def input_limit(model: LoadedModel) -> int | None:
+    """Longest embedding input, special tokens included: the model's own limit, and never
+    more than the running window (llama.cpp refuses longer inputs outright)."""
+    if model.spec.kind is not ModelKind.EMBEDDING:
+        return None
+    return min(model.spec.max_input_tokens or model.ctx_size, model.ctx_size)
 
 
 def model_entries(state: ServerState) -> list[ModelEntry]:
@@ -164,7 +218,7 @@ async def health(request: Request) -> JSONResponse:
         model_loaded=state.last_loaded_chat
         if state.last_loaded_chat in chat_names
         else (chat_names[0] if chat_names else None),
-        all_models_loaded=[loaded_entry(m) for m in loaded],
+        all_models_loaded=[loaded_entry(state, m) for m in loaded],
         max_models={"llm": 1, "embedding": 1, "reranking": 0, "audio": 0, "image": 0},
         server=state.identity,
         aliases=alias_map(state.backend.catalog),
@@ -188,7 +242,8 @@ async def system_info(request: Request) -> JSONResponse:
 
 async def stats(request: Request) -> JSONResponse:
     state: ServerState = request.app.state.llm
-    return JSONResponse(state.last_stats.model_dump())
+    report = StatsReport(**state.last_stats.model_dump(), embeddings=state.embedding_counts)
+    return JSONResponse(report.model_dump())
 
 
 # --- model management ----------------------------------------------------------------------
@@ -204,39 +259,64 @@ async def load(request: Request) -> JSONResponse:
         raise ApiError(400, str(exc), "invalid_request_error") from exc
     if payload.llamacpp_backend not in (None, "cpu"):
         args.ignored.append(f"llamacpp_backend={payload.llamacpp_backend} (only cpu exists here)")
-    model = await asyncio.to_thread(
-        state.backend.load,
-        spec,
-        payload.name or spec.name,
-        payload.ctx_size,
-        args,
-        payload.llamacpp_args or "",
-    )
+    name = payload.name or spec.name
+    model = await asyncio.to_thread(state.backend.reuse, spec, name, payload.ctx_size, args)
+    started = model is None
+    if model is None:  # nothing running satisfies this load: (re)start it, alone
+        model = await restart(state, spec, name, payload.ctx_size, args)
     if spec.kind is ModelKind.CHAT:
         state.last_loaded_chat = model.loaded_as
+    verb = "Loaded" if started else "Already loaded with settings that satisfy this load"
     return JSONResponse(
         {
             "status": "success",
-            "message": f"Loaded model: {model.loaded_as} (served by {spec.name})",
+            "message": f"{verb}: {model.loaded_as} (served by {spec.name}, "
+            f"ctx_size {model.ctx_size})",
             "model_name": model.loaded_as,
             "served_model": spec.name,
             "ctx_size": model.ctx_size,
+            "llamacpp_args": model.args.as_flags(),
+            "ignored_llamacpp_args": effective_args(spec, args).ignored,
+            "started": started,
         }
     )
 
 
+async def restart(
+    state: ServerState, spec: ModelSpec, name: str, ctx_size: int | None, args: LlamaArgs
+) -> LoadedModel:
+    """(Re)start `spec` once no request is in flight on it; 409 when they do not finish."""
+    try:
+        async with state.in_flight(spec).exclusive(state.drain_timeout_s):
+            return await asyncio.to_thread(state.backend.load, spec, name, ctx_size, args)
+    except ModelBusyError as exc:
+        raise ApiError(409, str(exc), "model_busy", "model_busy") from exc
+
+
 async def unload(request: Request) -> JSONResponse:
+    """Keep the model running and say so (see the module docstring for why)."""
     state: ServerState = request.app.state.llm
     payload: UnloadRequest = parse_body(UnloadRequest, await read_json(request))
     if payload.name is None:  # Lemonade: no name unloads everything
-        await asyncio.to_thread(state.backend.close)
-        return JSONResponse({"status": "success", "message": "Unloaded all models"})
-    spec = resolve_or_404(payload.name)
-    if not await asyncio.to_thread(state.backend.unload, spec):
-        raise ApiError(
-            404, f"Model '{payload.name}' is not loaded", "not_found", "model_not_loaded"
-        )
-    return JSONResponse({"status": "success", "message": f"Unloaded model: {payload.name}"})
+        running = [m.loaded_as for m in state.backend.loaded()]
+    else:
+        spec = resolve_or_404(payload.name)
+        model = state.backend.get(spec)
+        if model is None:
+            raise ApiError(
+                404, f"Model '{payload.name}' is not loaded", "not_found", "model_not_loaded"
+            )
+        running = [model.loaded_as]
+    log.info("unload of %s asked; kept resident (shared server)", payload.name or "all models")
+    return JSONResponse(
+        {
+            "status": "success",
+            "message": f"Kept resident: {', '.join(running) or 'no model loaded'}",
+            "kept_resident": True,
+            "models": running,
+            "note": UNLOAD_NOTE,
+        }
+    )
 
 
 async def pull(request: Request) -> Response:
@@ -271,7 +351,7 @@ async def pull(request: Request) -> Response:
 # --- proxied inference ---------------------------------------------------------------------
 
 
-async def model_for(state: ServerState, body: dict[str, Any], kind: ModelKind) -> LoadedModel:
+def spec_for(body: dict[str, Any], kind: ModelKind) -> ModelSpec:
     requested = body.get("model")
     spec = resolve_or_404(requested if isinstance(requested, str) else None)
     if spec.kind is not kind:
@@ -280,19 +360,39 @@ async def model_for(state: ServerState, body: dict[str, Any], kind: ModelKind) -
             f"Model '{requested}' is a {spec.kind.value} model and cannot serve this route",
             "invalid_request_error",
         )
-    return await asyncio.to_thread(state.backend.ensure_loaded, spec, requested)
+    return spec
+
+
+async def use_model(
+    state: ServerState, body: dict[str, Any], kind: ModelKind
+) -> tuple[LoadedModel, Use]:
+    """The running model for this request, held (`Use`) so no restart cuts it off; the
+    caller releases the hold when it has finished talking to llama.cpp."""
+    spec = spec_for(body, kind)
+    use = await state.in_flight(spec).enter()
+    try:
+        requested = body.get("model")
+        model = await asyncio.to_thread(state.backend.ensure_loaded, spec, str(requested))
+    except BaseException:
+        use.release()
+        raise
+    return model, use
 
 
 async def chat_completions(request: Request) -> Response:
     state: ServerState = request.app.state.llm
     body = await read_json(request)
-    model = await model_for(state, body, ModelKind.CHAT)
+    model, use = await use_model(state, body, ModelKind.CHAT)
     url = f"{model.url}/v1/chat/completions"
-    if state.force_tool is not None and state.force_tool.applies_to(body):
-        return await forced_tool_call(state, url, body, state.force_tool)
-    if body.get("stream"):
-        return await stream_upstream(state, url, body)
-    upstream = await state.http.post(url, json=body)
+    force = state.force_tool if state.force_tool and state.force_tool.applies_to(body) else None
+    if body.get("stream") and force is None:
+        return await stream_upstream(state, url, body, use)  # releases `use` when it ends
+    try:
+        if force is not None:
+            return await forced_tool_call(state, url, body, force)
+        upstream = await state.http.post(url, json=body)
+    finally:
+        use.release()
     if upstream.status_code == 200:
         record_stats(state, upstream.content)
     return passthrough(upstream)
@@ -301,9 +401,29 @@ async def chat_completions(request: Request) -> Response:
 async def embeddings(request: Request) -> Response:
     state: ServerState = request.app.state.llm
     body = await read_json(request)
-    model = await model_for(state, body, ModelKind.EMBEDDING)
-    upstream = await state.http.post(f"{model.url}/v1/embeddings", json=body)
+    model, use = await use_model(state, body, ModelKind.EMBEDDING)
+    try:
+        limit = input_limit(model) or model.ctx_size
+        fitted = await fit_to_limit(state.http, model.url, body, limit)
+        count_embedding_inputs(state, fitted.texts, fitted.truncated, limit)
+        upstream = await state.http.post(f"{model.url}/v1/embeddings", json=fitted.body)
+    finally:
+        use.release()
     return passthrough(upstream)
+
+
+def count_embedding_inputs(state: ServerState, texts: int, truncated: int, limit: int) -> None:
+    counts = state.embedding_counts
+    counts.inputs += texts
+    counts.truncated += truncated
+    counts.max_input_tokens = limit
+    if truncated:
+        log.info(
+            "embeddings: %d of %d input(s) cut to %d tokens (as sentence-transformers does)",
+            truncated,
+            texts,
+            limit,
+        )
 
 
 async def forced_tool_call(
@@ -335,23 +455,35 @@ def record_stats(state: ServerState, content: bytes) -> None:
         state.last_stats = found
 
 
-async def stream_upstream(state: ServerState, url: str, body: dict[str, Any]) -> Response:
-    """Open the upstream stream first so an error status reaches the client as an error."""
-    upstream_request = state.http.build_request("POST", url, json=body)
-    upstream = await state.http.send(upstream_request, stream=True)
-    if upstream.status_code != 200:
-        await upstream.aread()
-        await upstream.aclose()
-        return passthrough(upstream)
+async def stream_upstream(state: ServerState, url: str, body: dict[str, Any], use: Use) -> Response:
+    """Open the upstream stream first so an error status reaches the client as an error.
+
+    `use` is released when the stream ends, however it ends: by the relay when its last byte
+    is sent or the client goes away, and by the response's background task as a backstop.
+    """
+    try:
+        upstream_request = state.http.build_request("POST", url, json=body)
+        upstream = await state.http.send(upstream_request, stream=True)
+        if upstream.status_code != 200:
+            await upstream.aread()
+            await upstream.aclose()
+            use.release()
+            return passthrough(upstream)
+    except BaseException:
+        use.release()
+        raise
     return StreamingResponse(
-        relay(state, upstream),
+        relay(state, upstream, use),
         status_code=200,
         media_type=upstream.headers.get("content-type", "text/event-stream"),
         headers={"Cache-Control": "no-cache"},
+        background=BackgroundTask(use.release),
     )
 
 
-async def relay(state: ServerState, upstream: httpx.Response) -> AsyncIterator[bytes]:
+async def relay(
+    state: ServerState, upstream: httpx.Response, use: Use | None = None
+) -> AsyncIterator[bytes]:
     """Forward the bytes unchanged while reading each complete line for the final timings."""
     pending = b""
     found: Stats | None = None
@@ -365,6 +497,8 @@ async def relay(state: ServerState, upstream: httpx.Response) -> AsyncIterator[b
                     found, stats_extraction.stats_from_sse_line(line.decode("utf-8", "replace"))
                 )
     finally:
+        if use is not None:
+            use.release()
         await upstream.aclose()
         if found is not None:
             state.last_stats = found
@@ -383,6 +517,11 @@ def guarded(handler: Handler) -> Handler:
             return await handler(request)
         except ApiError as exc:
             return exc.response()
+        except ModelBusyError as exc:
+            return ApiError(409, str(exc), "model_busy", "model_busy").response()
+        except TokenizerError as exc:
+            log.error("%s", exc)
+            return ApiError(502, str(exc), "server_error").response()
         except BackendError as exc:
             log.error("%s", exc)
             return ApiError(500, str(exc), "server_error").response()

@@ -44,8 +44,17 @@ class LoadedModelEntry(BaseModel):
     max_context_window: int
     served_model: str = Field(description="the real model that answers under model_name")
     slots: int
+    context_per_request: int | None = Field(
+        description="the window llama.cpp gives one request (its /slots n_ctx): llama.cpp caps "
+        "each slot at the trained window, so this is min(ctx_size, max_context_window)"
+    )
+    max_input_tokens: int | None = Field(
+        default=None, description="embedders: longer inputs are cut to this many tokens"
+    )
+    in_flight: int = Field(description="requests this model is answering right now")
     ignored_llamacpp_args: list[str] = []
     load_seconds: float
+    loaded_at: str = Field(description="when this model's llama-server started (UTC)")
 
 
 class Health(BaseModel):
@@ -92,14 +101,28 @@ class CpuDevice(BaseModel):
     available: bool = True
 
 
+class EmbeddingCounts(BaseModel):
+    """Embedding inputs since the server started, and how many were cut to the limit."""
+
+    inputs: int = 0
+    truncated: int = 0
+    max_input_tokens: int | None = None
+
+
 class Stats(BaseModel):
-    """`GET /stats`: the last completion; null until one has run."""
+    """`GET /stats`: the last completion (null until one has run), plus our `embeddings`."""
 
     time_to_first_token: float | None = None
     tokens_per_second: float | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
     prompt_tokens: int | None = None
+
+
+class StatsReport(Stats):
+    """What `GET /stats` answers: Lemonade's fields and our embedding counts."""
+
+    embeddings: EmbeddingCounts
 
 
 class LoadRequest(BaseModel):

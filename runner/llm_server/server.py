@@ -1,8 +1,13 @@
 """Start the Lemonade-compatible server: check the model files, start llama.cpp, serve HTTP.
 
 Both models are loaded before the port opens, so `GET /live` answering means chat and
-embeddings answer too (the container HEALTHCHECK and the tests rely on that). The chat model
-starts at Lemonade's own auto-load window, which GAIA recognises and resizes with `POST /load`.
+embeddings answer too (the container HEALTHCHECK and the tests rely on that). They start as
+GAIA 0.25.1 loads them, so GAIA's own `POST /load` calls change nothing: the chat model with
+GAIA's flags (two slots, unified KV cache) at `--chat-ctx` tokens, by default the 65536 GAIA
+requires of its default chat model (GAIA refuses to share a smaller window another app
+chose, and would otherwise reload it). llama.cpp allocates the whole window (~1.5 GB of KV
+cache for SmolLM2) but gives one request at most the trained 8192 tokens; `/health` reports
+both, as llama.cpp states them.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import uvicorn
 from runner.llm_server.backend import LlamaBackend
 from runner.llm_server.catalog import CATALOG
 from runner.llm_server.force_tool import from_environment
-from runner.llm_server.routes import ServerState, build_app
+from runner.llm_server.routes import DEFAULT_DRAIN_TIMEOUT_S, ServerState, build_app
 from runner.llm_server.schemas import ServerIdentity
 
 log = logging.getLogger("runner.llm_server")
@@ -37,6 +42,10 @@ class ServeOptions:
     models_dir: Path
     threads: int
     llama_verbosity: int = 1
+    #: The chat model's window (`--chat-ctx`); None keeps the catalog's.
+    chat_ctx: int | None = None
+    #: How long a restart waits for the requests in flight on its model.
+    drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S
 
 
 def package_version(name: str) -> str:
@@ -60,6 +69,7 @@ def build_state(options: ServeOptions) -> ServerState:
         options.models_dir,
         threads=options.threads,
         verbosity=options.llama_verbosity,
+        chat_ctx=options.chat_ctx,
     )
     backend.check_files()
     for spec in CATALOG:
@@ -76,6 +86,7 @@ def build_state(options: ServeOptions) -> ServerState:
         llama_version=package_version("xllamacpp"),
         force_tool=force_tool,
         last_loaded_chat=CATALOG[0].aliases[0],
+        drain_timeout_s=options.drain_timeout_s,
     )
 
 

@@ -11,6 +11,7 @@ import secrets
 import socket
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import docker
 import pytest
@@ -119,6 +120,28 @@ def test_runner_image_runs_trialbox_as_a_non_root_user(client: docker.DockerClie
     assert config["Entrypoint"] == ["trialbox"]
     assert config["User"] not in ("", "root", "0")
     assert config["Env"] and "TRIALBOX_IN_CONTAINER=1" in config["Env"]
+
+
+def test_runner_user_reaches_the_engine_through_the_mounted_socket(
+    client: docker.DockerClient, run_id: str
+) -> None:
+    """What compose does for the runner: socket mount + the socket's numeric GID, no root."""
+    image = require_image(client, "runner")
+    socket_path = "/var/run/docker.sock"
+    gid = str(Path(socket_path).stat().st_gid)
+    probe = "import docker, os; print(os.getuid(), docker.from_env().version()['ApiVersion'])"
+    out = client.containers.run(
+        image,
+        entrypoint=["python", "-c", probe],
+        command=[],
+        volumes={socket_path: {"bind": socket_path, "mode": "rw"}},
+        group_add=[gid],
+        labels={"trialbox.run": run_id},
+        remove=True,
+    )
+    uid, api = out.decode().split()
+    assert uid == "10001"
+    assert api == client.version()["ApiVersion"]
 
 
 # ---- compose files ------------------------------------------------------------------------

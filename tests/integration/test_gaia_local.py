@@ -7,7 +7,13 @@ Skipped only when .venv-gaia is missing (scripts/setup-gaia-venv makes it).
 from __future__ import annotations
 
 import asyncio
+import os
+import socket
 import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -19,6 +25,9 @@ from runner.target import run_conversation
 from runner.transcript import TurnRecord
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
+
+ROOT = Path(__file__).resolve().parents[2]
+MODELS_DIR = Path(os.environ.get("TRIALBOX_MODELS_DIR", ROOT / ".cache" / "models"))
 
 FACT_SHEET = """\
 Harbor Lights Festival 2026 - organiser's fact sheet
@@ -216,3 +225,68 @@ def test_missing_gaia_interpreter_is_named(corpus: Path, tmp_path: Path) -> None
 
     with pytest.raises(SandboxError, match="setup-gaia-venv"):
         LocalBackend("http://127.0.0.1:9", corpus, gaia_python=tmp_path / "nope" / "python")
+
+
+@pytest.fixture(scope="module")
+def forced_tool_llm_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A second real llm-cpu server whose first model call per turn must call query_documents.
+
+    SmolLM2-135M never picks a tool on its own, so without this switch GAIA's tool path (the
+    model's tool call, the tool run, its result, the answer) would never run here.
+    """
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    log = tmp_path_factory.mktemp("llm-forced") / "llm-server.log"
+    env = {**os.environ, "TRIALBOX_LLM_FORCE_TOOL": "query_documents"}
+    with log.open("w") as sink:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "runner.llm_server", "--host", "127.0.0.1", "--port", str(port),
+             "--models-dir", str(MODELS_DIR)],
+            cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT, env=env,
+        )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while not _live(url):
+            assert process.poll() is None, f"llm server exited:\n{log.read_text()[-3000:]}"
+            assert time.monotonic() < deadline, f"llm server not live:\n{log.read_text()[-3000:]}"
+            time.sleep(0.2)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def _live(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/live", timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def test_agent_tool_calls_reach_the_transcript(
+    forced_tool_llm_url: str, gaia_python: Path, corpus: Path
+) -> None:
+    backend = LocalBackend(forced_tool_llm_url, corpus, gaia_python=gaia_python)
+    one_turn = scenario().model_copy(update={"turns": scenario().turns[:1]})
+
+    async def converse():
+        async with backend.open("harbor_tool_path") as box:
+            return await run_conversation(
+                box, one_turn, RecordingSimulator(), device="cpu", turn_timeout_s=300
+            )
+
+    [record] = asyncio.run(converse()).turns
+    print(record.model_dump_json(indent=1))
+    assert record.error is None, record.error
+    names = [call.name for call in record.tool_calls]
+    # GAIA's own session indexing comes first, then the model's (forced) retrieval call.
+    assert names[:2] == ["index_documents", "query_documents"], names
+    query = record.tool_calls[1]
+    assert "_detail" not in query.arguments  # read back as arguments, not as a label
+    assert query.error is None and "chunk" in query.result_summary
+    assert record.answer.strip()

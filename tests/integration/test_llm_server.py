@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -26,6 +27,8 @@ STARTUP_DEADLINE_S = 120
 CHAT_ALIAS, CHAT_REAL = "Gemma-4-E4B-it-GGUF", "SmolLM2-135M-Instruct-GGUF"
 EMBED_ALIAS, EMBED_REAL = "user.embeddinggemma-300m-GGUF", "all-MiniLM-L6-v2-GGUF"
 HELLO = [{"role": "user", "content": "Say hello in one short sentence."}]
+GAIA_CHAT_FLAGS = "--parallel 2 --kv-unified --cache-ram 0 --slot-prompt-similarity 0.5"
+GAIA_PYTHON = ROOT / ".venv-gaia" / "bin" / "python"
 
 
 def free_port() -> int:
@@ -42,7 +45,12 @@ def models_dir() -> Path:
     return MODELS_DIR
 
 
-def start_server(models_dir: Path, log_path: Path, env: dict[str, str] | None = None):
+def start_server(
+    models_dir: Path,
+    log_path: Path,
+    env: dict[str, str] | None = None,
+    extra_args: tuple[str, ...] = (),
+):
     port = free_port()
     log = log_path.open("w")
     process = subprocess.Popen(
@@ -58,6 +66,7 @@ def start_server(models_dir: Path, log_path: Path, env: dict[str, str] | None = 
             str(models_dir),
             "--threads",
             "2",
+            *extra_args,
         ],
         cwd=ROOT,
         stdout=log,
@@ -283,6 +292,75 @@ def test_embeddings_accept_a_single_string(api):
     assert len(body["data"]) == 1 and len(body["data"][0]["embedding"]) == 384
 
 
+#: Every word is one MiniLM word piece, so N words are exactly N pieces.
+ONE_PIECE_WORDS = [
+    "the",
+    "cat",
+    "sat",
+    "on",
+    "the",
+    "mat",
+    "while",
+    "a",
+    "dog",
+    "ran",
+    "to",
+    "the",
+    "big",
+    "red",
+    "barn",
+]
+
+
+def words(count: int) -> str:
+    return " ".join(ONE_PIECE_WORDS[i % len(ONE_PIECE_WORDS)] for i in range(count))
+
+
+def embed(api, inputs) -> httpx.Response:
+    return api.post("/embeddings", json={"model": EMBED_ALIAS, "input": inputs})
+
+
+def vectors(response: httpx.Response) -> list[list[float]]:
+    assert response.status_code == 200, response.text
+    return [item["embedding"] for item in sorted(response.json()["data"], key=lambda d: d["index"])]
+
+
+def test_a_2000_word_input_is_cut_as_sentence_transformers_cuts_it(api):
+    counts_before = api.get("/stats").json()["embeddings"]
+    response = embed(api, words(2000))
+    [vector] = vectors(response)
+    assert len(vector) == 384
+    assert math.isclose(math.sqrt(sum(x * x for x in vector)), 1.0, rel_tol=1e-3)
+    # [CLS] + the first 254 pieces + [SEP] were encoded, as llama.cpp itself counts them ...
+    assert response.json()["usage"]["prompt_tokens"] == 256
+    # ... and they give the vector of the first 254 words on their own.
+    [head] = vectors(embed(api, words(254)))
+    assert dot(vector, head) > 0.99999
+    counts = api.get("/stats").json()["embeddings"]
+    assert counts["truncated"] == counts_before["truncated"] + 1
+    assert counts["inputs"] == counts_before["inputs"] + 2
+    assert counts["max_input_tokens"] == 256
+    assert loaded(api, "embedding")["max_input_tokens"] == 256
+
+
+def test_inputs_within_the_limit_keep_their_vectors_in_a_batch_with_a_cut_one(api):
+    texts = ["The cat sat on the mat.", "Quarterly revenue grew by twelve percent."]
+    alone = vectors(embed(api, texts))
+    counts_before = api.get("/stats").json()["embeddings"]
+    together = vectors(embed(api, [texts[0], words(600), texts[1]]))
+    assert len(together) == 3
+    for single, batched in zip(alone, (together[0], together[2]), strict=True):
+        assert dot(single, batched) > 0.99999  # sent as token ids now: the same vector
+    assert api.get("/stats").json()["embeddings"]["truncated"] == counts_before["truncated"] + 1
+
+
+def test_an_input_of_exactly_the_limit_is_not_cut(api):
+    counts_before = api.get("/stats").json()["embeddings"]
+    response = embed(api, words(254))
+    assert response.json()["usage"]["prompt_tokens"] == 256
+    assert api.get("/stats").json()["embeddings"]["truncated"] == counts_before["truncated"]
+
+
 def dot(a: list[float], b: list[float]) -> float:
     """Cosine similarity, since the vectors are unit length."""
     return sum(x * y for x, y in zip(a, b, strict=True))
@@ -291,26 +369,126 @@ def dot(a: list[float], b: list[float]) -> float:
 # --- model management ---------------------------------------------------------------------
 
 
-def test_load_with_window_and_slots_is_reported_then_unload_and_auto_reload(api):
-    flags = "--parallel 2 --kv-unified --cache-ram 0"
-    response = api.post(
-        "/load", json={"model_name": CHAT_ALIAS, "ctx_size": 8192, "llamacpp_args": flags}
-    )
-    assert response.status_code == 200, response.text
-    entry = next(m for m in api.get("/health").json()["all_models_loaded"] if m["type"] == "llm")
-    assert entry["model_name"] == CHAT_ALIAS
-    assert entry["recipe_options"]["ctx_size"] == 8192
-    assert entry["recipe_options"]["llamacpp_args"] == flags
-    assert entry["slots"] == 2
-    assert chat(api, id_slot=1).status_code == 200  # GAIA pins side requests to slot 1
+def loaded(api, kind: str) -> dict:
+    """The `/health` entry of the running model of this type (`llm` or `embedding`)."""
+    return next(m for m in api.get("/health").json()["all_models_loaded"] if m["type"] == kind)
 
-    assert api.post("/unload", json={"model_name": CHAT_ALIAS}).status_code == 200
-    loaded = [m["type"] for m in api.get("/health").json()["all_models_loaded"]]
-    assert loaded == ["embedding"]
-    assert api.post("/unload", json={"model_name": CHAT_ALIAS}).status_code == 404
-    assert chat(api).status_code == 200  # a request loads the model again, as Lemonade does
-    loaded = {m["type"] for m in api.get("/health").json()["all_models_loaded"]}
-    assert loaded == {"llm", "embedding"}
+
+def load(api, name: str, **fields):
+    response = api.post("/load", json={"model_name": name, **fields})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_chat_model_starts_as_gaia_loads_it_and_reports_what_llama_cpp_runs(api):
+    entry = loaded(api, "llm")
+    assert entry["recipe_options"]["ctx_size"] == 65536
+    assert entry["recipe_options"]["llamacpp_args"] == GAIA_CHAT_FLAGS
+    assert entry["slots"] == 2
+    # llama.cpp gives one request at most the trained window; both figures are its own.
+    assert entry["max_context_window"] == 8192
+    assert entry["context_per_request"] == 8192
+    assert entry["in_flight"] == 0
+
+
+def test_a_prompt_past_the_per_request_window_is_refused_by_llama_cpp(api):
+    messages = [{"role": "user", "content": "word " * 9000}]
+    response = chat(api, messages=messages, max_tokens=1)
+    assert response.status_code == 400
+    assert "8192" in response.text  # the window /health reports as context_per_request
+
+
+def test_the_chat_window_meets_gaias_own_requirement(api):
+    if not GAIA_PYTHON.exists():
+        pytest.skip("GAIA's venv is missing — run scripts/setup-gaia-venv")
+    code = (
+        "from gaia.llm.lemonade_client import find_model_requirement as f;"
+        f"print(f({CHAT_ALIAS!r}).min_ctx_size)"
+    )
+    required = int(
+        subprocess.run(
+            [GAIA_PYTHON, "-c", code], capture_output=True, text=True, check=True
+        ).stdout.split()[-1]
+    )
+    assert loaded(api, "llm")["recipe_options"]["ctx_size"] >= required
+
+
+def test_gaias_own_loads_change_nothing(api):
+    chat_before, embed_before = loaded(api, "llm"), loaded(api, "embedding")
+    answer = load(api, CHAT_ALIAS, ctx_size=65536, llamacpp_args=GAIA_CHAT_FLAGS)
+    assert answer["started"] is False and answer["ctx_size"] == 65536
+    answer = load(api, EMBED_ALIAS, llamacpp_args="--ubatch-size 2048")
+    assert answer["started"] is False
+    assert any("--ubatch-size 2048" in flag for flag in answer["ignored_llamacpp_args"])
+    answer = load(api, CHAT_ALIAS, ctx_size=8192)  # a smaller window never shrinks it
+    assert answer["started"] is False and answer["ctx_size"] == 65536
+    assert loaded(api, "llm")["loaded_at"] == chat_before["loaded_at"]
+    assert loaded(api, "embedding")["loaded_at"] == embed_before["loaded_at"]
+
+
+def test_unload_keeps_the_shared_models_resident_and_says_so(api):
+    before = loaded(api, "llm")
+    for body in ({"model_name": CHAT_ALIAS}, {"model_name": EMBED_ALIAS}, {}):
+        response = api.post("/unload", json=body)
+        assert response.status_code == 200, response.text
+        answer = response.json()
+        assert answer["status"] == "success" and answer["kept_resident"] is True
+        assert "shared" in answer["note"]
+    assert loaded(api, "llm")["loaded_at"] == before["loaded_at"]
+    assert {m["type"] for m in api.get("/health").json()["all_models_loaded"]} == {
+        "llm",
+        "embedding",
+    }
+    assert chat(api).status_code == 200
+    unknown = api.post("/unload", json={"model_name": "Qwen3-0.6B-GGUF"})
+    assert unknown.status_code == 404
+
+
+def long_chat(max_tokens: int) -> dict:
+    """A streamed generation that runs its full length (llama.cpp's `ignore_eos`)."""
+    return {
+        "model": CHAT_ALIAS,
+        "messages": [{"role": "user", "content": "Tell me a long story about a lighthouse."}],
+        "max_tokens": max_tokens,
+        "ignore_eos": True,
+        "temperature": 0,
+        "stream": True,
+    }
+
+
+def test_a_restart_waits_for_the_stream_in_flight_which_completes(api):
+    """A load that needs a restart arrives mid-stream: the stream ends whole, then the model
+    restarts (before, the restart broke the stream with a ReadError / HTTP 502)."""
+    events: list[str] = []
+    answers: list[httpx.Response] = []
+
+    def restart_with_another_flag() -> None:
+        answers.append(
+            api.post(
+                "/load",
+                json={"model_name": CHAT_ALIAS, "llamacpp_args": "--slot-prompt-similarity 0.25"},
+            )
+        )
+        events.append("load answered")
+
+    loader = threading.Thread(target=restart_with_another_flag)
+    chunks, done = 0, False
+    with api.stream("POST", "/chat/completions", json=long_chat(200)) as response:
+        for line in response.iter_lines():
+            if loader.ident is None:
+                loader.start()  # once the stream is under way
+            done = done or line == "data: [DONE]"
+            chunks += line.startswith("data: {")
+        events.append("stream ended")
+    loader.join(timeout=120)
+    assert done and chunks >= 200
+    assert events == ["stream ended", "load answered"]
+    assert answers[0].status_code == 200 and answers[0].json()["started"] is True
+    entry = loaded(api, "llm")
+    assert "--slot-prompt-similarity 0.25" in entry["recipe_options"]["llamacpp_args"]
+    assert entry["recipe_options"]["ctx_size"] == 65536  # the restart kept the window
+    load(api, CHAT_ALIAS, llamacpp_args=GAIA_CHAT_FLAGS)  # back to GAIA's flags
+    assert loaded(api, "llm")["recipe_options"]["llamacpp_args"] == GAIA_CHAT_FLAGS
 
 
 @pytest.mark.parametrize("model", [CHAT_ALIAS, EMBED_ALIAS, CHAT_REAL])
@@ -331,6 +509,7 @@ def test_streamed_pull_ends_with_a_complete_event(api):
         ("/chat/completions", {"model": "Qwen3-0.6B-GGUF", "messages": HELLO}),
         ("/embeddings", {"model": "nomic-embed-text-v1-GGUF", "input": "x"}),
         ("/load", {"model_name": "Qwen3-0.6B-GGUF"}),
+        ("/unload", {"model_name": "Qwen3-0.6B-GGUF"}),
         ("/pull", {"model_name": "Qwen3-0.6B-GGUF"}),
     ],
 )
@@ -365,6 +544,45 @@ def test_other_prefixes_serve_the_same_api(server, prefix):
         json={"model": CHAT_REAL, "messages": HELLO, "max_tokens": 4},
     )
     assert response.status_code == 200
+
+
+# --- a restart that cannot wait -------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def impatient_api(models_dir, tmp_path_factory):
+    """A server that waits only one second for requests in flight, at a small chat window."""
+    log = tmp_path_factory.mktemp("impatient") / "server.log"
+    process, base = start_server(
+        models_dir, log, extra_args=("--chat-ctx", "8192", "--drain-timeout", "1")
+    )
+    with httpx.Client(base_url=base + "/api/v1", timeout=180) as client:
+        yield client
+    stop_server(process)
+
+
+def test_chat_ctx_sets_the_chat_window(impatient_api):
+    entry = loaded(impatient_api, "llm")
+    assert entry["recipe_options"]["ctx_size"] == 8192
+    assert entry["context_per_request"] == 8192
+
+
+def test_a_restart_that_cannot_drain_is_a_409_and_the_stream_lives_on(impatient_api):
+    before = loaded(impatient_api, "llm")
+    done = False
+    with impatient_api.stream("POST", "/chat/completions", json=long_chat(600)) as response:
+        lines = response.iter_lines()
+        assert next(lines).startswith("data: ")  # the generation is under way, and held
+        refused = impatient_api.post("/load", json={"model_name": CHAT_ALIAS, "ctx_size": 16384})
+        for line in lines:
+            done = done or line == "data: [DONE]"
+    assert refused.status_code == 409
+    error = refused.json()["error"]
+    assert error["type"] == "model_busy" and "other clients" in error["message"]
+    assert done
+    after = loaded(impatient_api, "llm")
+    assert after["loaded_at"] == before["loaded_at"]
+    assert after["recipe_options"]["ctx_size"] == 8192
 
 
 # --- lifecycle ----------------------------------------------------------------------------

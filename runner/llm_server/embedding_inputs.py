@@ -1,0 +1,96 @@
+"""Embedding inputs cut to the embedder's limit, the way sentence-transformers cuts them.
+
+Why: GAIA chunks documents for EmbeddingGemma (2048 tokens) and sends chunks of 600+ word
+pieces; MiniLM's llama-server refuses any input longer than its window with HTTP 500 ("input
+(635 tokens) is too large to process"), indexing fails and the scenario ends in SETUP_ERROR.
+sentence-transformers, the reference for this model, never fails there: it encodes `[CLS]`,
+the first `max_seq_length - 2` word pieces and `[SEP]`, and drops the rest silently. This
+module does exactly that with llama.cpp's own tokenizer (the embedder's `/tokenize`).
+
+How: each text input is tokenized with its special tokens. When it is longer than the limit,
+the request sends token ids instead of text: `[CLS]`, the first pieces, and the closing
+`[SEP]`. llama.cpp embeds token ids as given (it adds no special tokens to them), and the ids
+of a whole input give the very vector its text gives (checked by the integration tests).
+Requests with nothing to cut pass through unchanged.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+
+class TokenizerError(RuntimeError):
+    """The embedder's llama-server did not tokenize an input (its answer is in the message)."""
+
+
+@dataclass(frozen=True)
+class FittedRequest:
+    """The embeddings request to send upstream, and what was done to its inputs."""
+
+    body: dict[str, Any]
+    #: Text inputs in the request.
+    texts: int
+    #: Text inputs that were longer than the limit and were cut.
+    truncated: int
+
+
+def cut(tokens: list[int], limit: int) -> list[int]:
+    """The first `limit - 1` tokens (the opening special token and the first pieces) and the
+    last one (the closing special token), for an input tokenized with its special tokens."""
+    if len(tokens) <= limit:
+        return tokens
+    return tokens[: limit - 1] + tokens[-1:]
+
+
+async def tokenize(http: httpx.AsyncClient, url: str, text: str) -> list[int]:
+    """`text` as llama.cpp's tokenizer for this model sees it, special tokens included."""
+    response = await http.post(f"{url}/tokenize", json={"content": text, "add_special": True})
+    try:
+        tokens = response.json().get("tokens") if response.status_code == 200 else None
+    except ValueError:
+        tokens = None
+    if not isinstance(tokens, list) or not all(isinstance(t, int) for t in tokens):
+        raise TokenizerError(
+            f"llama.cpp /tokenize answered HTTP {response.status_code} without token ids: "
+            f"{response.text[:200]}"
+        )
+    return tokens
+
+
+def text_inputs(body: dict[str, Any]) -> list[Any] | None:
+    """The request's inputs as a list, or None when there is no text to check."""
+    inputs = body.get("input")
+    items = [inputs] if isinstance(inputs, str) else inputs
+    if not isinstance(items, list) or not any(isinstance(item, str) for item in items):
+        return None
+    return items
+
+
+async def fit_to_limit(
+    http: httpx.AsyncClient, url: str, body: dict[str, Any], limit: int
+) -> FittedRequest:
+    """`body` with every text input longer than `limit` tokens cut to `limit`.
+
+    When one input is cut, every text input goes as token ids, so the upstream request never
+    mixes text and ids (the vectors are the same either way).
+    """
+    items = text_inputs(body)
+    if items is None:
+        return FittedRequest(body, 0, 0)
+    tokenized = [
+        await tokenize(http, url, item) if isinstance(item, str) else None for item in items
+    ]
+    texts = sum(tokens is not None for tokens in tokenized)
+    too_long = sum(tokens is not None and len(tokens) > limit for tokens in tokenized)
+    if not too_long:
+        return FittedRequest(body, texts, 0)
+    fitted = copy.copy(body)
+    fitted["input"] = [
+        item if tokens is None else cut(tokens, limit)
+        for item, tokens in zip(items, tokenized, strict=True)
+    ]
+    return FittedRequest(fitted, texts, too_long)
