@@ -15,7 +15,7 @@ DEVICE ?= auto
 RUN_ID ?=
 PYTEST_ARGS ?=
 
-.PHONY: install images up down clean bench test doctor docker
+.PHONY: install images up down clean bench test doctor docker corpus
 
 docker:
 	scripts/ensure-docker
@@ -31,27 +31,30 @@ install: $(VENV)/.installed
 	@if [ -x scripts/fetch-models ]; then scripts/fetch-models; fi
 
 images: docker $(VENV)/.installed
-	$(BIN)/python -m runner.stack images
+	$(BIN)/trialbox images
 
 up: docker $(VENV)/.installed
-	$(BIN)/python -m runner.stack up --device $(DEVICE)
+	$(BIN)/trialbox up --device $(DEVICE)
 
 down: $(VENV)/.installed
-	$(BIN)/python -m runner.stack down --device $(DEVICE)
+	$(BIN)/trialbox down --device $(DEVICE)
 
 clean: $(VENV)/.installed
-	$(BIN)/python -m runner.stack clean $(if $(RUN_ID),--run-id $(RUN_ID))
+	$(BIN)/trialbox clean $(if $(RUN_ID),--run-id $(RUN_ID))
 
 doctor: $(VENV)/.installed
-	$(BIN)/python -m runner.stack doctor
+	$(BIN)/trialbox doctor
+
+corpus: $(VENV)/.installed
+	$(BIN)/trialbox corpus build
 
 bench: docker install
-	$(BIN)/trialbox bench
+	$(BIN)/trialbox bench --device $(DEVICE)
 
 # testcontainers: ryuk cannot be pulled where no registry answers, and published ports are
 # reached on loopback (DESIGN 2.6). Callers may override any of these.
 test: export TESTCONTAINERS_RYUK_DISABLED ?= true
 test: export TESTCONTAINERS_CONNECTION_MODE ?= docker_host
 test: export TESTCONTAINERS_HOST_OVERRIDE ?= 127.0.0.1
-test: docker install images
+test: docker install images corpus
 	$(BIN)/pytest $(PYTEST_ARGS)

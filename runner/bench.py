@@ -50,6 +50,19 @@ def build_images(console: Console, names: tuple[str, ...] = IMAGES) -> dict[str,
     return built
 
 
+def build_corpus(corpus_root: Path, say: Callable[[str], None]) -> None:
+    """Generate the corpus's PDF/XLSX/large documents and fetch the real-world texts.
+
+    A real-world text that cannot be fetched is not an error: its scenarios are skipped."""
+    from runner.corpus import build
+
+    report = build(corpus_root)
+    if not report.ok:
+        problems = "\n".join(str(line) for line in report)
+        raise InfraError(f"the corpus did not build — fix the documents listed:\n{problems}")
+    say(f"corpus ready in {corpus_root}")
+
+
 def start_llm(console: Console, device: DeviceChoice) -> tuple[str, str]:
     """Start the stack's LLM service for the device; returns (container name, host URL)."""
     with console.status(f"starting the LLM server ({device.device}) and waiting until healthy ..."):

@@ -154,6 +154,33 @@ def _or_fail(make):  # type: ignore[no-untyped-def]
 
 
 @app.command()
+def rescore(
+    run_dir: Annotated[Path, typer.Argument(help="a finished or partial run folder")],
+    judge_provider: Annotated[str, typer.Option(help="auto | anthropic | openai | none")] = "auto",
+    judge_model: Annotated[Optional[str], typer.Option()] = None,
+    judge_url: Annotated[Optional[str], typer.Option()] = None,
+    results: Annotated[Optional[Path], typer.Option(help="results root [default: beside RUN_DIR]")] = None,
+) -> None:
+    """Judge a run's saved transcripts again with another judge, into a new run folder."""
+    import asyncio
+
+    from runner.launch import exit_code, rescore as replay, resume_settings
+    from runner.settings import new_run_id
+
+    original = _or_fail(lambda: resume_settings(run_dir))
+    settings = original.model_copy(update={
+        "run_id": new_run_id(), "results_root": results or run_dir.parent, "judge_provider": judge_provider,
+        "judge_model": judge_model, "judge_url": judge_url, "simulator_mode": "scripted", "rejudge": 1,
+    })
+    try:
+        card = asyncio.run(replay(run_dir, settings, say))
+    except UsageError as exc:
+        fail(str(exc), EXIT_USAGE)
+    print_summary(card, settings.run_dir)
+    raise typer.Exit(exit_code(card, settings.min_pass_rate))
+
+
+@app.command()
 def calibrate(
     judge_provider: Annotated[str, typer.Option(help="anthropic | openai")] = "auto",
     judge_model: Annotated[Optional[str], typer.Option()] = None,
@@ -275,7 +302,7 @@ def bench(
     results: Annotated[Path, typer.Option()] = Path("results"),
 ) -> None:
     """Everything: engine → images → LLM server → run the default suite → summary."""
-    from runner.bench import build_images, ensure_engine, start_llm
+    from runner.bench import build_corpus, build_images, ensure_engine, start_llm
     from runner.launch import SESSION_DEVICE
     from runner.settings import RunSettings, Selection, new_run_id
 
@@ -284,6 +311,7 @@ def bench(
     for warning in choice.warnings:
         say(f"warning: {warning}")
     images = _infra(lambda: (ensure_engine(say), build_images(console))[1])
+    _infra(lambda: build_corpus(EVAL / "corpus", say))
     container, url = _infra(lambda: start_llm(console, choice))
     settings = RunSettings(
         run_id=new_run_id(), suite_paths=[EVAL / "scenarios"], corpus_root=EVAL / "corpus",

@@ -17,7 +17,7 @@ from runner.checks import run_all_checks
 from runner.evidence import Evidence
 from runner.judge import Judge, JudgeError
 from runner.judgments import Judgments
-from runner.report import RunWriter, Scorecard, scenario_result, trace_of
+from runner.report import RunWriter, Scorecard, Trace, scenario_result, trace_of
 from runner.sandbox import SandboxBackend
 from runner.scenarios import Scenario, default_timeout_s, missing_documents
 from runner.scoring import judge_cost_usd, scenario_status
@@ -66,6 +66,8 @@ class Engine:
     judge: Judge | None
     writer: RunWriter
     say: Callable[[str], None] = print
+    # Rescoring: saved traces by job key. Conversations are read from them instead of run.
+    replay: dict[str, Trace] | None = None
     _streak: list[str] = field(default_factory=list)
     _stopping: str | None = None
     _samples: dict[str, list[RejudgeSample]] = field(default_factory=dict)
@@ -127,6 +129,8 @@ class Engine:
     # -- the conversation -------------------------------------------------------------------
 
     async def _converse(self, job: Job) -> Outcome:
+        if self.replay is not None:
+            return _replayed(job, self.replay.get(job.key))
         scenario = job.scenario
         missing = missing_documents(scenario, self.settings.corpus_root)
         if missing:
@@ -228,6 +232,16 @@ def artifacts_of(run_dir: Path, key: str) -> list[str]:
     """The files collected from a scenario's sandbox, relative to the run folder."""
     folder = run_dir / "artifacts" / key
     return sorted(str(p.relative_to(run_dir)) for p in folder.glob("*") if p.is_file()) if folder.is_dir() else []
+
+
+def _replayed(job: Job, trace: Trace | None) -> Outcome:
+    """The conversation a saved trace recorded; what had no conversation keeps its old status."""
+    if trace is None:
+        return Outcome(infra=Status.NOT_RUN, error="the original run has no trace for this scenario")
+    if trace.transcript is None:
+        status = trace.result.status
+        return Outcome(infra=status if not status.is_judged else Status.ERRORED, error=trace.result.error)
+    return _classify(job.scenario, trace.transcript)
 
 
 def _classify(scenario: Scenario, transcript: Transcript) -> Outcome:

@@ -20,7 +20,7 @@ import httpx
 from runner import __version__
 from runner.engine import Engine
 from runner.judge import CalibrationFailed, JudgeError, ProviderConfigError, from_env_and_flags, open_judge
-from runner.report import RunConfig, RunWriter, Scorecard
+from runner.report import RunConfig, RunWriter, Scorecard, Trace
 from runner.sandbox import SandboxBackend, SandboxError
 from runner.scenarios import Scenario, SelectionError, load_suite, select
 from runner.settings import Backend, RunSettings
@@ -142,6 +142,7 @@ def run_config(settings: RunSettings, extra: dict[str, Any] | None = None) -> Ru
         rejudge=settings.rejudge,
         forced_tool=identity.get("forced_tool") if isinstance(identity, dict) else None,
         scenario_filter=settings.selection.ids,
+        extra={k: v for k, v in (extra or {}).items() if k != "images"},
     )
 
 
@@ -186,6 +187,24 @@ async def run(settings: RunSettings, say: Callable[[str], None], resume: bool = 
     writer = open_writer(settings, resume, extra)
     say(f"results: {settings.run_dir}")
     engine = Engine(settings, scenarios, backend, simulator, judge, writer, say=say)
+    return await engine.run()
+
+
+async def rescore(original: Path, settings: RunSettings, say: Callable[[str], None]) -> Scorecard:
+    """Judge the saved transcripts of `original` again (with `settings`' judge) into a new run
+    folder, without touching the agent: no sandbox is opened."""
+    saved = {}
+    for path in sorted((original / "traces").glob("*.json")):
+        trace = Trace.model_validate_json(path.read_text(encoding="utf-8"))
+        saved[trace.result.key] = trace
+    if not saved:
+        raise UsageError(f"{original}/traces holds no trace to rescore")
+    scenarios = [s for s in selected_scenarios(settings) if any(k.split("__trial")[0] == s.id for k in saved)]
+    say(f"rescoring {len(saved)} trace(s) of {original.name} into run {settings.run_id}")
+    judge, simulator = await prepare_judge(settings, say)
+    writer = open_writer(settings, resume=False, extra={"rescored_from": original.name})
+    engine = Engine(settings, scenarios, backend=None, simulator=simulator, judge=judge,  # type: ignore[arg-type]
+                    writer=writer, say=say, replay=saved)
     return await engine.run()
 
 
