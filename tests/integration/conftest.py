@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -41,19 +42,20 @@ def wait_live(url: str, process: subprocess.Popen[bytes], log: Path, deadline_s:
     raise AssertionError(f"llm server not live within {deadline_s:.0f} s:\n{log.read_text()[-3000:]}")
 
 
-@pytest.fixture(scope="session")
-def llm_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real llm-cpu server (llama.cpp, SmolLM2 + MiniLM) on a free loopback port."""
+@contextmanager
+def running_llm_server(log_dir: Path, env: dict[str, str] | None = None) -> Iterator[str]:
+    """Start a real llm-cpu server (llama.cpp, SmolLM2 + MiniLM) on a free loopback port,
+    yield its origin, and stop it by pid. `env` adds variables (e.g. TRIALBOX_LLM_FORCE_TOOL)."""
     from runner.llm_server.fetch_models import fetch
 
     fetch(MODELS_DIR)
     port = free_port()
-    log = tmp_path_factory.mktemp("llm") / "llm-server.log"
+    log = log_dir / "llm-server.log"
     with log.open("w") as sink:
         process = subprocess.Popen(
             [sys.executable, "-m", "runner.llm_server", "--host", "127.0.0.1", "--port", str(port),
              "--models-dir", str(MODELS_DIR)],
-            cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT,
+            cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
         )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -65,6 +67,13 @@ def llm_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             process.wait(timeout=15)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+@pytest.fixture(scope="session")
+def llm_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One llm-cpu server shared by every integration test of the session."""
+    with running_llm_server(tmp_path_factory.mktemp("llm")) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -7,12 +7,7 @@ Skipped only when .venv-gaia is missing (scripts/setup-gaia-venv makes it).
 from __future__ import annotations
 
 import asyncio
-import os
-import socket
 import sqlite3
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,7 +22,6 @@ from runner.transcript import TurnRecord
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
 ROOT = Path(__file__).resolve().parents[2]
-MODELS_DIR = Path(os.environ.get("TRIALBOX_MODELS_DIR", ROOT / ".cache" / "models"))
 
 FACT_SHEET = """\
 Harbor Lights Festival 2026 - organiser's fact sheet
@@ -234,38 +228,11 @@ def forced_tool_llm_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[st
     SmolLM2-135M never picks a tool on its own, so without this switch GAIA's tool path (the
     model's tool call, the tool run, its result, the answer) would never run here.
     """
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
-    log = tmp_path_factory.mktemp("llm-forced") / "llm-server.log"
-    env = {**os.environ, "TRIALBOX_LLM_FORCE_TOOL": "query_documents"}
-    with log.open("w") as sink:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "runner.llm_server", "--host", "127.0.0.1", "--port", str(port),
-             "--models-dir", str(MODELS_DIR)],
-            cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT, env=env,
-        )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while not _live(url):
-            assert process.poll() is None, f"llm server exited:\n{log.read_text()[-3000:]}"
-            assert time.monotonic() < deadline, f"llm server not live:\n{log.read_text()[-3000:]}"
-            time.sleep(0.2)
+    from conftest import running_llm_server
+
+    forced = {"TRIALBOX_LLM_FORCE_TOOL": "query_documents"}
+    with running_llm_server(tmp_path_factory.mktemp("llm-forced"), forced) as url:
         yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-
-
-def _live(url: str) -> bool:
-    try:
-        return httpx.get(f"{url}/live", timeout=1).status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 def test_agent_tool_calls_reach_the_transcript(

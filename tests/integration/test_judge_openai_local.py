@@ -7,17 +7,10 @@ away. Needs the model files from `scripts/fetch-models` in .cache/models.
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import socket
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from runner.judge import (
@@ -35,9 +28,6 @@ from runner.transcript import TurnPerformance, TurnRecord
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
-REPO = Path(__file__).resolve().parents[2]
-MODELS = REPO / ".cache" / "models"
-CHAT_MODEL = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 @pytest.fixture
@@ -45,49 +35,10 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
-def llm_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    if importlib.util.find_spec("runner.llm_server") is None:
-        pytest.skip("runner.llm_server is not importable yet")
-    if not (MODELS / CHAT_MODEL).exists():
-        pytest.skip(f"{MODELS / CHAT_MODEL} missing: run scripts/fetch-models")
-    port = _free_port()
-    log = tmp_path_factory.mktemp("llm") / "llm_server.log"
-    with log.open("wb") as sink:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "runner.llm_server", "--port", str(port), "--models-dir", str(MODELS)],
-            stdout=sink, stderr=subprocess.STDOUT, cwd=REPO,
-        )
-    base = f"http://127.0.0.1:{port}/api/v1"
-    try:
-        _wait_healthy(base, server, log)
-        yield base
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-
-
-def _wait_healthy(base: str, server: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            pytest.fail(f"llm_server exited with {server.returncode}:\n{log.read_text()[-2000:]}")
-        try:
-            if httpx.get(base + "/health", timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.5)
-    pytest.fail(f"llm_server not healthy after 90 s:\n{log.read_text()[-2000:]}")
+def judge_url(llm_url: str) -> str:
+    """The shared llm-cpu server (tests/integration/conftest.py), as an OpenAI-compatible base."""
+    return f"{llm_url}/api/v1"
 
 
 def _goa_only() -> CalibrationSet:
@@ -95,8 +46,8 @@ def _goa_only() -> CalibrationSet:
     return CalibrationSet(claims=[e for e in examples.claims if e.source == "goa-ai"], rubric=[])
 
 
-async def test_claim_labels_from_the_small_model_are_validated_or_rejected(llm_url: str, tmp_path: Path) -> None:
-    judge = ModelJudge(OpenAIBackend(llm_url), JudgeCache(tmp_path))
+async def test_claim_labels_from_the_small_model_are_validated_or_rejected(judge_url: str, tmp_path: Path) -> None:
+    judge = ModelJudge(OpenAIBackend(judge_url), JudgeCache(tmp_path))
     claims = [{"name": "pump", "claim": "The pump is running."},
               {"name": "valve", "claim": "The valve is open."}]
     try:
@@ -109,9 +60,9 @@ async def test_claim_labels_from_the_small_model_are_validated_or_rejected(llm_u
     assert judge.judge_model == "openai:SmolLM2-135M-Instruct-GGUF"
 
 
-async def test_turn_grades_from_the_small_model_are_validated_or_rejected(llm_url: str) -> None:
+async def test_turn_grades_from_the_small_model_are_validated_or_rejected(judge_url: str) -> None:
     example = load_calibration().rubric[0]
-    judge = ModelJudge(OpenAIBackend(llm_url, max_tokens=400))
+    judge = ModelJudge(OpenAIBackend(judge_url, max_tokens=400))
     try:
         judgments = await judge.judge(example.scenario, example.transcript)
     except JudgeError as error:
@@ -123,9 +74,9 @@ async def test_turn_grades_from_the_small_model_are_validated_or_rejected(llm_ur
     assert judgments.usage.requests >= 2 and judgments.usage.input_tokens > 0
 
 
-async def test_a_second_identical_question_is_served_from_the_cache(llm_url: str, tmp_path: Path) -> None:
+async def test_a_second_identical_question_is_served_from_the_cache(judge_url: str, tmp_path: Path) -> None:
     claims = [{"name": "claim", "claim": "The pump is running."}]
-    first = ModelJudge(OpenAIBackend(llm_url), JudgeCache(tmp_path))
+    first = ModelJudge(OpenAIBackend(judge_url), JudgeCache(tmp_path))
     try:
         labels = await first.judge_claims(claims, "The pump is running.")
     except JudgeError:
@@ -135,23 +86,25 @@ async def test_a_second_identical_question_is_served_from_the_cache(llm_url: str
     assert unreachable.cache is not None and unreachable.cache.hits == 1
 
 
-async def test_the_small_model_fails_calibration(llm_url: str) -> None:
+async def test_the_small_model_fails_calibration(judge_url: str) -> None:
     """Measured: SmolLM2-135M labels (almost) everything `contradicted`; the gate must refuse it."""
-    report = await calibrate(ModelJudge(OpenAIBackend(llm_url)), deadline_s=90, examples=_goa_only())
+    report = await calibrate(ModelJudge(OpenAIBackend(judge_url)), deadline_s=90, examples=_goa_only())
     print(report)
     assert not report.passed
     assert report.misses and all(r.got in {l.value for l in ClaimLabel} or r.error for r in report.misses)
 
 
 async def test_a_judge_url_that_refuses_connections_is_one_clear_error() -> None:
-    port = _free_port()  # bound and released: nothing listens there now
+    from conftest import free_port
+
+    port = free_port()  # bound and released: nothing listens there now
     judge = ModelJudge(OpenAIBackend(f"http://127.0.0.1:{port}", "any-model"))
     with pytest.raises(JudgeError, match=rf"cannot connect to http://127.0.0.1:{port}/v1/chat/completions"):
         await judge.judge_claims([{"name": "c", "claim": "x"}], "an answer")
 
 
-async def test_llm_simulator_writes_a_message_and_keeps_scripted_turns_verbatim(llm_url: str) -> None:
-    simulator = LLMSimulator("openai", url=llm_url)
+async def test_llm_simulator_writes_a_message_and_keeps_scripted_turns_verbatim(judge_url: str) -> None:
+    simulator = LLMSimulator("openai", url=judge_url)
     scenario: Any = type("S", (), {"id": "s", "persona": "casual_user", "description": "Budget questions."})()
     unscripted: Any = type("T", (), {"turn": 2, "objective": "Ask which department spends the most on travel.",
                                      "user_message": None})()
