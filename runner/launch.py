@@ -28,6 +28,8 @@ from runner.simulate import make_simulator
 from runner.status import Status
 
 EXIT_OK, EXIT_QUALITY, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
+# Skips that are a property of the machine, not a failure of the run.
+SKIPPED = (Status.SKIPPED_NO_DOCUMENT, Status.SKIPPED_NO_MODEL)
 
 # The GAIA session device for each stack device: GAIA calls a ROCm GPU "gpu".
 SESSION_DEVICE = {"cpu": "cpu", "rocm": "gpu", "npu": "npu"}
@@ -78,8 +80,21 @@ def make_backend(settings: RunSettings) -> SandboxBackend:
 
     if not settings.llm_container:
         raise InfraError("the docker backend needs the LLM server's container — start it with `trialbox up`")
-    host_corpus = Path(os.environ.get("TRIALBOX_HOST_CORPUS_DIR", str(corpus)))
-    return DockerBackend(settings.run_id, settings.llm_container, host_corpus)
+    return DockerBackend(settings.run_id, settings.llm_container, host_path_of(corpus))
+
+
+def host_path_of(path: Path) -> Path:
+    """The host's path for `path`. Sandboxes are siblings of the runner container, so their
+    bind mounts name host paths: inside the runner image eval/ is mounted at TRIALBOX_EVAL_ROOT
+    from the host's TRIALBOX_HOST_EVAL_DIR. On the host both are unset and paths are kept."""
+    eval_root, host_eval = os.environ.get("TRIALBOX_EVAL_ROOT"), os.environ.get("TRIALBOX_HOST_EVAL_DIR")
+    if not (eval_root and host_eval and os.environ.get("TRIALBOX_IN_CONTAINER") == "1"):
+        return path
+    try:
+        return Path(host_eval) / path.relative_to(Path(eval_root).resolve())
+    except ValueError:
+        raise InfraError(f"{path} is outside {eval_root}, the only folder the runner container shares "
+                         "with its sandboxes — keep the corpus under eval/") from None
 
 
 async def prepare_judge(settings: RunSettings, say: Callable[[str], None]) -> tuple[Any, Any]:
@@ -162,10 +177,11 @@ def open_writer(settings: RunSettings, resume: bool, extra: dict[str, Any] | Non
 
 
 def exit_code(card: Scorecard, min_pass_rate: float | None) -> int:
-    """0 completed; 1 the pass-rate gate failed; 3 nothing produced a result (all infra)."""
+    """0 completed; 1 the pass-rate gate failed; 3 the run stopped early (scenarios NOT_RUN) or
+    no scenario produced a result (all infrastructure errors)."""
     statuses = [r.status for r in card.scenarios]
-    worked = [s for s in statuses if s.is_judged or s is Status.NOT_JUDGED or s.is_skipped]
-    if statuses and not worked:
+    worked = [s for s in statuses if s.is_judged or s in (Status.NOT_JUDGED, *SKIPPED)]
+    if Status.NOT_RUN in statuses or (statuses and not worked):
         return EXIT_INFRA
     if min_pass_rate is not None and (card.summary.pass_rate or 0.0) < min_pass_rate:
         return EXIT_QUALITY

@@ -70,7 +70,7 @@ class DockerSandbox:
     async def collect(self, dest: Path) -> None:
         """Copy the chat DB, both containers' logs and the LLM server's stats into dest."""
         dest.mkdir(parents=True, exist_ok=True)
-        await asyncio.to_thread(_copy_out, self.ui, f"{GAIA_HOME}/chat/gaia_chat.db", dest)
+        await asyncio.to_thread(_snapshot_chat_db, self.ui, dest)
         for name, container in (("agent-ui.log", self.ui), ("mcp.log", self.mcp)):
             logs = await asyncio.to_thread(container.logs, stdout=True, stderr=True)
             (dest / name).write_bytes(logs)
@@ -80,6 +80,26 @@ class DockerSandbox:
             (dest / "llm-stats.json").write_text(stats.text)
         except httpx.HTTPError as exc:
             (dest / "llm-stats.json").write_text(f'{{"error": "{type(exc).__name__}"}}')
+
+
+# GAIA's chat DB runs in WAL mode: copying the file alone can miss committed rows, so take a
+# consistent snapshot with SQLite's backup API inside the container, then copy that out.
+_SNAPSHOT = (
+    "import sqlite3, sys, os\n"
+    "src = sys.argv[1]\n"
+    "if os.path.exists(src):\n"
+    "    out = sqlite3.connect('/tmp/gaia_chat.db')\n"
+    "    sqlite3.connect(src).backup(out)\n"
+    "    out.close()\n"
+)
+
+
+def _snapshot_chat_db(container: Container, dest: Path) -> None:
+    result = container.exec_run(["python", "-c", _SNAPSHOT, f"{GAIA_HOME}/chat/gaia_chat.db"])
+    if result.exit_code != 0:
+        (dest / "gaia_chat.db.error").write_bytes(result.output)
+        return
+    _copy_out(container, "/tmp/gaia_chat.db", dest)
 
 
 def _copy_out(container: Container, path: str, dest: Path) -> None:
