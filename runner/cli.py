@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -22,7 +22,7 @@ app.add_typer(corpus_app, name="corpus")
 console = Console(highlight=False)
 
 EVAL = Path(os.environ.get("TRIALBOX_EVAL_ROOT", "eval"))
-SuitePaths = Annotated[Optional[list[Path]], typer.Argument(help="scenario files or folders [default: eval/scenarios]")]
+SuitePaths = Annotated[list[Path] | None, typer.Argument(help="scenario files or folders [default: eval/scenarios]")]
 Corpus = Annotated[Path, typer.Option("--corpus", help="corpus root (holds manifest.json)")]
 
 
@@ -58,28 +58,28 @@ def validate(paths: SuitePaths = None, corpus: Corpus = EVAL / "corpus") -> None
 def run(
     paths: SuitePaths = None,
     corpus: Corpus = EVAL / "corpus",
-    scenario: Annotated[Optional[list[str]], typer.Option("--scenario", "-s", help="scenario id (repeatable)")] = None,
-    category: Annotated[Optional[list[str]], typer.Option(help="category (repeatable)")] = None,
-    tag: Annotated[Optional[list[str]], typer.Option(help="tag (repeatable)")] = None,
-    exclude_tag: Annotated[Optional[list[str]], typer.Option(help="skip scenarios with this tag")] = None,
+    scenario: Annotated[list[str] | None, typer.Option("--scenario", "-s", help="scenario id (repeatable)")] = None,
+    category: Annotated[list[str] | None, typer.Option(help="category (repeatable)")] = None,
+    tag: Annotated[list[str] | None, typer.Option(help="tag (repeatable)")] = None,
+    exclude_tag: Annotated[list[str] | None, typer.Option(help="skip scenarios with this tag")] = None,
     backend: Annotated[str, typer.Option(help="docker (containers) or local (host processes)")] = "docker",
     device: Annotated[str, typer.Option(help="auto | cpu | rocm | npu")] = "auto",
     llm_url: Annotated[str, typer.Option(help="the LLM server as the engine reaches it")] = "http://127.0.0.1:13305",
-    llm_container: Annotated[Optional[str], typer.Option(help="docker backend: the LLM container [default: the stack's]")] = None,
+    llm_container: Annotated[str | None, typer.Option(help="docker backend: the LLM container [default: the stack's]")] = None,
     concurrency: Annotated[int, typer.Option(min=1, max=16)] = 1,
     trials: Annotated[int, typer.Option(min=1, max=50, help="run each scenario K times")] = 1,
     rejudge: Annotated[int, typer.Option(min=1, max=20, help="judge each transcript K times")] = 1,
-    timeout: Annotated[Optional[float], typer.Option(help="seconds per scenario [default: GAIA's formula]")] = None,
-    budget_usd: Annotated[Optional[float], typer.Option(help="judge spend allowed per scenario")] = None,
-    min_pass_rate: Annotated[Optional[float], typer.Option(help="exit 1 below this pass rate (0-1)")] = None,
+    timeout: Annotated[float | None, typer.Option(help="seconds per scenario [default: GAIA's formula]")] = None,
+    budget_usd: Annotated[float | None, typer.Option(help="judge spend allowed per scenario")] = None,
+    min_pass_rate: Annotated[float | None, typer.Option(help="exit 1 below this pass rate (0-1)")] = None,
     judge_provider: Annotated[str, typer.Option(help="auto | anthropic | openai | none")] = "auto",
-    judge_model: Annotated[Optional[str], typer.Option()] = None,
-    judge_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible judge base URL")] = None,
+    judge_model: Annotated[str | None, typer.Option()] = None,
+    judge_url: Annotated[str | None, typer.Option(help="OpenAI-compatible judge base URL")] = None,
     simulator: Annotated[str, typer.Option(help="auto | scripted | anthropic | openai")] = "auto",
-    simulator_model: Annotated[Optional[str], typer.Option()] = None,
-    simulator_url: Annotated[Optional[str], typer.Option()] = None,
+    simulator_model: Annotated[str | None, typer.Option()] = None,
+    simulator_url: Annotated[str | None, typer.Option()] = None,
     results: Annotated[Path, typer.Option(help="results root")] = Path("results"),
-    resume: Annotated[Optional[Path], typer.Option(help="continue RUN_DIR under its original settings")] = None,
+    resume: Annotated[Path | None, typer.Option(help="continue RUN_DIR under its original settings")] = None,
 ) -> None:
     """Run scenarios against the GAIA Agent UI, judge them and write results/<run_id>/."""
     from runner.launch import resume_settings
@@ -157,14 +157,15 @@ def _or_fail(make):  # type: ignore[no-untyped-def]
 def rescore(
     run_dir: Annotated[Path, typer.Argument(help="a finished or partial run folder")],
     judge_provider: Annotated[str, typer.Option(help="auto | anthropic | openai | none")] = "auto",
-    judge_model: Annotated[Optional[str], typer.Option()] = None,
-    judge_url: Annotated[Optional[str], typer.Option()] = None,
-    results: Annotated[Optional[Path], typer.Option(help="results root [default: beside RUN_DIR]")] = None,
+    judge_model: Annotated[str | None, typer.Option()] = None,
+    judge_url: Annotated[str | None, typer.Option()] = None,
+    results: Annotated[Path | None, typer.Option(help="results root [default: beside RUN_DIR]")] = None,
 ) -> None:
     """Judge a run's saved transcripts again with another judge, into a new run folder."""
     import asyncio
 
-    from runner.launch import exit_code, rescore as replay, resume_settings
+    from runner.launch import exit_code, resume_settings
+    from runner.launch import rescore as replay
     from runner.settings import new_run_id
 
     original = _or_fail(lambda: resume_settings(run_dir))
@@ -183,14 +184,15 @@ def rescore(
 @app.command()
 def calibrate(
     judge_provider: Annotated[str, typer.Option(help="anthropic | openai")] = "auto",
-    judge_model: Annotated[Optional[str], typer.Option()] = None,
-    judge_url: Annotated[Optional[str], typer.Option()] = None,
+    judge_model: Annotated[str | None, typer.Option()] = None,
+    judge_url: Annotated[str | None, typer.Option()] = None,
     deadline: Annotated[float, typer.Option(help="seconds")] = 120.0,
 ) -> None:
     """Run only the calibration gate: exit 0 calibrated, 1 failed, 2 configuration error."""
     import asyncio
 
-    from runner.judge import ProviderConfigError, calibrate as gate, from_env_and_flags, make_judge
+    from runner.judge import ProviderConfigError, from_env_and_flags, make_judge
+    from runner.judge import calibrate as gate
 
     try:
         choices = from_env_and_flags(judge=None if judge_provider == "auto" else judge_provider,
@@ -212,7 +214,8 @@ def calibrate(
 @app.command()
 def compare(baseline: Path, current: Path) -> None:
     """Compare two scorecards: exit 2 on a regression, 3 when agent/judge models differ."""
-    from runner.report import compare as diff, read_scorecard
+    from runner.report import compare as diff
+    from runner.report import read_scorecard
 
     def card(path: Path):  # type: ignore[no-untyped-def]
         return read_scorecard(path / "scorecard.json" if path.is_dir() else path)
@@ -275,7 +278,8 @@ def up(device: Annotated[str, typer.Option(help="auto | cpu | rocm | npu")] = "a
 @app.command()
 def down(device: Annotated[str, typer.Option(help="auto | cpu | rocm | npu")] = "auto") -> None:
     """Stop the stack (model-cache volumes are kept)."""
-    from runner.stack.compose import ComposeError, down as stop
+    from runner.stack.compose import ComposeError
+    from runner.stack.compose import down as stop
 
     try:
         stop(_device(device).device)
@@ -285,7 +289,7 @@ def down(device: Annotated[str, typer.Option(help="auto | cpu | rocm | npu")] = 
 
 
 @app.command()
-def clean(run_id: Annotated[Optional[str], typer.Option(help="only this run")] = None) -> None:
+def clean(run_id: Annotated[str | None, typer.Option(help="only this run")] = None) -> None:
     """Remove every container, network and volume labelled trialbox.run (or one run's)."""
     from runner.stack.cleanup import cleanup
 
@@ -296,8 +300,8 @@ def clean(run_id: Annotated[Optional[str], typer.Option(help="only this run")] =
 @app.command()
 def bench(
     device: Annotated[str, typer.Option(help="auto | cpu | rocm | npu")] = "auto",
-    scenario: Annotated[Optional[list[str]], typer.Option("--scenario", "-s")] = None,
-    category: Annotated[Optional[list[str]], typer.Option()] = None,
+    scenario: Annotated[list[str] | None, typer.Option("--scenario", "-s")] = None,
+    category: Annotated[list[str] | None, typer.Option()] = None,
     concurrency: Annotated[int, typer.Option(min=1, max=16)] = 1,
     results: Annotated[Path, typer.Option()] = Path("results"),
 ) -> None:

@@ -38,7 +38,6 @@ class Job:
 
     scenario: Scenario
     trial: int | None
-    order: int  # position in the declared order, for the report
 
     @property
     def key(self) -> str:
@@ -77,9 +76,9 @@ class Engine:
         trials = self.settings.trials
         done = self.writer.done_keys()
         jobs = []
-        for order, scenario in enumerate(self.scenarios):
+        for scenario in self.scenarios:
             for trial in range(1, trials + 1) if trials > 1 else [None]:
-                job = Job(scenario, trial, order * 1000 + (trial or 0))
+                job = Job(scenario, trial)
                 if job.key not in done:
                     jobs.append(job)
         return jobs

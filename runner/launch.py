@@ -19,7 +19,13 @@ import httpx
 
 from runner import __version__
 from runner.engine import Engine
-from runner.judge import CalibrationFailed, JudgeError, ProviderConfigError, from_env_and_flags, open_judge
+from runner.judge import (
+    CalibrationFailed,
+    JudgeError,
+    ProviderConfigError,
+    from_env_and_flags,
+    open_judge,
+)
 from runner.report import RunConfig, RunWriter, Scorecard, Trace
 from runner.sandbox import SandboxBackend, SandboxError
 from runner.scenarios import Scenario, SelectionError, load_suite, select

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import secrets
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import Enum
 from pathlib import Path
 
@@ -68,5 +68,5 @@ class RunSettings(BaseModel):
 
 def new_run_id(now: datetime | None = None) -> str:
     """Sortable and unique: a UTC timestamp plus four random hex digits."""
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     return f"{now:%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
