@@ -63,10 +63,12 @@ def scorecard(run_dir: Path) -> dict:
 
 
 def gaia_processes() -> set[str]:
-    """Agent UI / MCP bridge processes alive now (pid and args)."""
+    """This checkout's Agent UI / MCP bridge processes alive now (pid and args); GAIA processes
+    inside containers (other runs on the same machine) show up in `ps` too and are left out."""
     out = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True).stdout
+    ours = str(ROOT / ".venv-gaia")
     return {line.strip() for line in out.splitlines()
-            if "gaia.ui.server" in line or "agent_ui_mcp" in line}
+            if ours in line and ("gaia.ui.server" in line or "agent_ui_mcp" in line)}
 
 
 @pytest.fixture(scope="module")
