@@ -191,13 +191,14 @@ def calibrate(
     """Run only the calibration gate: exit 0 calibrated, 1 failed, 2 configuration error."""
     import asyncio
 
-    from runner.judge import ProviderConfigError, from_env_and_flags, make_judge
+    from runner.judge import JudgeCache, ProviderConfigError, from_env_and_flags, make_judge
     from runner.judge import calibrate as gate
 
     try:
         choices = from_env_and_flags(judge=None if judge_provider == "auto" else judge_provider,
                                      judge_model=judge_model, judge_url=judge_url)
-        judge = make_judge(choices.judge)
+        cache = JudgeCache(choices.judge.cache_dir)
+        judge = make_judge(choices.judge, cache)
     except ProviderConfigError as exc:
         fail(str(exc), EXIT_USAGE)
     if judge is None:
@@ -208,6 +209,8 @@ def calibrate(
     except Exception as exc:  # noqa: BLE001 — an unreachable judge is a configuration error
         fail(f"calibration could not run: {type(exc).__name__}: {exc}", EXIT_USAGE)
     say(str(report))
+    stats = cache.stats()
+    say(f"judge cache: {stats.hits} hit(s), {stats.misses} miss(es) in {stats.directory}")
     raise typer.Exit(0 if report.passed else 1)
 
 
