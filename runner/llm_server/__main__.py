@@ -47,6 +47,13 @@ def parse_args(argv: list[str] | None) -> ServeOptions:
         help="seconds a restart waits for requests in flight before answering 409 "
         "(default %(default)s; env TRIALBOX_LLM_DRAIN_TIMEOUT)",
     )
+    parser.add_argument(
+        "--max-output-tokens",
+        type=int,
+        default=int(os.environ.get("TRIALBOX_LLM_MAX_OUTPUT_TOKENS", DEFAULT_MAX_OUTPUT_TOKENS)),
+        help="cap on tokens generated per chat completion, reported in /health; 0 = no cap "
+        "(default %(default)s: SmolLM2-135M rarely stops by itself; env TRIALBOX_LLM_MAX_OUTPUT_TOKENS)",
+    )
     args = parser.parse_args(argv)
     return ServeOptions(
         args.host,
@@ -56,7 +63,11 @@ def parse_args(argv: list[str] | None) -> ServeOptions:
         args.llama_verbosity,
         chat_ctx=args.chat_ctx,
         drain_timeout_s=args.drain_timeout,
+        max_output_tokens=args.max_output_tokens or None,
     )
+
+
+DEFAULT_MAX_OUTPUT_TOKENS = 512
 
 
 def positive_int(text: str) -> int:

@@ -105,6 +105,9 @@ class ServerState:
     models_dir: Path
     llama_version: str
     force_tool: ForceTool | None = None
+    # A 135M model rarely stops by itself: without a cap one answer can run to the context
+    # limit (minutes on two cores). None = no cap, as real Lemonade.
+    max_output_tokens: int | None = None
     last_stats: Stats = field(default_factory=Stats)
     last_loaded_chat: str | None = None
     drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S
@@ -223,6 +226,7 @@ async def health(request: Request) -> JSONResponse:
         server=state.identity,
         aliases=alias_map(state.backend.catalog),
         force_tool=state.force_tool.tool if state.force_tool else None,
+        max_output_tokens=state.max_output_tokens,
     )
     return JSONResponse(body.model_dump())
 
@@ -379,9 +383,22 @@ async def use_model(
     return model, use
 
 
+def cap_output(body: dict[str, Any], cap: int | None) -> dict[str, Any]:
+    """Limit the tokens a completion may generate to `cap` (the request's own limit wins
+    when it is lower). The cap is reported in /health, so a run records it."""
+    if cap is None:
+        return body
+    asked = [body[key] for key in ("max_tokens", "max_completion_tokens", "n_predict")
+             if isinstance(body.get(key), int) and body[key] > 0]
+    body.pop("max_completion_tokens", None)
+    body.pop("n_predict", None)
+    body["max_tokens"] = min([cap, *asked])
+    return body
+
+
 async def chat_completions(request: Request) -> Response:
     state: ServerState = request.app.state.llm
-    body = await read_json(request)
+    body = cap_output(await read_json(request), state.max_output_tokens)
     model, use = await use_model(state, body, ModelKind.CHAT)
     url = f"{model.url}/v1/chat/completions"
     force = state.force_tool if state.force_tool and state.force_tool.applies_to(body) else None

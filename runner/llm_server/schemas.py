@@ -68,6 +68,9 @@ class Health(BaseModel):
     force_tool: str | None = Field(
         description="tool name the TRIALBOX_LLM_FORCE_TOOL switch forces, or null when off"
     )
+    max_output_tokens: int | None = Field(
+        default=None, description="cap on tokens generated per completion, or null for none"
+    )
 
 
 class ModelEntry(BaseModel):

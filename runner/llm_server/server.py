@@ -46,6 +46,8 @@ class ServeOptions:
     chat_ctx: int | None = None
     #: How long a restart waits for the requests in flight on its model.
     drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S
+    #: `--max-output-tokens`: cap per completion (None = none).
+    max_output_tokens: int | None = None
 
 
 def package_version(name: str) -> str:
@@ -87,6 +89,7 @@ def build_state(options: ServeOptions) -> ServerState:
         force_tool=force_tool,
         last_loaded_chat=CATALOG[0].aliases[0],
         drain_timeout_s=options.drain_timeout_s,
+        max_output_tokens=options.max_output_tokens,
     )
 
 
