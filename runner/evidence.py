@@ -16,6 +16,12 @@ from pydantic import BaseModel, Field
 
 from runner.transcript import IndexedDocument, ToolCall, Transcript, TurnRecord
 
+# The Agent UI reports its own session indexing (before the model runs) as a step named
+# "index_documents" (gaia/ui/_chat_helpers.py, 0.25.1; no agent tool has that name). It is the
+# harness's doing, not the agent's choice, so checks on the agent's trajectory leave it out;
+# the transcript keeps it.
+UI_INDEXING_STEP = "index_documents"
+
 E = TypeVar("E")
 A = TypeVar("A")
 
@@ -50,8 +56,9 @@ class TurnEvidence(BaseModel):
 
     @classmethod
     def from_record(cls, record: TurnRecord, first_position: int = 1) -> TurnEvidence:
+        chosen = [call for call in record.tool_calls if call.name != UI_INDEXING_STEP]
         calls = [_call(call, record.turn, first_position + offset)
-                 for offset, call in enumerate(record.tool_calls)]
+                 for offset, call in enumerate(chosen)]
         return cls(turn=record.turn, user_message=record.user_message, answer=record.answer,
                    calls=calls, error=record.error)
 

@@ -94,3 +94,14 @@ def test_helpers_accept_a_matcher() -> None:
 
     assert is_exact(["alpha", "beta"], ["apple", "banana"], same_initial)
     assert not is_exact(["alpha", "beta"], ["apple", "cherry"], same_initial)
+
+
+def test_the_agent_uis_own_indexing_step_is_not_the_agents_choice() -> None:
+    from runner.evidence import UI_INDEXING_STEP, Evidence
+    from runner.transcript import ToolCall, Transcript, TurnPerformance, TurnRecord
+
+    record = TurnRecord(turn=1, user_message="q", answer="a", performance=TurnPerformance(wall_s=1.0),
+                        tool_calls=[ToolCall(name=UI_INDEXING_STEP), ToolCall(name="query_documents")])
+    evidence = Evidence.from_transcript(Transcript(scenario_id="s", turns=[record]))
+    assert [call.name for call in evidence.trajectory] == ["query_documents"]
+    assert evidence.trajectory[0].position == 1
