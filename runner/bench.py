@@ -8,6 +8,7 @@ which `trialbox down` stops.
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -16,7 +17,14 @@ import docker
 from rich.console import Console
 
 from runner.launch import InfraError
-from runner.stack.compose import ComposeError, up_llm
+from runner.stack.compose import (
+    LLM_PORT,
+    ComposeError,
+    compose_command,
+    project_name,
+    stack_environment,
+    up_llm,
+)
 from runner.stack.engine import check_compose, check_engine
 from runner.stack.hardware import DeviceChoice
 from runner.stack.images import IMAGES, ImageBuildError, build_image, repo_root
@@ -72,6 +80,23 @@ def start_llm(console: Console, device: DeviceChoice) -> tuple[str, str]:
             raise InfraError(str(exc)) from exc
     console.print(f"LLM server {stack.container} healthy at {stack.url}")
     return stack.container, stack.url
+
+
+def run_in_runner_container(device: str, run_args: list[str], results: Path) -> int:
+    """Run `trialbox run` inside the pinned runner image (compose service `runner`).
+
+    The container runs as the calling user, so result files on the host belong to them; it gets
+    the Docker socket (root-equivalent, see README) to create the sandboxes as its siblings.
+    Returns the run's exit code; its output goes straight to the terminal.
+    """
+    results.mkdir(parents=True, exist_ok=True)
+    env = stack_environment(None, LLM_PORT) | {"TRIALBOX_RESULTS_DIR": str(results.resolve())}
+    user = f"{os.getuid()}:{os.getgid()}"
+    command = compose_command(
+        device, project_name(None), "--profile", "run", "run", "--rm", "-u", user, "-e", "HOME=/tmp",
+        "runner", "run", "--backend", "docker", "--device", device, "--results", "/results", *run_args,
+    )
+    return subprocess.run(command, env=env, check=False).returncode
 
 
 def find_llm_container() -> str | None:

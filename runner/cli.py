@@ -64,7 +64,8 @@ def run(
     exclude_tag: Annotated[list[str] | None, typer.Option(help="skip scenarios with this tag")] = None,
     backend: Annotated[str, typer.Option(help="docker (containers) or local (host processes)")] = "docker",
     device: Annotated[str, typer.Option(help="auto | cpu | rocm | npu")] = "auto",
-    llm_url: Annotated[str, typer.Option(help="the LLM server as the engine reaches it")] = "http://127.0.0.1:13305",
+    llm_url: Annotated[str, typer.Option(help="the LLM server as the engine reaches it",
+                                         envvar="TRIALBOX_LLM_URL")] = "http://127.0.0.1:13305",
     llm_container: Annotated[str | None, typer.Option(help="docker backend: the LLM container [default: the stack's]")] = None,
     concurrency: Annotated[int, typer.Option(min=1, max=16)] = 1,
     trials: Annotated[int, typer.Option(min=1, max=50, help="run each scenario K times")] = 1,
@@ -84,15 +85,11 @@ def run(
     """Run scenarios against the GAIA Agent UI, judge them and write results/<run_id>/."""
     from runner.launch import resume_settings
     from runner.settings import Backend, RunSettings, Selection, new_run_id
-    from runner.stack.hardware import DeviceError, detect_device
 
     if resume is not None:
         settings = _or_fail(lambda: resume_settings(resume))
     else:
-        try:
-            choice = detect_device(device)
-        except DeviceError as exc:
-            fail(str(exc), EXIT_USAGE)
+        choice = _device(device)
         if backend not in ("docker", "local"):
             fail(f"--backend {backend!r}: choose docker or local", EXIT_USAGE)
         from runner.launch import SESSION_DEVICE
@@ -307,6 +304,7 @@ def bench(
     category: Annotated[list[str] | None, typer.Option()] = None,
     concurrency: Annotated[int, typer.Option(min=1, max=16)] = 1,
     results: Annotated[Path, typer.Option()] = Path("results"),
+    in_container: Annotated[bool, typer.Option(help="run the engine inside the pinned runner image")] = False,
 ) -> None:
     """Everything: engine → images → LLM server → run the default suite → summary."""
     from runner.bench import build_corpus, build_images, ensure_engine, start_llm
@@ -320,6 +318,13 @@ def bench(
     images = _infra(lambda: (ensure_engine(say), build_images(console))[1])
     _infra(lambda: build_corpus(EVAL / "corpus", say))
     container, url = _infra(lambda: start_llm(console, choice))
+    if in_container:
+        from runner.bench import run_in_runner_container
+
+        selection = [arg for sid in scenario or [] for arg in ("-s", sid)]
+        selection += [arg for cat in category or [] for arg in ("--category", cat)]
+        selection += ["--concurrency", str(concurrency)]
+        raise typer.Exit(run_in_runner_container(choice.device, selection, results))
     settings = RunSettings(
         run_id=new_run_id(), suite_paths=[EVAL / "scenarios"], corpus_root=EVAL / "corpus",
         results_root=results, selection=Selection(ids=scenario or [], categories=category or []),
@@ -330,8 +335,12 @@ def bench(
 
 
 def _device(requested: str):  # type: ignore[no-untyped-def]
-    from runner.stack.hardware import DeviceError, detect_device
+    from runner.stack.hardware import DeviceChoice, DeviceError, detect_device
 
+    if os.environ.get("TRIALBOX_IN_CONTAINER") == "1" and requested in ("cpu", "rocm", "npu"):
+        # The runner container has no /dev/kfd or /dev/accel: the controller on the host
+        # already checked the device it passes down.
+        return DeviceChoice(device=requested, reason="chosen by the controller on the host")
     try:
         return detect_device(requested)
     except DeviceError as exc:
