@@ -19,7 +19,7 @@ from runner.judge import Judge, JudgeError
 from runner.judgments import Judgments
 from runner.report import RunWriter, Scorecard, Trace, scenario_result, trace_of
 from runner.sandbox import SandboxBackend
-from runner.scenarios import Scenario, default_timeout_s, missing_documents
+from runner.scenarios import Manifest, Scenario, default_timeout_s, missing_documents
 from runner.scoring import judge_cost_usd, scenario_status
 from runner.settings import RunSettings
 from runner.simulate import Simulator
@@ -67,6 +67,8 @@ class Engine:
     say: Callable[[str], None] = print
     # Rescoring: saved traces by job key. Conversations are read from them instead of run.
     replay: dict[str, Trace] | None = None
+    # The corpus manifest: its adversarial documents may index 0 chunks without a SETUP_ERROR.
+    manifest: Manifest | None = None
     _streak: list[str] = field(default_factory=list)
     _stopping: str | None = None
     _samples: dict[str, list[RejudgeSample]] = field(default_factory=dict)
@@ -129,7 +131,7 @@ class Engine:
 
     async def _converse(self, job: Job) -> Outcome:
         if self.replay is not None:
-            return _replayed(job, self.replay.get(job.key))
+            return _replayed(job, self.replay.get(job.key), self.manifest)
         scenario = job.scenario
         missing = missing_documents(scenario, self.settings.corpus_root)
         if missing:
@@ -148,7 +150,7 @@ class Engine:
             raise
         except Exception as exc:  # noqa: BLE001 — any failure to converse is an infrastructure error
             return Outcome(infra=Status.INFRA_ERROR, error=_describe(exc))
-        return _classify(scenario, transcript)
+        return _classify(scenario, transcript, self.manifest)
 
     # -- judging ------------------------------------------------------------------------------
 
@@ -233,23 +235,26 @@ def artifacts_of(run_dir: Path, key: str) -> list[str]:
     return sorted(str(p.relative_to(run_dir)) for p in folder.glob("*") if p.is_file()) if folder.is_dir() else []
 
 
-def _replayed(job: Job, trace: Trace | None) -> Outcome:
+def _replayed(job: Job, trace: Trace | None, manifest: Manifest | None) -> Outcome:
     """The conversation a saved trace recorded; what had no conversation keeps its old status."""
     if trace is None:
         return Outcome(infra=Status.NOT_RUN, error="the original run has no trace for this scenario")
     if trace.transcript is None:
         status = trace.result.status
         return Outcome(infra=status if not status.is_judged else Status.ERRORED, error=trace.result.error)
-    return _classify(job.scenario, trace.transcript)
+    return _classify(job.scenario, trace.transcript, manifest)
 
 
-def _classify(scenario: Scenario, transcript: Transcript) -> Outcome:
-    """Infrastructure problems visible in a finished transcript: failed turns, empty indexing."""
+def _classify(scenario: Scenario, transcript: Transcript, manifest: Manifest | None) -> Outcome:
+    """Infrastructure problems visible in a finished transcript: failed turns, and (GAIA's
+    rule) a setup document indexed into 0 chunks — unless the scenario is adversarial or the
+    document is one of the manifest's adversarial documents (empty, corrupt: 0 is expected)."""
     failed_turns = [t for t in transcript.turns if t.error]
     if failed_turns:
         first = failed_turns[0]
         return Outcome(transcript=transcript, infra=Status.INFRA_ERROR, error=f"turn {first.turn}: {first.error}")
-    empty = [d for d in transcript.indexed if d.chunks == 0]
+    empty = [d for d in transcript.indexed if d.chunks == 0
+             and not (manifest and d.corpus_doc and manifest.is_adversarial(d.corpus_doc))]
     if empty and scenario.category != "adversarial":
         doc = empty[0]
         why = f": {doc.error}" if doc.error else ""

@@ -28,7 +28,7 @@ from runner.judge import (
 )
 from runner.report import RunConfig, RunWriter, Scorecard, Trace
 from runner.sandbox import SandboxBackend, SandboxError
-from runner.scenarios import Scenario, SelectionError, load_suite, select
+from runner.scenarios import Manifest, Scenario, SelectionError, load_suite, select
 from runner.settings import Backend, RunSettings
 from runner.simulate import make_simulator
 from runner.status import Status
@@ -49,8 +49,9 @@ class InfraError(Exception):
     """The appliance could not run (exit 3). The message names the cause and the fix."""
 
 
-def selected_scenarios(settings: RunSettings) -> list[Scenario]:
-    """Load the suite and apply the selection; any error is a UsageError listing every problem."""
+def selected_scenarios(settings: RunSettings) -> tuple[list[Scenario], Manifest | None]:
+    """Load the suite and apply the selection (with the corpus manifest); any error is a
+    UsageError listing every problem."""
     suite = load_suite(settings.suite_paths, settings.corpus_root)
     if suite.errors:
         listing = "\n".join(str(problem) for problem in suite.errors)
@@ -63,7 +64,7 @@ def selected_scenarios(settings: RunSettings) -> list[Scenario]:
         raise UsageError(str(exc)) from exc
     if not chosen:
         raise UsageError("the selection matched no scenario — widen --scenario/--category/--tag")
-    return chosen
+    return chosen, suite.manifest
 
 
 def llm_identity(url: str) -> dict[str, Any]:
@@ -197,7 +198,7 @@ def exit_code(card: Scorecard, min_pass_rate: float | None) -> int:
 async def run(settings: RunSettings, say: Callable[[str], None], resume: bool = False,
               extra: dict[str, Any] | None = None) -> Scorecard:
     """Everything from settings to a closed scorecard. Raises UsageError/InfraError early."""
-    scenarios = selected_scenarios(settings)
+    scenarios, manifest = selected_scenarios(settings)
     say(f"run {settings.run_id}: {len(scenarios)} scenario(s) × {settings.trials} trial(s), "
         f"backend {settings.backend.value}, device {settings.device} ({settings.device_reason or 'as requested'}), "
         f"concurrency {settings.concurrency}")
@@ -208,7 +209,7 @@ async def run(settings: RunSettings, say: Callable[[str], None], resume: bool = 
         raise InfraError(str(exc)) from exc
     writer = open_writer(settings, resume, extra)
     say(f"results: {settings.run_dir}")
-    engine = Engine(settings, scenarios, backend, simulator, judge, writer, say=say)
+    engine = Engine(settings, scenarios, backend, simulator, judge, writer, say=say, manifest=manifest)
     return await engine.run()
 
 
@@ -221,12 +222,13 @@ async def rescore(original: Path, settings: RunSettings, say: Callable[[str], No
         saved[trace.result.key] = trace
     if not saved:
         raise UsageError(f"{original}/traces holds no trace to rescore")
-    scenarios = [s for s in selected_scenarios(settings) if any(k.split("__trial")[0] == s.id for k in saved)]
+    chosen, manifest = selected_scenarios(settings)
+    scenarios = [s for s in chosen if any(k.split("__trial")[0] == s.id for k in saved)]
     say(f"rescoring {len(saved)} trace(s) of {original.name} into run {settings.run_id}")
     judge, simulator = await prepare_judge(settings, say)
     writer = open_writer(settings, resume=False, extra={"rescored_from": original.name})
     engine = Engine(settings, scenarios, backend=None, simulator=simulator, judge=judge,  # type: ignore[arg-type]
-                    writer=writer, say=say, replay=saved)
+                    writer=writer, say=say, replay=saved, manifest=manifest)
     return await engine.run()
 
 

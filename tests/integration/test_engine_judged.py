@@ -65,7 +65,8 @@ def run_engine(settings: RunSettings, judge: ScriptedJudge) -> Path:
                        config=RunConfig(judge_provider="double", judge_model=judge.model, trials=settings.trials,
                                         rejudge=settings.rejudge))
     backend = LocalBackend(llm_url=settings.llm_url, corpus_root=settings.corpus_root)
-    engine = Engine(settings, selected_scenarios(settings), backend, ScriptedSimulator(), judge, writer,
+    scenarios, _ = selected_scenarios(settings)
+    engine = Engine(settings, scenarios, backend, ScriptedSimulator(), judge, writer,
                     say=lambda line: None)
     asyncio.run(engine.run())
     return settings.run_dir
