@@ -34,6 +34,7 @@ def atomic_write(path: Path, text: str) -> None:
     """Replace `path` with `text` in one step: readers see the old file or the new, never half."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.chmod(tmp, 0o644)  # mkstemp makes 0600; results are for whoever reads the folder
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
             handle.write(text)
