@@ -121,6 +121,7 @@ def build_image(name: str, root: Path | None = None, base: str | None = None) ->
     tag = image_tag(name)
     cmd = [
         "docker", "build",
+        "--force-rm",  # a failed step must not leave its container behind
         "-f", str(dockerfile.relative_to(root)),
         "--build-arg", f"BASE_IMAGE={base}",
         "-t", tag,
