@@ -82,7 +82,8 @@ def start_llm(console: Console, device: DeviceChoice) -> tuple[str, str]:
     return stack.container, stack.url
 
 
-def run_in_runner_container(device: str, run_args: list[str], results: Path) -> int:
+def run_in_runner_container(device: str, llm_container: str, run_args: list[str], results: Path,
+                            stack_run_id: str | None = None, port: int = LLM_PORT) -> int:
     """Run `trialbox run` inside the pinned runner image (compose service `runner`).
 
     The container runs as the calling user, so result files on the host belong to them; it gets
@@ -90,11 +91,12 @@ def run_in_runner_container(device: str, run_args: list[str], results: Path) -> 
     Returns the run's exit code; its output goes straight to the terminal.
     """
     results.mkdir(parents=True, exist_ok=True)
-    env = stack_environment(None, LLM_PORT) | {"TRIALBOX_RESULTS_DIR": str(results.resolve())}
+    env = stack_environment(stack_run_id, port) | {"TRIALBOX_RESULTS_DIR": str(results.resolve())}
     user = f"{os.getuid()}:{os.getgid()}"
     command = compose_command(
-        device, project_name(None), "--profile", "run", "run", "--rm", "-u", user, "-e", "HOME=/tmp",
-        "runner", "run", "--backend", "docker", "--device", device, "--results", "/results", *run_args,
+        device, project_name(stack_run_id), "--profile", "run", "run", "--rm", "-u", user,
+        "-e", "HOME=/tmp", "runner", "run", "--backend", "docker", "--device", device,
+        "--llm-container", llm_container, "--results", "/results", *run_args,
     )
     return subprocess.run(command, env=env, check=False).returncode
 

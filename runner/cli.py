@@ -324,7 +324,7 @@ def bench(
         selection = [arg for sid in scenario or [] for arg in ("-s", sid)]
         selection += [arg for cat in category or [] for arg in ("--category", cat)]
         selection += ["--concurrency", str(concurrency)]
-        raise typer.Exit(run_in_runner_container(choice.device, selection, results))
+        raise typer.Exit(run_in_runner_container(choice.device, container, selection, results))
     settings = RunSettings(
         run_id=new_run_id(), suite_paths=[EVAL / "scenarios"], corpus_root=EVAL / "corpus",
         results_root=results, selection=Selection(ids=scenario or [], categories=category or []),
