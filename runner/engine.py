@@ -73,6 +73,11 @@ class Engine:
     _stopping: str | None = None
     _samples: dict[str, list[RejudgeSample]] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # Reports list scenarios in the suite's declared order, whatever order they finish in.
+        position = {scenario.id: index for index, scenario in enumerate(self.scenarios)}
+        self.writer.order = lambda r: position.get(r.id, len(position)) * 1000 + (r.trial or 0)
+
     def plan(self) -> list[Job]:
         """Every job in declared order, minus those a resumed run already finished."""
         trials = self.settings.trials
@@ -205,14 +210,7 @@ class Engine:
                 artifacts=artifacts,
             )
         )
-        self.writer.results.sort(key=lambda r: self._order_of(r.id, r.trial))
         return result.status
-
-    def _order_of(self, scenario_id: str, trial: int | None) -> int:
-        for order, scenario in enumerate(self.scenarios):
-            if scenario.id == scenario_id:
-                return order * 1000 + (trial or 0)
-        return 10**9
 
     def _watch_streak(self, status: Status, error: str | None) -> None:
         """Stop after N consecutive identical infrastructure errors: the rest would fail alike."""

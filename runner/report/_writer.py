@@ -88,6 +88,9 @@ class RunWriter:
         self.judge_agreement: JudgeAgreement | None = None
         self.warnings: list[str] = []
         self.finished = False
+        # How results are ordered in every file (the engine sets the suite's declared order);
+        # None keeps the order they finished in.
+        self.order: Callable[[ScenarioResult], int] | None = None
         # The engine may finish scenarios from several threads; files are rewritten one at a time.
         self._lock = threading.RLock()
 
@@ -114,6 +117,8 @@ class RunWriter:
         with self._lock:
             atomic_write(path, trace.model_dump_json(indent=2) + "\n")
             self.results = [r for r in self.results if r.key != result.key] + [result]
+            if self.order is not None:
+                self.results.sort(key=self.order)
             self.write()
         return path
 

@@ -29,6 +29,22 @@ EMBED_ALIAS, EMBED_REAL = "user.embeddinggemma-300m-GGUF", "all-MiniLM-L6-v2-GGU
 HELLO = [{"role": "user", "content": "Say hello in one short sentence."}]
 GAIA_CHAT_FLAGS = "--parallel 2 --kv-unified --cache-ram 0 --slot-prompt-similarity 0.5"
 GAIA_PYTHON = ROOT / ".venv-gaia" / "bin" / "python"
+# A finished tool round trip: the assistant's call (content null, as GAIA sends it) and its result.
+WEATHER_HISTORY = [
+    {"role": "user", "content": "What is the weather in Paris?"},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call_1", "content": "Sunny, 21 C"},
+]
 
 
 def free_port() -> int:
@@ -246,22 +262,7 @@ def test_tools_pass_through_and_tool_call_history_with_null_content_is_accepted(
             },
         }
     ]
-    history = [
-        {"role": "user", "content": "What is the weather in Paris?"},
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {
-                    "id": "call_1",
-                    "type": "function",
-                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
-                }
-            ],
-        },
-        {"role": "tool", "tool_call_id": "call_1", "content": "Sunny, 21 C"},
-    ]
-    response = chat(api, messages=history, tools=tools)
+    response = chat(api, messages=WEATHER_HISTORY, tools=tools)
     assert response.status_code == 200, response.text
     assert response.json()["choices"][0]["message"]["role"] == "assistant"
 
@@ -656,21 +657,6 @@ def test_forced_call_streams_as_tool_call_chunks(forced_api):
 
 
 def test_call_after_the_tool_result_is_answered_normally(forced_api):
-    history = [
-        {"role": "user", "content": "What is the weather in Paris?"},
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {
-                    "id": "call_1",
-                    "type": "function",
-                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
-                }
-            ],
-        },
-        {"role": "tool", "tool_call_id": "call_1", "content": "Sunny, 21 C"},
-    ]
-    response = chat(forced_api, messages=history, tools=WEATHER_TOOL)
+    response = chat(forced_api, messages=WEATHER_HISTORY, tools=WEATHER_TOOL)
     assert response.status_code == 200, response.text
     assert response.json()["choices"][0]["finish_reason"] != "tool_calls"
