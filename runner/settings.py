@@ -50,6 +50,18 @@ class RunSettings(BaseModel):
     simulator_model: str | None = None
     simulator_url: str | None = None
     max_identical_infra_errors: int = 3
+    # The agent under test (a GAIA user's own agents and Agent UI).
+    agent_dirs: list[Path] = Field(default_factory=list)  # folders of <id>/agent.py, mounted read-only
+    agent: str | None = None  # agent id for scenarios without agent_type
+    agent_map: dict[str, str] = Field(default_factory=dict)  # GAIA agent_type -> agent id
+    agent_model: str | None = None  # the chat model the Agent UI asks the LLM server for
+    gaia_spec: str | None = None  # amd-gaia version, wheel or source dir for the Agent UI image
+    target_url: str | None = None  # attach to a running Agent UI (its MCP bridge URL): no sandbox
+    strict: bool = False  # any rejected scenario file stops the run before it starts
+    derived_checks: bool = True  # exact checks derived from numeric/short expected answers
+    retry_errors: bool = False  # --resume also re-runs infrastructure statuses
+    baseline: Path | None = None  # compare against this scorecard at the end of the run
+    save_baseline: Path | None = None  # copy the finished scorecard (+ meta.json) here
 
     @property
     def run_dir(self) -> Path:

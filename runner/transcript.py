@@ -6,9 +6,21 @@ read it. Durations are seconds in fields named *_s.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+
+UserMessageSource = Literal["verbatim", "extracted", "simulated"]
+"""Where a user turn's words came from: the turn's `user_message` as written, the one question
+quoted in its `objective`, or a simulator model writing from the objective and persona."""
+
+
+class UserMessage(BaseModel):
+    """What the user simulator says at one turn, and where the words came from."""
+
+    text: str = Field(description="the message sent to the agent")
+    source: UserMessageSource = Field(description="verbatim, extracted from the objective, or simulated")
+    model: str | None = Field(default=None, description="the model that wrote it (simulated only)")
 
 
 class ToolCall(BaseModel):
@@ -39,6 +51,10 @@ class TurnRecord(BaseModel):
     tool_calls: list[ToolCall] = Field(default_factory=list)
     performance: TurnPerformance
     error: str | None = None  # infrastructure failure while running this turn
+    user_message_source: UserMessageSource = Field(
+        default="verbatim", description="where the user message came from (see UserMessage)")
+    simulator_model: str | None = Field(
+        default=None, description="the model that wrote a simulated user message")
 
 
 class IndexedDocument(BaseModel):
@@ -58,5 +74,7 @@ class Transcript(BaseModel):
     session_id: str | None = None
     device: str | None = None  # the device the GAIA session was switched to (cpu|gpu|npu)
     agent_model: str | None = None
+    agent_id: str | None = Field(default=None, description="the GAIA agent id the session ran")
+    gaia_version: str | None = Field(default=None, description="amd-gaia version of the Agent UI")
     indexed: list[IndexedDocument] = Field(default_factory=list)
     turns: list[TurnRecord] = Field(default_factory=list)
