@@ -6,33 +6,53 @@ Exit codes (README): 0 completed, 1 quality gate failed, 2 usage or configuratio
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
 
 from runner import __version__
 from runner.launch import EXIT_INFRA, EXIT_USAGE, InfraError, UsageError
+from runner.paths import eval_root
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 corpus_app = typer.Typer(no_args_is_help=True, help="Build the evaluation corpus.")
 app.add_typer(corpus_app, name="corpus")
 console = Console(highlight=False)
 
-EVAL = Path(os.environ.get("TRIALBOX_EVAL_ROOT", "eval"))
+EVAL = eval_root()
 SuitePaths = Annotated[list[Path] | None, typer.Argument(help="scenario files or folders [default: eval/scenarios]")]
-Corpus = Annotated[Path, typer.Option("--corpus", help="corpus root (holds manifest.json)")]
+Corpus = Annotated[Path | None, typer.Option(
+    "--corpus", help="corpus root (holds manifest.json) [default: found beside the scenario tree, "
+                     "as GAIA lays it out: <tree>/../corpus or the repository's eval/corpus]")]
+JsonOutput = Annotated[bool, typer.Option("--json", help="print machine-readable JSON instead of text")]
 
 
-def fail(message: str, code: int) -> None:
-    console.print(f"[bold red]error:[/] {message}")
+def fail(message: str, code: int) -> NoReturn:
+    console.print(f"[bold red]error:[/] {message}", soft_wrap=True)
     raise typer.Exit(code)
 
 
+def suite_and_corpus(paths: list[Path] | None, corpus: Path | None) -> tuple[list[Path], Path]:
+    """The scenario paths (default: our suite) and their corpus: --corpus wins, else the corpus
+    GAIA's layout puts beside the tree."""
+    from runner.scenarios import CorpusNotFound, find_corpus
+
+    chosen = paths or [EVAL / "scenarios"]
+    if corpus is not None:
+        return chosen, corpus
+    try:
+        return chosen, find_corpus(chosen)
+    except CorpusNotFound as exc:
+        fail(str(exc), EXIT_USAGE)
+
+
 def say(line: str) -> None:
-    console.print(line, markup=False)
+    # soft_wrap: a log (stdout not a terminal) gets whole lines, never a sentence cut at 80.
+    console.print(line, markup=False, soft_wrap=True)
 
 
 @app.command()
@@ -42,14 +62,26 @@ def version() -> None:
 
 
 @app.command()
-def validate(paths: SuitePaths = None, corpus: Corpus = EVAL / "corpus") -> None:
+def validate(paths: SuitePaths = None, corpus: Corpus = None, as_json: JsonOutput = False) -> None:
     """Check every scenario file and the corpus manifest; print each problem as file:line."""
+    import json
+
     from runner.scenarios import load_suite
 
-    suite = load_suite(paths or [EVAL / "scenarios"], corpus)
-    for problem in suite.problems:
-        say(str(problem))
-    say(f"{len(suite.scenarios)} scenario(s) valid, {len(suite.errors)} error(s), {len(suite.warnings)} warning(s)")
+    chosen, corpus_root = suite_and_corpus(paths, corpus)
+    suite = load_suite(chosen, corpus_root)
+    if as_json:
+        print(json.dumps({
+            "corpus": str(corpus_root), "valid": [s.id for s in suite.scenarios],
+            "errors": len(suite.errors), "warnings": len(suite.warnings),
+            "problems": [{"level": p.level.value, "file": str(p.file), "line": p.line,
+                          "field": p.field, "message": p.message, "fix": p.fix}
+                         for p in suite.problems]}, indent=2))
+    else:
+        say(f"corpus: {corpus_root}")
+        for problem in suite.problems:
+            say(str(problem))
+        say(f"{len(suite.scenarios)} scenario(s) valid, {len(suite.errors)} error(s), {len(suite.warnings)} warning(s)")
     if suite.errors:
         raise typer.Exit(EXIT_USAGE)
 
@@ -57,56 +89,108 @@ def validate(paths: SuitePaths = None, corpus: Corpus = EVAL / "corpus") -> None
 @app.command()
 def run(
     paths: SuitePaths = None,
-    corpus: Corpus = EVAL / "corpus",
+    corpus: Corpus = None,
     scenario: Annotated[list[str] | None, typer.Option("--scenario", "-s", help="scenario id (repeatable)")] = None,
     category: Annotated[list[str] | None, typer.Option(help="category (repeatable)")] = None,
     tag: Annotated[list[str] | None, typer.Option(help="tag (repeatable)")] = None,
     exclude_tag: Annotated[list[str] | None, typer.Option(help="skip scenarios with this tag")] = None,
+    strict: Annotated[bool, typer.Option(help="any rejected scenario file stops the run before it starts")] = False,
     backend: Annotated[str, typer.Option(help="docker (containers) or local (host processes)")] = "docker",
     device: Annotated[str, typer.Option(help="auto | cpu | rocm | npu")] = "auto",
     llm_url: Annotated[str, typer.Option(help="the LLM server as the engine reaches it",
                                          envvar="TRIALBOX_LLM_URL")] = "http://127.0.0.1:13305",
     llm_container: Annotated[str | None, typer.Option(help="docker backend: the LLM container [default: the stack's]")] = None,
+    agent_dir: Annotated[list[Path] | None, typer.Option(
+        help="a folder of GAIA agents (<id>/agent.py), mounted read-only into every sandbox (repeatable)")] = None,
+    agent: Annotated[str | None, typer.Option(help="agent id for scenarios without agent_type [default: gaia]")] = None,
+    agent_map: Annotated[list[str] | None, typer.Option(
+        help="map GAIA agent types to agent ids: doc=ID,chat=ID (repeatable)")] = None,
+    agent_model: Annotated[str | None, typer.Option(help="the chat model the Agent UI asks the LLM server for")] = None,
+    gaia: Annotated[str | None, typer.Option(
+        help="amd-gaia version, wheel or source folder for the Agent UI image [default: the pinned 0.25.1]")] = None,
+    target_url: Annotated[str | None, typer.Option(
+        help="attach to an Agent UI that is already running (its MCP bridge URL): no sandbox, no isolation")] = None,
     concurrency: Annotated[int, typer.Option(min=1, max=16)] = 1,
     trials: Annotated[int, typer.Option(min=1, max=50, help="run each scenario K times")] = 1,
     rejudge: Annotated[int, typer.Option(min=1, max=20, help="judge each transcript K times")] = 1,
-    timeout: Annotated[float | None, typer.Option(help="seconds per scenario [default: GAIA's formula]")] = None,
-    budget_usd: Annotated[float | None, typer.Option(help="judge spend allowed per scenario")] = None,
-    min_pass_rate: Annotated[float | None, typer.Option(help="exit 1 below this pass rate (0-1)")] = None,
+    timeout: Annotated[float | None, typer.Option(help="seconds per scenario, > 0 [default: GAIA's formula]")] = None,
+    budget_usd: Annotated[float | None, typer.Option(help="judge spend allowed per scenario (USD, ≥ 0)")] = None,
+    min_pass_rate: Annotated[float | None, typer.Option(
+        help="exit 1 below this rate (0-1) of what was decided: the judged pass rate, or without "
+             "a judge the checks pass rate")] = None,
+    derived_checks: Annotated[bool, typer.Option(
+        help="derive exact checks from numeric or short expected answers")] = True,
     judge_provider: Annotated[str, typer.Option(help="auto | anthropic | openai | none")] = "auto",
     judge_model: Annotated[str | None, typer.Option()] = None,
     judge_url: Annotated[str | None, typer.Option(help="OpenAI-compatible judge base URL")] = None,
-    simulator: Annotated[str, typer.Option(help="auto | scripted | anthropic | openai")] = "auto",
+    simulator: Annotated[str, typer.Option(help="auto | scripted | local | anthropic | openai")] = "auto",
     simulator_model: Annotated[str | None, typer.Option()] = None,
     simulator_url: Annotated[str | None, typer.Option()] = None,
     results: Annotated[Path, typer.Option(help="results root")] = Path("results"),
     resume: Annotated[Path | None, typer.Option(help="continue RUN_DIR under its original settings")] = None,
+    retry_errors: Annotated[bool, typer.Option(
+        help="with --resume: also re-run infrastructure failures (INFRA_ERROR, TIMEOUT, SETUP_ERROR, ERRORED)")] = False,
+    baseline: Annotated[Path | None, typer.Option(
+        help="compare against this scorecard (ours or GAIA's) when the run ends")] = None,
+    save_baseline: Annotated[Path | None, typer.Option(
+        help="save the finished scorecard (+ meta.json) here as a baseline")] = None,
 ) -> None:
     """Run scenarios against the GAIA Agent UI, judge them and write results/<run_id>/."""
     from runner.launch import resume_settings
     from runner.settings import Backend, RunSettings, Selection, new_run_id
 
+    _check_numbers(timeout=timeout, budget_usd=budget_usd, min_pass_rate=min_pass_rate)
     if resume is not None:
         settings = _or_fail(lambda: resume_settings(resume))
+        settings.retry_errors = retry_errors
     else:
+        if retry_errors:
+            fail("--retry-errors only makes sense with --resume RUN_DIR", EXIT_USAGE)
         choice = _device(device)
         if backend not in ("docker", "local"):
             fail(f"--backend {backend!r}: choose docker or local", EXIT_USAGE)
         from runner.launch import SESSION_DEVICE
 
+        suite_paths, corpus_root = suite_and_corpus(paths, corpus)
         settings = RunSettings(
-            run_id=new_run_id(), suite_paths=paths or [EVAL / "scenarios"], corpus_root=corpus,
+            run_id=new_run_id(), suite_paths=suite_paths, corpus_root=corpus_root,
             results_root=results,
             selection=Selection(ids=scenario or [], categories=category or [], tags=tag or [],
                                 exclude_tags=exclude_tag or []),
             backend=Backend(backend), device=SESSION_DEVICE[choice.device], device_reason=choice.reason,
-            llm_url=llm_url, llm_container=llm_container or _stack_llm_container(backend),
+            llm_url=llm_url,
+            llm_container=llm_container or (None if target_url else _stack_llm_container(backend)),
             concurrency=concurrency, trials=trials, rejudge=rejudge, timeout_s=timeout,
             budget_usd=budget_usd, min_pass_rate=min_pass_rate, judge_provider=judge_provider,
             judge_model=judge_model, judge_url=judge_url, simulator_mode=simulator,
-            simulator_model=simulator_model, simulator_url=simulator_url,
+            simulator_model=simulator_model, simulator_url=simulator_url, strict=strict,
+            derived_checks=derived_checks, agent_dirs=agent_dir or [], agent=agent,
+            agent_map=_agent_map(agent_map or []), agent_model=agent_model, gaia_spec=gaia,
+            target_url=target_url, baseline=baseline, save_baseline=save_baseline,
         )
     raise typer.Exit(execute(settings, resume=resume is not None))
+
+
+def _check_numbers(*, timeout: float | None, budget_usd: float | None, min_pass_rate: float | None) -> None:
+    """Numbers typer cannot range-check for us (floats may be nan or inf)."""
+    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
+        fail(f"--timeout {timeout}: give a number of seconds greater than 0", EXIT_USAGE)
+    if budget_usd is not None and not (math.isfinite(budget_usd) and budget_usd >= 0):
+        fail(f"--budget-usd {budget_usd}: give a dollar amount of 0 or more", EXIT_USAGE)
+    if min_pass_rate is not None and not (0.0 <= min_pass_rate <= 1.0):
+        fail(f"--min-pass-rate {min_pass_rate}: give a rate between 0 and 1 (0.8 = 80%)", EXIT_USAGE)
+
+
+def _agent_map(items: list[str]) -> dict[str, str]:
+    """`doc=rag,chat=gaia` (repeatable) → {"doc": "rag", "chat": "gaia"}."""
+    mapping: dict[str, str] = {}
+    for item in items:
+        for pair in filter(None, (part.strip() for part in item.split(","))):
+            agent_type, sep, agent_id = pair.partition("=")
+            if not sep or not agent_type.strip() or not agent_id.strip():
+                fail(f"--agent-map {pair!r}: write TYPE=AGENT_ID, e.g. doc=gaia", EXIT_USAGE)
+            mapping[agent_type.strip()] = agent_id.strip()
+    return mapping
 
 
 def execute(settings: object, resume: bool = False, extra: dict | None = None) -> int:
@@ -174,6 +258,9 @@ def rescore(
         card = asyncio.run(replay(run_dir, settings, say))
     except UsageError as exc:
         fail(str(exc), EXIT_USAGE)
+    except KeyboardInterrupt:
+        console.print(f"[yellow]interrupted[/]: partial rescore in {settings.run_dir}", soft_wrap=True)
+        raise typer.Exit(EXIT_INFRA) from None
     print_summary(card, settings.run_dir)
     raise typer.Exit(exit_code(card, settings.min_pass_rate))
 
@@ -293,7 +380,14 @@ def clean(run_id: Annotated[str | None, typer.Option(help="only this run")] = No
     """Remove every container, network and volume labelled trialbox.run (or one run's)."""
     from runner.stack.cleanup import cleanup
 
-    report = cleanup(run_id)
+    if run_id is not None and not run_id.strip():
+        fail("--run-id is empty: give a run id (results/<run_id>), or leave the flag out to "
+             "clean every trialbox run", EXIT_USAGE)
+    try:
+        report = cleanup(run_id)
+    except Exception as exc:  # noqa: BLE001 — docker unreachable and friends: one line, exit 3
+        fail(f"cleanup failed: {type(exc).__name__}: {exc} — is the Docker engine running "
+             "(scripts/ensure-docker)?", EXIT_INFRA)
     say(f"removed {report.removed} labelled object(s)")
 
 

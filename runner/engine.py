@@ -8,10 +8,12 @@ ends, so a crash or a Ctrl-C never loses a finished result, and the scorecard is
 from __future__ import annotations
 
 import asyncio
+import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from runner.checks import run_all_checks
 from runner.evidence import Evidence
@@ -30,6 +32,9 @@ from runner.trials import RejudgeSample, judge_agreement
 
 # Statuses that mean "the harness failed", counted towards the stop-after-N-identical rule.
 STREAK_STATUSES = frozenset({Status.INFRA_ERROR, Status.TIMEOUT, Status.SETUP_ERROR})
+# What `--resume --retry-errors` runs again besides NOT_RUN: the harness's failures, not the
+# agent's (a FAIL is an answer; re-running it until it passes would be cheating).
+RETRYABLE = frozenset({Status.INFRA_ERROR, Status.TIMEOUT, Status.SETUP_ERROR, Status.ERRORED})
 
 
 @dataclass(frozen=True)
@@ -54,23 +59,97 @@ class Outcome:
     judgments: Judgments | None = None
     rejudged: list[Judgments] = field(default_factory=list)
     judge_error: str | None = None
+    warning: str | None = None  # something went wrong that did not spoil the result
+
+
+class ConversationSource(Protocol):
+    """Where a job's conversation comes from: a live sandbox, or a saved trace (rescore)."""
+
+    live: bool  # whether conversations touch the agent (and so the LLM server)
+
+    async def converse(self, job: Job) -> Outcome: ...
+
+
+@dataclass
+class LiveConversations:
+    """Each job in a fresh sandbox: open it, talk to the agent, collect its artifacts."""
+
+    settings: RunSettings
+    backend: SandboxBackend
+    simulator: Simulator
+    # The corpus manifest: its adversarial documents may index 0 chunks without a SETUP_ERROR.
+    manifest: Manifest | None = None
+    # What the served model can take besides text ("vision", "audio"): scenarios needing more
+    # are SKIPPED_NO_MODEL. None = unknown (nothing is skipped for it).
+    capabilities: frozenset[str] | None = None
+    live: bool = True
+
+    async def converse(self, job: Job) -> Outcome:
+        scenario = job.scenario
+        missing = missing_documents(scenario, self.settings.corpus_root)
+        if missing:
+            names = ", ".join(str(doc.path) for doc in missing)
+            return Outcome(infra=Status.SKIPPED_NO_DOCUMENT, error=f"document(s) not in the corpus: {names}")
+        lacking = self._lacking_capabilities(scenario)
+        if lacking:
+            return Outcome(infra=Status.SKIPPED_NO_MODEL,
+                           error=f"the served model has no {' or '.join(sorted(lacking))} input")
+        timeout_s = self.settings.timeout_s or default_timeout_s(scenario)
+        artifacts = self.settings.run_dir / "artifacts" / job.key
+        collect_error: str | None = None
+        try:
+            async with asyncio.timeout(timeout_s):
+                async with self.backend.open(job.key) as box:
+                    transcript = await run_conversation(box, scenario, self.simulator, self.settings.device)
+                    try:
+                        await box.collect(artifacts)
+                    except (OSError, RuntimeError, ValueError) as exc:
+                        # The conversation is the result; missing logs must not discard it.
+                        collect_error = f"artifacts not collected: {_describe(exc)}"
+        except TimeoutError:
+            return Outcome(infra=Status.TIMEOUT, error=f"no result within {timeout_s:.0f} s")
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 — any failure to converse is an infrastructure error
+            return Outcome(infra=Status.INFRA_ERROR, error=_describe(exc))
+        outcome = _classify(scenario, transcript, self.manifest)
+        outcome.warning = collect_error
+        return outcome
+
+    def _lacking_capabilities(self, scenario: Scenario) -> set[str]:
+        needed = set(getattr(scenario, "required_capabilities", set()) or set())
+        if self.capabilities is None:
+            return set()
+        return needed - self.capabilities
+
+
+@dataclass
+class ReplayedConversations:
+    """Rescoring: the conversations a run's saved traces recorded (by job key)."""
+
+    traces: dict[str, Trace]
+    manifest: Manifest | None = None
+    live: bool = False
+
+    async def converse(self, job: Job) -> Outcome:
+        return _replayed(job, self.traces.get(job.key), self.manifest)
 
 
 @dataclass
 class Engine:
     settings: RunSettings
     scenarios: Sequence[Scenario]
-    backend: SandboxBackend
-    simulator: Simulator
+    conversations: ConversationSource
     judge: Judge | None
     writer: RunWriter
     say: Callable[[str], None] = print
-    # Rescoring: saved traces by job key. Conversations are read from them instead of run.
-    replay: dict[str, Trace] | None = None
-    # The corpus manifest: its adversarial documents may index 0 chunks without a SETUP_ERROR.
-    manifest: Manifest | None = None
+    # Asked before each sandbox opens: None when the shared LLM server answers, else why not.
+    # A dead server ends the run (exit 3) instead of failing every remaining scenario one by one.
+    llm_health: Callable[[], Awaitable[str | None]] | None = None
     _streak: list[str] = field(default_factory=list)
     _stopping: str | None = None
+    _finished: set[str] = field(default_factory=set)  # job keys recorded by this process
+    stopped_by_infrastructure: bool = False
     _samples: dict[str, list[RejudgeSample]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -81,7 +160,7 @@ class Engine:
     def plan(self) -> list[Job]:
         """Every job in declared order, minus those a resumed run already finished."""
         trials = self.settings.trials
-        done = self.writer.done_keys()
+        done = self.already_done()
         jobs = []
         for scenario in self.scenarios:
             for trial in range(1, trials + 1) if trials > 1 else [None]:
@@ -89,6 +168,12 @@ class Engine:
                 if job.key not in done:
                     jobs.append(job)
         return jobs
+
+    def already_done(self) -> set[str]:
+        """Keys a resumed run keeps: everything recorded except NOT_RUN (the run stopped before
+        it) and, with --retry-errors, the infrastructure failures."""
+        redo = {Status.NOT_RUN} | (RETRYABLE if self.settings.retry_errors else set())
+        return {r.key for r in self.writer.results if r.status not in redo}
 
     async def run(self) -> Scorecard:
         """Run the plan. On cancellation (Ctrl-C) the unfinished jobs are recorded NOT_RUN."""
@@ -114,48 +199,40 @@ class Engine:
         async with gate:
             if self._stopping:
                 return
+            if self.llm_health is not None and self.conversations.live:
+                problem = await self.llm_health()
+                if problem is not None:
+                    self._stop(f"the LLM server stopped answering ({problem}); restart it with "
+                               "`trialbox up`, then `trialbox run --resume "
+                               f"{self.settings.run_dir}`", infrastructure=True)
+                    return
             await self.run_job(job)
 
+    def _stop(self, reason: str, infrastructure: bool = False) -> None:
+        """Run no further job; the ones not started are recorded NOT_RUN with this reason."""
+        if self._stopping:
+            return
+        self._stopping = reason
+        self.stopped_by_infrastructure = self.stopped_by_infrastructure or infrastructure
+        self.say(reason)
+        self.writer.warn(reason)
+
     def _record_not_run(self, jobs: Sequence[Job], reason: str) -> None:
-        done = self.writer.done_keys()
         for job in jobs:
-            if job.key not in done:
+            if job.key not in self._finished:
                 self._record(job, Outcome(infra=Status.NOT_RUN, error=reason), wall_s=None)
 
     async def run_job(self, job: Job) -> None:
         started = time.perf_counter()
-        outcome = await self._converse(job)
+        outcome = await self.conversations.converse(job)
+        if outcome.warning:
+            self.writer.warn(f"{job.key}: {outcome.warning}")
         if outcome.infra is None and outcome.transcript is not None:
             await self._judge(job, outcome)
         wall_s = round(time.perf_counter() - started, 3)
         status = self._record(job, outcome, wall_s)
         self.say(f"{status.value:<24} {job.key}  ({wall_s:.1f} s){_why(outcome)}")
         self._watch_streak(status, outcome.error)
-
-    # -- the conversation -------------------------------------------------------------------
-
-    async def _converse(self, job: Job) -> Outcome:
-        if self.replay is not None:
-            return _replayed(job, self.replay.get(job.key), self.manifest)
-        scenario = job.scenario
-        missing = missing_documents(scenario, self.settings.corpus_root)
-        if missing:
-            names = ", ".join(str(doc.path) for doc in missing)
-            return Outcome(infra=Status.SKIPPED_NO_DOCUMENT, error=f"document(s) not in the corpus: {names}")
-        timeout_s = self.settings.timeout_s or default_timeout_s(scenario)
-        artifacts = self.settings.run_dir / "artifacts" / job.key
-        try:
-            async with asyncio.timeout(timeout_s):
-                async with self.backend.open(job.key) as box:
-                    transcript = await run_conversation(box, scenario, self.simulator, self.settings.device)
-                    await box.collect(artifacts)
-        except TimeoutError:
-            return Outcome(infra=Status.TIMEOUT, error=f"no result within {timeout_s:.0f} s")
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # noqa: BLE001 — any failure to converse is an infrastructure error
-            return Outcome(infra=Status.INFRA_ERROR, error=_describe(exc))
-        return _classify(scenario, transcript, self.manifest)
 
     # -- judging ------------------------------------------------------------------------------
 
@@ -196,6 +273,7 @@ class Engine:
             wall_s=wall_s,
             trial=job.trial,
         )
+        self._finished.add(job.key)
         evidence = Evidence.from_transcript(outcome.transcript).model_dump(mode="json") if outcome.transcript else {}
         artifacts = artifacts_of(self.settings.run_dir, job.key)
         self.writer.add(
@@ -217,20 +295,28 @@ class Engine:
         if status not in STREAK_STATUSES:
             self._streak.clear()
             return
-        signature = f"{status.value}: {error}"
+        signature = f"{status.value}: {cause_of(error)}"
         self._streak = [s for s in self._streak if s == signature] + [signature]
-        if len(self._streak) >= self.settings.max_identical_infra_errors and not self._stopping:
-            self._stopping = (
-                f"stopped after {len(self._streak)} identical infrastructure errors in a row: {signature}"
-            )
-            self.say(self._stopping)
-            self.writer.warn(self._stopping)
+        if len(self._streak) >= self.settings.max_identical_infra_errors:
+            self._stop(f"stopped after {len(self._streak)} identical infrastructure errors in a "
+                       f"row: {status.value}: {error}", infrastructure=True)
 
 
 def artifacts_of(run_dir: Path, key: str) -> list[str]:
     """The files collected from a scenario's sandbox, relative to the run folder."""
     folder = run_dir / "artifacts" / key
     return sorted(str(p.relative_to(run_dir)) for p in folder.glob("*") if p.is_file()) if folder.is_dir() else []
+
+
+def cause_of(error: str | None) -> str:
+    """The failure with what names one scenario taken out (sandbox/network/container names,
+    ids, addresses, durations), so the same cause in different scenarios compares equal."""
+    text = error or ""
+    text = re.sub(r"trialbox-[A-Za-z0-9_.-]+", "<sandbox>", text)
+    text = re.sub(r"\b[0-9a-f]{12,64}\b", "<id>", text)
+    text = re.sub(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b", "<address>", text)
+    text = re.sub(r"\b\d+(?:\.\d+)?\s*s\b", "<seconds>", text)
+    return text
 
 
 def _replayed(job: Job, trace: Trace | None, manifest: Manifest | None) -> Outcome:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 from collections.abc import Callable
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import Any
 import httpx
 
 from runner import __version__
-from runner.engine import Engine
+from runner.engine import Engine, LiveConversations, ReplayedConversations
 from runner.judge import (
     CalibrationFailed,
     JudgeError,
@@ -175,6 +176,49 @@ def _served_chat_model(identity: dict[str, Any]) -> str | None:
     return identity.get("model_loaded")
 
 
+def check_results_root(settings: RunSettings) -> None:
+    """The results folder must be a writable folder before anything starts: a run that cannot
+    record its results is an infrastructure problem (exit 3), found up front, not after the
+    first scenario ran."""
+    root = settings.results_root
+    if root.exists() and not root.is_dir():
+        raise InfraError(f"results folder {root} is a file — pass --results DIR (a folder)")
+    try:
+        settings.run_dir.mkdir(parents=True, exist_ok=True)
+        probe = settings.run_dir / ".write-test"
+        probe.write_text("ok")
+        probe.unlink()
+    except OSError as exc:
+        raise InfraError(f"cannot write results into {settings.run_dir}: {exc.strerror or exc} — "
+                         "pass --results DIR on a writable disk with free space") from None
+
+
+async def llm_health_probe(url: str) -> str | None:
+    """None when the LLM server answers its health route, else why not (one line)."""
+    try:
+        async with httpx.AsyncClient(timeout=10) as client:
+            reply = await client.get(f"{url}/api/v1/health")
+        if reply.status_code != 200:
+            return f"{url}/api/v1/health answered HTTP {reply.status_code}"
+    except httpx.HTTPError as exc:
+        return f"{url}/api/v1/health: {type(exc).__name__}"
+    return None
+
+
+def served_capabilities(url: str) -> frozenset[str] | None:
+    """What the served chat models take besides text, from Lemonade's model labels
+    ("vision", "audio"); None when the server cannot say (nothing is skipped then)."""
+    try:
+        reply = httpx.get(f"{url}/api/v1/models", timeout=5)
+        reply.raise_for_status()
+        models = reply.json().get("data", [])
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return None
+    labels = {str(label) for model in models if isinstance(model, dict)
+              for label in model.get("labels", []) or []}
+    return frozenset(labels & {"vision", "audio"})
+
+
 def open_writer(settings: RunSettings, resume: bool, extra: dict[str, Any] | None = None) -> RunWriter:
     run_dir = settings.run_dir
     if resume and (run_dir / "scorecard.json").exists():
@@ -199,6 +243,7 @@ async def run(settings: RunSettings, say: Callable[[str], None], resume: bool = 
               extra: dict[str, Any] | None = None) -> Scorecard:
     """Everything from settings to a closed scorecard. Raises UsageError/InfraError early."""
     scenarios, manifest = selected_scenarios(settings)
+    check_results_root(settings)
     say(f"run {settings.run_id}: {len(scenarios)} scenario(s) × {settings.trials} trial(s), "
         f"backend {settings.backend.value}, device {settings.device} ({settings.device_reason or 'as requested'}), "
         f"concurrency {settings.concurrency}")
@@ -207,10 +252,32 @@ async def run(settings: RunSettings, say: Callable[[str], None], resume: bool = 
         backend = make_backend(settings)
     except SandboxError as exc:
         raise InfraError(str(exc)) from exc
+    if resume and settings.backend is Backend.DOCKER:
+        _sweep(settings.run_id, say, "left over from the interrupted run")
     writer = open_writer(settings, resume, extra)
     say(f"results: {settings.run_dir}")
-    engine = Engine(settings, scenarios, backend, simulator, judge, writer, say=say, manifest=manifest)
-    return await engine.run()
+    conversations = LiveConversations(settings, backend, simulator, manifest=manifest,
+                                      capabilities=served_capabilities(settings.llm_url))
+    engine = Engine(settings, scenarios, conversations, judge, writer, say=say,
+                    llm_health=lambda: llm_health_probe(settings.llm_url))
+    try:
+        return await engine.run()
+    finally:
+        if settings.backend is Backend.DOCKER:
+            # Whatever a cancelled or crashed sandbox start left behind goes by label.
+            _sweep(settings.run_id, say, "left behind by this run")
+
+
+def _sweep(run_id: str, say: Callable[[str], None], why: str) -> None:
+    from runner.stack.cleanup import cleanup
+
+    try:
+        report = cleanup(run_id)
+    except Exception as exc:  # noqa: BLE001 — cleanup must never hide the run's own outcome
+        say(f"warning: could not sweep run {run_id}'s Docker objects: {exc}")
+        return
+    if report.removed:
+        say(f"removed {report.removed} Docker object(s) {why} (label trialbox.run={run_id})")
 
 
 async def rescore(original: Path, settings: RunSettings, say: Callable[[str], None]) -> Scorecard:
@@ -225,17 +292,30 @@ async def rescore(original: Path, settings: RunSettings, say: Callable[[str], No
     chosen, manifest = selected_scenarios(settings)
     scenarios = [s for s in chosen if any(k.split("__trial")[0] == s.id for k in saved)]
     say(f"rescoring {len(saved)} trace(s) of {original.name} into run {settings.run_id}")
-    judge, simulator = await prepare_judge(settings, say)
+    judge, _ = await prepare_judge(settings, say)
     writer = open_writer(settings, resume=False, extra={"rescored_from": original.name})
-    engine = Engine(settings, scenarios, backend=None, simulator=simulator, judge=judge,  # type: ignore[arg-type]
-                    writer=writer, say=say, replay=saved, manifest=manifest)
+    engine = Engine(settings, scenarios, ReplayedConversations(saved, manifest), judge, writer, say=say)
     return await engine.run()
 
 
+RUN_ID = re.compile(r"[0-9]{8}-[0-9]{6}-[0-9a-f]{4}")
+
+
 def resume_settings(run_dir: Path) -> RunSettings:
+    """The settings saved in RUN_DIR/run.json. The run id must be one trialbox made and match
+    the folder's name: it names files and Docker labels, so `../../x` must never get in."""
     if not (run_dir / "run.json").is_file():
         raise UsageError(f"{run_dir}: no run.json here — pass a folder made by `trialbox run` (results/<run_id>)")
-    settings = RunSettings.load(run_dir)
+    try:
+        settings = RunSettings.load(run_dir)
+    except (ValueError, OSError) as exc:
+        first = str(exc).strip().splitlines()
+        raise UsageError(f"{run_dir}/run.json is not readable ({first[0] if first else exc}) — "
+                         "start a new run instead of resuming this one") from None
+    if not RUN_ID.fullmatch(settings.run_id) or settings.run_id != run_dir.resolve().name:
+        raise UsageError(f"{run_dir}/run.json: field run_id: {settings.run_id!r} is not this "
+                         f"folder's run id ({run_dir.resolve().name!r}) — pass the run folder "
+                         "itself, unmodified")
     settings.results_root = run_dir.parent
     return settings
 

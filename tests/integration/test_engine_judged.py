@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from runner.engine import Engine
+from runner.engine import Engine, LiveConversations
 from runner.judgments import DimensionScores, Judgments, ScenarioVerdict, TurnJudgment
 from runner.launch import rescore, selected_scenarios
 from runner.report import RunConfig, RunWriter, read_scorecard
@@ -66,8 +66,8 @@ def run_engine(settings: RunSettings, judge: ScriptedJudge) -> Path:
                                         rejudge=settings.rejudge))
     backend = LocalBackend(llm_url=settings.llm_url, corpus_root=settings.corpus_root)
     scenarios, _ = selected_scenarios(settings)
-    engine = Engine(settings, scenarios, backend, ScriptedSimulator(), judge, writer,
-                    say=lambda line: None)
+    conversations = LiveConversations(settings, backend, ScriptedSimulator())
+    engine = Engine(settings, scenarios, conversations, judge, writer, say=lambda line: None)
     asyncio.run(engine.run())
     return settings.run_dir
 
