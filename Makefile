@@ -1,7 +1,8 @@
 # trialbox — one command per job. Everything is idempotent: run any target again at will.
 #
 #   make bench   engine → venv → `trialbox bench` (the one command a developer needs)
-#   make test    engine → venv → images → pytest (what CI runs, via .ci/run)
+#   make test    host packages → engine → venv → images → lint → pytest, no layer may skip
+#                (what CI runs, via .ci/run)
 #   make images  build trialbox/{llm-cpu,agent-ui,runner}:dev (offline: local base + wheels)
 #   make up      start the LLM server for DEVICE (auto|cpu|rocm|npu) and wait until healthy
 #   make down    stop the stack
@@ -15,9 +16,12 @@ DEVICE ?= auto
 RUN_ID ?=
 PYTEST_ARGS ?=
 
-.PHONY: install images up down clean bench test doctor docker corpus
+.PHONY: install images up down clean bench test lint doctor docker corpus host-packages
 
-docker:
+host-packages:
+	scripts/ensure-host-packages
+
+docker: host-packages
 	scripts/ensure-docker
 
 # The venv is rebuilt only when pyproject.toml changes (stamp file).
@@ -56,5 +60,10 @@ bench: docker install
 test: export TESTCONTAINERS_RYUK_DISABLED ?= true
 test: export TESTCONTAINERS_CONNECTION_MODE ?= docker_host
 test: export TESTCONTAINERS_HOST_OVERRIDE ?= 127.0.0.1
-test: docker install images corpus
+# Every layer must run: a skip (no Docker, no Chromium, no GAIA venv) fails the suite.
+test: export TRIALBOX_NO_SKIPS ?= 1
+test: docker install images corpus lint
 	$(BIN)/pytest $(PYTEST_ARGS)
+
+lint: $(VENV)/.installed
+	$(BIN)/ruff check runner tests

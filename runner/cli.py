@@ -206,8 +206,14 @@ def execute(settings: object, resume: bool = False, extra: dict | None = None) -
     except KeyboardInterrupt:
         run_dir = settings.run_dir  # type: ignore[attr-defined]
         console.print(f"[yellow]interrupted[/]: partial scorecard in {run_dir}; continue with "
-                      f"`trialbox run --resume {run_dir}`")
+                      f"`trialbox run --resume {run_dir}`", soft_wrap=True)
         return EXIT_INFRA
+    except OSError as exc:
+        # Disk full, folder removed mid-run: every result finished before is already on disk
+        # (each trace is written the moment its scenario ends).
+        run_dir = settings.run_dir  # type: ignore[attr-defined]
+        fail(f"results could not be written ({exc.strerror or exc}); what finished is in "
+             f"{run_dir} — free space, then `trialbox run --resume {run_dir}`", EXIT_INFRA)
     print_summary(card, settings.run_dir)  # type: ignore[attr-defined]
     return exit_code(card, settings.min_pass_rate)  # type: ignore[attr-defined]
 

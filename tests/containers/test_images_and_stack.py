@@ -77,8 +77,6 @@ def free_port() -> int:
 
 def require_image(client: docker.DockerClient, name: str) -> str:
     tag = image_tag(name)
-    if not (ROOT / "images" / name / "Dockerfile").is_file():
-        pytest.skip(f"images/{name}/Dockerfile does not exist yet")
     try:
         client.images.get(tag)
     except DockerException:
@@ -92,8 +90,6 @@ def require_image(client: docker.DockerClient, name: str) -> str:
 @pytest.mark.timeout(1800)
 @pytest.mark.parametrize("name", IMAGES)
 def test_image_builds_with_its_label(client: docker.DockerClient, name: str) -> None:
-    if not (ROOT / "images" / name / "Dockerfile").is_file():
-        pytest.skip(f"images/{name}/Dockerfile does not exist yet")
     built = build_image(name)
     image = client.images.get(built.tag)
     assert image.id == built.image_id
