@@ -12,11 +12,12 @@ import json
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 from typing import Any
 
 from runner.evidence import (
+    UI_INDEXING_STEP,
     CallEvidence,
     Evidence,
     TurnEvidence,
@@ -32,6 +33,7 @@ from runner.scenarios import (
     ArgumentMatcher,
     Check,
     DocumentsIndexed,
+    GroundTruth,
     MaxToolCalls,
     Scenario,
     ToolCalled,
@@ -44,10 +46,35 @@ from runner.scenarios import (
 from runner.transcript import IndexedDocument, Transcript, TurnRecord
 
 __all__ = [
-    "CHECK_TYPES", "AnswerContains", "AnswerNotContains", "AnswerNumber", "ArgumentMatcher",
-    "Check", "CheckResult", "DocumentsIndexed", "FoundNumber", "MaxToolCalls", "ToolCalled",
-    "ToolNotCalled", "ToolStep", "ToolsExact", "ToolsInOrder", "deviation_band",
-    "find_numbers", "run_all_checks", "run_scenario_checks", "run_turn_checks",
+    "CHECK_TYPES",
+    "DERIVED_TOLERANCE",
+    "EXPECTED_TOOLS",
+    "MAX_LITERAL_WORDS",
+    "AnswerContains",
+    "AnswerNotContains",
+    "AnswerNumber",
+    "ArgumentMatcher",
+    "Check",
+    "CheckResult",
+    "DocumentsIndexed",
+    "FoundNumber",
+    "MaxToolCalls",
+    "Planned",
+    "ToolCalled",
+    "ToolNotCalled",
+    "ToolStep",
+    "ToolsExact",
+    "ToolsInOrder",
+    "amount_of",
+    "derived_checks",
+    "deviation_band",
+    "expected_tools_check",
+    "find_numbers",
+    "has_expected_answer",
+    "planned_checks",
+    "run_all_checks",
+    "run_scenario_checks",
+    "run_turn_checks",
 ]
 
 
@@ -64,11 +91,46 @@ class _Context:
 
 # --- public entry points -----------------------------------------------------------------
 
-def run_turn_checks(turn: Turn, record: TurnRecord) -> list[CheckResult]:
+EXPECTED_TOOLS = "expected_tools"
+"""The CheckResult type of a turn's GAIA `expected_tools` list, decided as an in-order
+subsequence of that turn's tool calls (the type names its origin, so a reader can tell it from
+a declared `tools_in_order`)."""
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One check a turn will be decided on, and where it came from."""
+
+    check: Check
+    label: str  # the CheckResult type: the check's own, or EXPECTED_TOOLS
+    derived: bool = False  # built from ground_truth.expected_answer
+    origin: str = ""  # put before a failure's diagnostic, to say where the check came from
+
+
+def planned_checks(turn: Turn, derived: bool = True) -> list[Planned]:
+    """The turn's declared checks, then its `expected_tools`, then (when `derived`) the
+    answer checks derived from its ground truth — the order results are reported in."""
+    planned = [Planned(check, check.type) for check in turn.checks]
+    expected = expected_tools_check(turn)
+    if expected is not None:
+        planned.append(Planned(expected, EXPECTED_TOOLS, origin="GAIA expected_tools: "))
+    if derived and turn.ground_truth is not None:
+        origin = (f"derived from ground_truth.expected_answer "
+                  f"{turn.ground_truth.expected_answer!r}: ")
+        planned += [Planned(check, check.type, derived=True, origin=origin)
+                    for check in derived_checks(turn)]
+    return planned
+
+
+def run_turn_checks(turn: Turn, record: TurnRecord, derived: bool = True) -> list[CheckResult]:
     """Decide one turn's checks on that turn's tool calls and final answer."""
     evidence = TurnEvidence.from_record(record)
     context = _Context(calls=evidence.calls, answer=evidence.answer, turn=turn.turn)
-    return [_decide(check, context) for check in turn.checks]
+    # A derived literal is matched whitespace-insensitively: line breaks and double spaces in
+    # a model's answer are layout, not a different answer.
+    flat = replace(context, answer=" ".join(evidence.answer.split()))
+    return [_decide(item, flat if item.derived else context)
+            for item in planned_checks(turn, derived)]
 
 
 def run_scenario_checks(scenario: Scenario, transcript: Transcript) -> list[CheckResult]:
@@ -76,11 +138,14 @@ def run_scenario_checks(scenario: Scenario, transcript: Transcript) -> list[Chec
     evidence = Evidence.from_transcript(transcript)
     context = _Context(calls=evidence.trajectory, answer=None, turn=None, scenario=scenario,
                        indexed=tuple(transcript.indexed))
-    return [_decide(check, context) for check in scenario.checks]
+    return [_decide(Planned(check, check.type), context) for check in scenario.checks]
 
 
-def run_all_checks(scenario: Scenario, transcript: Transcript) -> list[CheckResult]:
-    """Every declared check in declared order: each turn's, then the scenario's.
+def run_all_checks(scenario: Scenario, transcript: Transcript,
+                   derived: bool = True) -> list[CheckResult]:
+    """Every check in order: each turn's (declared, expected_tools, derived), then the
+    scenario's. `derived=False` (`--no-derived-checks`) leaves out the checks derived from
+    ground truth.
 
     A turn the conversation never reached fails its checks (with that said), because a check
     that could not be decided must not read as passed.
@@ -90,19 +155,120 @@ def run_all_checks(scenario: Scenario, transcript: Transcript) -> list[CheckResu
     for turn in scenario.turns:
         record = records.get(turn.turn)
         if record is None:
-            results += [CheckResult(type=check.type, turn=turn.turn, passed=False,
+            results += [CheckResult(type=item.label, turn=turn.turn, passed=False,
+                                    derived=item.derived,
                                     diagnostic=f"expected turn {turn.turn} to run; got no "
                                                "record of it (the conversation stopped earlier)")
-                        for check in turn.checks]
+                        for item in planned_checks(turn, derived)]
         else:
-            results += run_turn_checks(turn, record)
+            results += run_turn_checks(turn, record, derived)
     return results + run_scenario_checks(scenario, transcript)
 
 
-def _decide(check: Check, context: _Context) -> CheckResult:
-    passed, diagnostic = _REGISTRY[check.type](check, context)
-    return CheckResult(type=check.type, turn=context.turn, passed=passed,
-                       diagnostic="" if passed else diagnostic)
+def _decide(item: Planned, context: _Context) -> CheckResult:
+    passed, diagnostic = _REGISTRY[item.check.type](item.check, context)
+    return CheckResult(type=item.label, turn=context.turn, passed=passed, derived=item.derived,
+                       diagnostic="" if passed else item.origin + diagnostic)
+
+
+# --- checks built from what a turn already says ------------------------------------------
+
+DERIVED_TOLERANCE = 0.05
+"""GAIA's rubric gives a number within 5% correctness 8 (a passing turn) and one beyond it 4
+or less (DESIGN 2.1), so a derived number check uses the same band."""
+
+MAX_LITERAL_WORDS = 4
+"""A longer expected answer is a sentence ("Remote work is allowed two days a week") that a
+correct agent paraphrases; a substring test on it would fail right answers, so it is left to
+the judge. Names, codes, dates and values with a unit (at most 4 words) are written one way."""
+
+_OWN_ANSWER_CHECKS = frozenset({"answer_contains", "answer_number"})
+"""A turn that declares one of these already says how its answer is verified. (A declared
+answer_not_contains, e.g. "I cannot", says nothing about the expected answer.)"""
+
+_UNIT_WORDS = frozenset({"usd", "eur", "gbp", "dollars", "dollar", "euros", "euro", "pounds"})
+_CURRENCY = re.compile(r"[$€£¥]")
+
+
+def expected_tools_check(turn: Turn) -> ToolsInOrder | None:
+    """GAIA's `expected_tools` as an in-order subsequence check; None when there is none.
+
+    The Agent UI's own `index_documents` step is dropped from the list, as it is from the
+    agent's trajectory (runner/evidence.py): a captured session records it, but it is the
+    harness's doing. An empty list expects nothing, and a check that cannot fail is noise.
+    """
+    names = [name for name in turn.expected_tools or [] if name != UI_INDEXING_STEP]
+    if not names:
+        return None
+    return ToolsInOrder(type="tools_in_order", tools=[ToolStep(tool=name) for name in names])
+
+
+def has_expected_answer(truth: GroundTruth) -> bool:
+    """The ground truth gives an answer: the key is written and not null (null means the agent
+    must say it does not know; no key means no answer was given — neither derives a check)."""
+    given = getattr(truth, "has_expected_answer", None)
+    if isinstance(given, bool):
+        return given and truth.expected_answer is not None
+    return "expected_answer" in truth.model_fields_set and truth.expected_answer is not None
+
+
+def derived_checks(turn: Turn) -> list[AnswerContains | AnswerNumber]:
+    """Exact answer checks derived from the turn's ground_truth.expected_answer.
+
+    A number or an amount ("$412,000", "24.6", "12%") becomes answer_number within GAIA's 5%;
+    a short literal (≤ MAX_LITERAL_WORDS words) becomes answer_contains, ignoring case and
+    spacing; anything else derives nothing. A list derives one check per item.
+    """
+    truth = turn.ground_truth
+    if truth is None or not has_expected_answer(truth):
+        return []
+    if any(check.type in _OWN_ANSWER_CHECKS for check in turn.checks):
+        return []
+    expected = truth.expected_answer
+    items = expected if isinstance(expected, list) else [expected]
+    return [check for item in items if (check := _derive(item)) is not None]
+
+
+def _derive(value: object) -> AnswerContains | AnswerNumber | None:
+    if value is None or isinstance(value, bool):  # a bool is an int to Python, not a number here
+        return None
+    if isinstance(value, int | float):
+        return AnswerNumber(type="answer_number", value=float(value), tolerance=DERIVED_TOLERANCE)
+    text = " ".join(str(value).split()).rstrip(".;,")
+    if not text:
+        return None
+    amount = amount_of(text)
+    if amount is not None:
+        return AnswerNumber(type="answer_number", value=amount, tolerance=DERIVED_TOLERANCE)
+    if len(text.split()) <= MAX_LITERAL_WORDS:
+        return AnswerContains(type="answer_contains", text=text, ignore_case=True)
+    return None
+
+
+def amount_of(text: str) -> float | None:
+    """The value of `text` when it is exactly one number or amount, else None.
+
+    "$412,000", "24.6", "12%", "$1.2 million", "412,000 USD", "47 employees" are amounts;
+    "Q3 2025", "March 15", "USD 12 per seat per month" are not. A bare year (1900–2100, no currency, no decimals)
+    is a literal: within 5% of 2025 lies every year from 1924 to 2126.
+    """
+    matches = list(_NUMBER.finditer(text))
+    if len(matches) != 1:
+        return None
+    match = matches[0]
+    before = re.findall(r"[^\W_]+", text[: match.start()].casefold())
+    after = re.findall(r"[^\W_]+", text[match.end():].casefold())
+    # A count with its noun ("47 employees", "3 days") is a number, so "about 47 people"
+    # passes; a word before the number ("March 15", "Room 404") makes it a literal.
+    counted = not before and len(after) <= 2 and all(word.isalpha() for word in after)
+    if not counted and any(word not in _UNIT_WORDS for word in before + after):
+        return None
+    value = find_numbers(match.group(0))[0].value
+    raw = match.group(0)
+    plain = not (_CURRENCY.search(raw) or match["word"] or match["suffix"] or match["percent"])
+    if plain and re.fullmatch(r"\d{4}", match["digits"]) and 1900 <= value <= 2100:
+        return None
+    return value
 
 
 # --- tool calls --------------------------------------------------------------------------

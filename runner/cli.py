@@ -215,6 +215,10 @@ def execute(settings: object, resume: bool = False, extra: dict | None = None) -
         fail(f"results could not be written ({exc.strerror or exc}); what finished is in "
              f"{run_dir} — free space, then `trialbox run --resume {run_dir}`", EXIT_INFRA)
     print_summary(card, settings.run_dir)  # type: ignore[attr-defined]
+    if settings.min_pass_rate is not None:  # type: ignore[attr-defined]
+        from runner.launch import quality_gate_line
+
+        say(quality_gate_line(card, settings.min_pass_rate))  # type: ignore[attr-defined]
     return exit_code(card, settings.min_pass_rate)  # type: ignore[attr-defined]
 
 

@@ -259,7 +259,8 @@ class Engine:
 
     def _record(self, job: Job, outcome: Outcome, wall_s: float | None) -> Status:
         scenario = job.scenario
-        checks = run_all_checks(scenario, outcome.transcript) if outcome.transcript else []
+        checks = (run_all_checks(scenario, outcome.transcript, derived=self.settings.derived_checks)
+                  if outcome.transcript else [])
         result = scenario_result(
             scenario_id=scenario.id,
             name=scenario.name or "",

@@ -12,6 +12,7 @@ import asyncio
 import os
 import re
 import signal
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,10 +29,12 @@ from runner.judge import (
     open_judge,
 )
 from runner.report import RunConfig, RunWriter, Scorecard, Trace
+from runner.report._identity import served_model_of
 from runner.sandbox import SandboxBackend, SandboxError
 from runner.scenarios import Manifest, Scenario, SelectionError, load_suite, select
 from runner.settings import Backend, RunSettings
 from runner.simulate import make_simulator
+from runner.scoring import decided_pass_rate
 from runner.status import Status
 
 EXIT_OK, EXIT_QUALITY, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
@@ -157,7 +160,9 @@ def run_config(settings: RunSettings, extra: dict[str, Any] | None = None) -> Ru
         backend=settings.backend.value,
         trialbox_version=__version__,
         images=(extra or {}).get("images", {}),
-        agent_model=_served_chat_model(identity),
+        agent_model=settings.agent_model or _served_chat_model(identity),
+        served_model=served_model_of(identity),
+        derived_checks=settings.derived_checks,
         llm_server=identity,
         hardware=hardware_fingerprint().model_dump(mode="json"),
         concurrency=settings.concurrency,
@@ -183,11 +188,11 @@ def check_results_root(settings: RunSettings) -> None:
     root = settings.results_root
     if root.exists() and not root.is_dir():
         raise InfraError(f"results folder {root} is a file — pass --results DIR (a folder)")
+    existing = next((p for p in (settings.run_dir, *settings.run_dir.parents) if p.exists()), Path("."))
     try:
-        settings.run_dir.mkdir(parents=True, exist_ok=True)
-        probe = settings.run_dir / ".write-test"
-        probe.write_text("ok")
-        probe.unlink()
+        # Probe the nearest existing folder: nothing of this run is created before it starts.
+        with tempfile.TemporaryFile(dir=existing):
+            pass
     except OSError as exc:
         raise InfraError(f"cannot write results into {settings.run_dir}: {exc.strerror or exc} — "
                          "pass --results DIR on a writable disk with free space") from None
@@ -234,9 +239,20 @@ def exit_code(card: Scorecard, min_pass_rate: float | None) -> int:
     worked = [s for s in statuses if s.is_judged or s in (Status.NOT_JUDGED, *SKIPPED)]
     if Status.NOT_RUN in statuses or (statuses and not worked):
         return EXIT_INFRA
-    if min_pass_rate is not None and (card.summary.pass_rate or 0.0) < min_pass_rate:
-        return EXIT_QUALITY
+    if min_pass_rate is not None:
+        rate, _ = decided_pass_rate(card.summary)
+        if rate is None or rate < min_pass_rate:  # nothing decided: the gate cannot pass
+            return EXIT_QUALITY
     return EXIT_OK
+
+
+def quality_gate_line(card: Scorecard, min_pass_rate: float) -> str:
+    """Which rate --min-pass-rate was held against, and the outcome (printed after a run)."""
+    rate, name = decided_pass_rate(card.summary)
+    if rate is None:
+        return f"quality gate: nothing was decided ({name}), so --min-pass-rate {min_pass_rate:.0%} is not met"
+    verdict = "met" if rate >= min_pass_rate else "NOT met"
+    return f"quality gate: {name} {rate:.0%} vs --min-pass-rate {min_pass_rate:.0%}: {verdict}"
 
 
 async def run(settings: RunSettings, say: Callable[[str], None], resume: bool = False,

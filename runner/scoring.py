@@ -11,7 +11,10 @@ Rules (DESIGN 2.1):
   has correctness ≥ 4 and every turn of the conversation was judged;
 - PASS needs the rubric AND every exact check AND every claim `entailed`; otherwise FAIL;
 - a judge verdict of BLOCKED_BY_ARCHITECTURE stands (never upgraded to PASS);
-- no judge → NOT_JUDGED (no score is invented); infrastructure statuses pass through.
+- no judge: a failed exact check still FAILs the scenario (a check is evidence, not opinion;
+  no score is given); every check passed → NOT_JUDGED, counted as "checks passed, not judged";
+  no check at all → plain NOT_JUDGED (no score is invented);
+- infrastructure statuses pass through.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Protocol
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -123,6 +126,11 @@ class QualityGates(_Record):
     rubric_ok: bool | None = None  # GAIA's rubric: mean ≥ 6.0 and every turn correctness ≥ 4
     checks_ok: bool = True  # every exact check passed (vacuously true with no checks)
     claims_ok: bool | None = None  # every claim judged `entailed`
+    checks_run: int = Field(
+        default=0,
+        description="how many exact checks were decided (declared, expected_tools and derived); "
+        "0 means checks_ok is vacuous",
+    )
 
     def failed(self) -> list[str]:
         """Names of the gates that failed, in a fixed order (for messages and reports)."""
@@ -132,6 +140,11 @@ class QualityGates(_Record):
     @property
     def all_passed(self) -> bool:
         return self.rubric_ok is True and self.checks_ok and self.claims_ok is True
+
+
+Decider = Literal["judge", "checks"]
+"""What decided a PASS/FAIL/BLOCKED: the judge (with the checks as one gate), or the exact
+checks alone when no judge ran (they can only FAIL a scenario, never PASS it)."""
 
 
 class ScoredTurn(_Record):
@@ -149,6 +162,9 @@ class ScenarioOutcome(_Record):
     gates: QualityGates
     turns: list[ScoredTurn] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)  # why the status is what it is
+    decided_by: Decider | None = Field(
+        default=None, description="judge | checks for PASS/FAIL/BLOCKED; None for other statuses"
+    )
 
 
 def claims_entailed(claims: Iterable[ClaimJudgment]) -> bool:
@@ -202,6 +218,47 @@ def _judge_says_blocked(judgments: Judgments) -> bool:
     return verdict.strip().upper() == Status.BLOCKED_BY_ARCHITECTURE.value
 
 
+def check_note(check: CheckResult) -> str:
+    """`check answer_number (derived, turn 2) failed: expected …` — which check, and why."""
+    where = ", ".join(
+        part
+        for part in (
+            "derived" if check.derived else "",
+            f"turn {check.turn}" if check.turn is not None else "",
+        )
+        if part
+    )
+    label = f"{check.type} ({where})" if where else check.type
+    return f"check {label} failed: {check.diagnostic}".rstrip(": ")
+
+
+CHECKS_FAILED = "failed: checks"
+CHECKS_PASSED_NOT_JUDGED = "checks passed, not judged"
+
+
+def _unjudged(
+    checks: Sequence[CheckResult], infra: Status | None, check_notes: list[str]
+) -> ScenarioOutcome:
+    """No judgments: an infrastructure status passes through; otherwise the checks decide
+    what they can. A failed check is evidence the answer or trajectory was wrong, so the
+    scenario FAILs (no score: nothing was scored); all checks passing proves only what the
+    checks test, so the scenario stays NOT_JUDGED and is counted apart."""
+    gates = QualityGates(checks_ok=checks_passed(checks), checks_run=len(checks))
+    if infra is not None:
+        return ScenarioOutcome(status=infra, gates=gates, notes=check_notes)
+    if not gates.checks_ok:
+        failed = sum(1 for c in checks if not c.passed)
+        head = f"{CHECKS_FAILED} ({failed} of {len(checks)} exact checks failed; no judge ran)"
+        return ScenarioOutcome(
+            status=Status.FAIL, gates=gates, notes=[head, *check_notes], decided_by="checks"
+        )
+    if checks:
+        note = f"{CHECKS_PASSED_NOT_JUDGED}: all {len(checks)} exact checks passed; no judge ran"
+    else:
+        note = "no judge configured and no exact check: verdicts are NOT_JUDGED"
+    return ScenarioOutcome(status=Status.NOT_JUDGED, gates=gates, notes=[note])
+
+
 def scenario_status(
     judgments: Judgments | None,
     checks: Sequence[CheckResult],
@@ -220,20 +277,21 @@ def scenario_status(
             f"infra={infra.value} is a quality verdict; only scoring derives PASS/FAIL/BLOCKED"
         )
     checks_ok = checks_passed(checks)
-    failed_checks = [c for c in checks if not c.passed]
-    check_notes = [f"check {c.type} failed: {c.diagnostic}".rstrip(": ") for c in failed_checks]
+    check_notes = [check_note(c) for c in checks if not c.passed]
 
     if judgments is None:
-        status = infra or Status.NOT_JUDGED
-        note = "no judge configured: verdicts are NOT_JUDGED" if status is Status.NOT_JUDGED else ""
-        notes = [n for n in [note, *check_notes] if n]
-        return ScenarioOutcome(status=status, gates=QualityGates(checks_ok=checks_ok), notes=notes)
+        return _unjudged(checks, infra, check_notes)
 
     turns = score_turns(judgments)
     score = mean_score([t.score for t in turns])
     rubric_notes = rubric_failures(judgments, score, conversation_turns)
     claims_ok = claims_entailed(judgments.claims)
-    gates = QualityGates(rubric_ok=not rubric_notes, checks_ok=checks_ok, claims_ok=claims_ok)
+    gates = QualityGates(
+        rubric_ok=not rubric_notes,
+        checks_ok=checks_ok,
+        claims_ok=claims_ok,
+        checks_run=len(checks),
+    )
     notes = [t.mismatch_note for t in turns if t.mismatch_note]
     notes += [f"rubric: {reason}" for reason in rubric_notes] + check_notes
     notes += [
@@ -255,7 +313,14 @@ def scenario_status(
         status = Status.PASS
     else:
         status = Status.FAIL
-    return ScenarioOutcome(status=status, score=score, gates=gates, turns=turns, notes=notes)
+    return ScenarioOutcome(
+        status=status,
+        score=score,
+        gates=gates,
+        turns=turns,
+        notes=notes,
+        decided_by="judge" if status in JUDGED else None,
+    )
 
 
 # --- run summary -------------------------------------------------------------------------
@@ -273,12 +338,18 @@ class Scored(Protocol):
     @property
     def score(self) -> float | None: ...
 
+    @property
+    def gates(self) -> QualityGates: ...
+
+    @property
+    def decided_by(self) -> Decider | None: ...
+
 
 class StatusCounts(_Record):
-    """GAIA's counters, plus ours (not_judged)."""
+    """GAIA's counters, plus ours (not_judged). Every scenario is in exactly one of them."""
 
     passed: int = 0
-    failed: int = 0
+    failed: int = 0  # every FAIL, judged or decided by checks (see checks_failed)
     blocked: int = 0
     timeout: int = 0
     budget_exceeded: int = 0
@@ -286,33 +357,71 @@ class StatusCounts(_Record):
     skipped: int = 0
     not_run: int = 0
     errored: int = 0
-    not_judged: int = 0
+    not_judged: int = 0  # every NOT_JUDGED (see checks_passed_not_judged)
 
 
-class CategorySummary(StatusCounts):
+class Totals(StatusCounts):
+    """Counts and rates shared by the whole run and each category."""
+
+    judged: int = Field(
+        default=0, description="PASS + FAIL + BLOCKED decided by a judge: judged_pass_rate's base"
+    )
+    checks_failed: int = Field(
+        default=0, description="FAILs decided by exact checks alone, no judge (inside `failed`)"
+    )
+    checks_passed_not_judged: int = Field(
+        default=0,
+        description="NOT_JUDGED scenarios whose exact checks (at least one) all passed "
+        "(inside `not_judged`)",
+    )
+    checked: int = Field(
+        default=0,
+        description="scenarios whose conversation completed and had at least one exact check: "
+        "checks_pass_rate's base (infrastructure statuses are left out)",
+    )
+    checks_all_passed: int = Field(
+        default=0, description="of `checked`, the scenarios whose exact checks all passed"
+    )
+    judged_pass_rate: float | None = None  # passed / judged; None when nothing was judged
+    checks_pass_rate: float | None = Field(
+        default=None, description="checks_all_passed / checked; None when no check ran"
+    )
+    avg_score: float | None = None  # judge-scored scenarios only, FAIL capped at 5.99
+
+
+class CategorySummary(Totals):
     total: int = 0
-    avg_score: float | None = None  # judged scenarios only, FAIL capped at 5.99
-    judged_pass_rate: float | None = None
 
 
-class Summary(StatusCounts):
-    """GAIA's summary fields (scorecard.json `summary`) plus judged/infrastructure totals."""
+class Summary(Totals):
+    """GAIA's summary fields (scorecard.json `summary`) plus judged/checks/infrastructure totals."""
 
     total_scenarios: int = 0
-    judged: int = 0  # PASS + FAIL + BLOCKED: the denominator of judged_pass_rate
-    infrastructure: int = 0  # every other status: never counted as quality
+    infrastructure: int = 0  # every status that is not PASS/FAIL/BLOCKED: never quality
     pass_rate: float = 0.0  # passed / total_scenarios
-    judged_pass_rate: float | None = None  # passed / judged; None when nothing was judged
-    avg_score: float | None = None  # mean over judged scenarios, FAIL capped at 5.99
     by_category: dict[str, CategorySummary] = Field(default_factory=dict)
 
 
 _JUDGED_BUCKETS = {Status.PASS: "passed", Status.FAIL: "failed"}
 _JUDGED_BUCKETS[Status.BLOCKED_BY_ARCHITECTURE] = "blocked"
+_CONVERSATION_COMPLETED = JUDGED | {Status.NOT_JUDGED}
 
 
 def bucket_of(status: Status) -> str:
     return _JUDGED_BUCKETS.get(status) or INFRA_BUCKETS[status]
+
+
+def decided_by_checks(result: Scored) -> bool:
+    """A FAIL that exact checks decided without a judge."""
+    return result.status is Status.FAIL and result.decided_by == "checks"
+
+
+def checks_passed_not_judged(result: Scored) -> bool:
+    return (
+        result.status is Status.NOT_JUDGED
+        and result.gates.checks_run > 0
+        and result.gates.checks_ok
+    )
 
 
 @dataclass
@@ -320,6 +429,11 @@ class _Tally:
     counts: dict[str, int]
     scores: list[float]
     total: int = 0
+    judged: int = 0
+    checks_failed: int = 0
+    checks_passed_not_judged: int = 0
+    checked: int = 0
+    checks_all_passed: int = 0
 
     @classmethod
     def empty(cls) -> _Tally:
@@ -328,20 +442,32 @@ class _Tally:
     def add(self, result: Scored) -> None:
         self.total += 1
         self.counts[bucket_of(result.status)] += 1
-        if result.status in JUDGED and result.score is not None:
-            self.scores.append(capped_score(result.status, result.score))
+        if decided_by_checks(result):
+            self.checks_failed += 1
+        elif result.status in JUDGED:
+            # A result from before `decided_by` existed (None) was judged: nothing else
+            # could give PASS/FAIL/BLOCKED then.
+            self.judged += 1
+            if result.score is not None:
+                self.scores.append(capped_score(result.status, result.score))
+        if checks_passed_not_judged(result):
+            self.checks_passed_not_judged += 1
+        if result.status in _CONVERSATION_COMPLETED and result.gates.checks_run > 0:
+            self.checked += 1
+            self.checks_all_passed += result.gates.checks_ok
 
-    @property
-    def judged(self) -> int:
-        return self.counts["passed"] + self.counts["failed"] + self.counts["blocked"]
-
-    @property
-    def avg_score(self) -> float | None:
-        return round(sum(self.scores) / len(self.scores), 2) if self.scores else None
-
-    @property
-    def judged_pass_rate(self) -> float | None:
-        return self.counts["passed"] / self.judged if self.judged else None
+    def totals(self) -> dict[str, object]:
+        return dict(
+            **self.counts,
+            judged=self.judged,
+            checks_failed=self.checks_failed,
+            checks_passed_not_judged=self.checks_passed_not_judged,
+            checked=self.checked,
+            checks_all_passed=self.checks_all_passed,
+            judged_pass_rate=self.counts["passed"] / self.judged if self.judged else None,
+            checks_pass_rate=self.checks_all_passed / self.checked if self.checked else None,
+            avg_score=round(sum(self.scores) / len(self.scores), 2) if self.scores else None,
+        )
 
 
 def summarize(results: Iterable[Scored]) -> Summary:
@@ -352,24 +478,33 @@ def summarize(results: Iterable[Scored]) -> Summary:
         overall.add(result)
         categories.setdefault(result.category, _Tally.empty()).add(result)
     by_category = {
-        name: CategorySummary(
-            **tally.counts,
-            total=tally.total,
-            avg_score=tally.avg_score,
-            judged_pass_rate=tally.judged_pass_rate,
-        )
+        name: CategorySummary.model_validate({**tally.totals(), "total": tally.total})
         for name, tally in sorted(categories.items())
     }
-    return Summary(
-        **overall.counts,
-        total_scenarios=overall.total,
-        judged=overall.judged,
-        infrastructure=overall.total - overall.judged,
-        pass_rate=overall.counts["passed"] / overall.total if overall.total else 0.0,
-        judged_pass_rate=overall.judged_pass_rate,
-        avg_score=overall.avg_score,
-        by_category=by_category,
+    quality = overall.counts["passed"] + overall.counts["failed"] + overall.counts["blocked"]
+    return Summary.model_validate(
+        {
+            **overall.totals(),
+            "total_scenarios": overall.total,
+            "infrastructure": overall.total - quality,
+            "pass_rate": overall.counts["passed"] / overall.total if overall.total else 0.0,
+            "by_category": by_category,
+        }
     )
+
+
+def decided_pass_rate(summary: Summary) -> tuple[float | None, str]:
+    """The pass rate a quality gate (`--min-pass-rate`) applies to, and its name.
+
+    The judged pass rate when a judge decided any scenario; else the checks pass rate (a run
+    without a judge is still gated on what code verified); None when nothing was decided
+    (no judge and no check ran) — the caller must not read that as 0% or 100%.
+    """
+    if summary.judged and summary.judged_pass_rate is not None:
+        return summary.judged_pass_rate, "judged pass rate"
+    if summary.checked and summary.checks_pass_rate is not None:
+        return summary.checks_pass_rate, "checks pass rate"
+    return None, "no pass rate (no judge decided a scenario and no exact check ran)"
 
 
 # --- judge cost --------------------------------------------------------------------------

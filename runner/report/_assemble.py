@@ -60,6 +60,7 @@ def scenario_result(
         checks=[c for c in checks if c.turn is None],
         claims=[c for c in judgments.claims if c.turn is None] if judgments else [],
         notes=outcome.notes,
+        decided_by=outcome.decided_by,
         root_cause=verdict.root_cause if verdict else None,
         recommended_fix=verdict.recommended_fix if verdict else None,
         error=error,

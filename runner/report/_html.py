@@ -12,8 +12,11 @@ from html import escape
 
 from runner.judgments import DIMENSIONS, ClaimJudgment, ClaimLabel
 from runner.outcomes import CheckResult
+from runner.report._charts import charts
+from runner.report._identity import model_line, served_model
 from runner.report._models import ScenarioResult, Scorecard, TurnResult
 from runner.report._summary_md import TURN_JUDGING_ON
+from runner.scoring import CHECKS_PASSED_NOT_JUDGED, checks_passed_not_judged, decided_pass_rate
 from runner.status import Status
 from runner.transcript import ToolCall
 
@@ -44,6 +47,13 @@ margin:4px 0;max-height:360px;overflow:auto}
 .ok{color:var(--pass)}.bad{color:var(--fail)}
 table.kv th{width:200px}
 .note{background:#fff8c5;border:1px solid #d4a72c;border-radius:6px;padding:8px 12px}
+.headline{font-size:15px;margin:6px 0}
+figure.chart-figure{margin:12px 0;border:1px solid var(--line);border-radius:8px;padding:8px;
+overflow-x:auto}
+figure.chart-figure figcaption{color:var(--muted);font-size:12px}
+svg.chart text{fill:#1f2328}
+.derived{font-size:11px;color:var(--muted);border:1px solid var(--line);border-radius:8px;
+padding:0 5px;margin-left:4px}
 """
 
 
@@ -77,14 +87,19 @@ def _card(value: str, label: str) -> str:
 
 def _summary_cards(card: Scorecard) -> str:
     s = card.summary
+    rate, rate_name = decided_pass_rate(s)
     cards = [
         _card(str(s.total_scenarios), "scenarios"),
+        _card(str(s.checks_failed), "checks-decided FAIL"),
+        _card(str(s.checks_passed_not_judged), CHECKS_PASSED_NOT_JUDGED),
+        _card(str(s.not_judged), "NOT_JUDGED (all)"),
         _card(str(s.passed), "passed"),
-        _card(str(s.failed), "failed"),
+        _card(str(s.failed - s.checks_failed), "failed (judge)"),
         _card(str(s.blocked), "blocked"),
-        _card(str(s.not_judged), "not judged"),
         _card(str(s.infrastructure - s.not_judged), "infrastructure"),
-        _card(_pct(s.judged_pass_rate), "judged pass rate"),
+        _card(_pct(s.checks_pass_rate), f"checks pass rate ({s.checks_all_passed}/{s.checked})"),
+        _card(_pct(s.judged_pass_rate), f"judged pass rate ({s.judged} judged)"),
+        _card(_pct(rate), f"quality gate: {rate_name}"),
         _card(_score(s.avg_score), "avg score (FAIL ≤ 5.99)"),
         _card(f"${card.cost.estimated_total_usd:.4f}", "judge cost"),
     ]
@@ -96,8 +111,10 @@ def _config(card: Scorecard) -> str:
     rows = {
         "judge": " / ".join(x for x in (c.judge_provider or "none", c.judge_model) if x),
         "simulator": " / ".join(x for x in (c.simulator_mode, c.simulator_model) if x),
-        "agent model": c.agent_model or "unknown",
+        "agent model (requested)": c.agent_model or "not recorded",
+        "served as": served_model(c) or "not reported by the LLM server",
         "device": c.device or "unknown",
+        "derived checks": "on" if c.derived_checks else "off (--no-derived-checks)",
         "backend": c.backend or "unknown",
         "trials": str(c.trials),
         "concurrency": str(c.concurrency),
@@ -111,8 +128,9 @@ def _config(card: Scorecard) -> str:
 def _categories(card: Scorecard) -> str:
     head = (
         "<tr><th>Category</th><th class=n>Total</th><th class=n>Passed</th>"
-        "<th class=n>Failed</th><th class=n>Blocked</th><th class=n>Not judged</th>"
-        "<th class=n>Infra</th><th class=n>Avg score</th></tr>"
+        "<th class=n>Failed</th><th class=n>Blocked</th><th class=n>Checks-decided FAIL</th>"
+        "<th class=n>Checks passed, not judged</th><th class=n>Not judged</th>"
+        "<th class=n>Infra</th><th class=n>Checks pass rate</th><th class=n>Avg score</th></tr>"
     )
     rows = []
     for name, c in card.summary.by_category.items():
@@ -120,8 +138,9 @@ def _categories(card: Scorecard) -> str:
         rows.append(
             f"<tr><td>{_e(name)}</td><td class=n>{c.total}</td><td class=n>{c.passed}</td>"
             f"<td class=n>{c.failed}</td><td class=n>{c.blocked}</td>"
+            f"<td class=n>{c.checks_failed}</td><td class=n>{c.checks_passed_not_judged}</td>"
             f"<td class=n>{c.not_judged}</td><td class=n>{infra}</td>"
-            f"<td class=n>{_score(c.avg_score)}</td></tr>"
+            f"<td class=n>{_pct(c.checks_pass_rate)}</td><td class=n>{_score(c.avg_score)}</td></tr>"
         )
     return f"<table>{head}{''.join(rows)}</table>"
 
@@ -129,8 +148,12 @@ def _categories(card: Scorecard) -> str:
 def _checks(checks: list[CheckResult]) -> str:
     if not checks:
         return ""
+    derived = (
+        '<span class="derived" title="derived from ground_truth.expected_answer">derived</span>'
+    )
     rows = "".join(
-        f"<tr><td>{_mark(c.passed)}</td><td>{_e(c.type)}</td><td>{_e(c.diagnostic)}</td></tr>"
+        f"<tr><td>{_mark(c.passed)}</td><td>{_e(c.type)}{derived if c.derived else ''}</td>"
+        f"<td>{_e(c.diagnostic)}</td></tr>"
         for c in checks
     )
     return f"<table><tr><th>Check</th><th>Type</th><th>Diagnostic</th></tr>{rows}</table>"
@@ -198,9 +221,14 @@ def _scenario(r: ScenarioResult) -> str:
         f'<span class="muted">{_e(r.name)} · {_e(r.category)} · {_e(r.severity)}</span>'
         f"<span>score {_score(r.score)}</span><span class=muted>{_e(wall)}</span></summary>"
     )
+    decided = ""
+    if r.decided_by == "checks":
+        decided = " · <b>decided by exact checks</b> (no judge ran)"
+    elif checks_passed_not_judged(r):
+        decided = f" · <b>{_e(CHECKS_PASSED_NOT_JUDGED)}</b>"
     gates = (
-        f"<p>Rubric {_mark(r.gates.rubric_ok)} · Checks {_mark(r.gates.checks_ok)} · "
-        f"Claims {_mark(r.gates.claims_ok)}</p>"
+        f"<p>Rubric {_mark(r.gates.rubric_ok)} · Checks {_mark(r.gates.checks_ok)} "
+        f"({r.gates.checks_run} run) · Claims {_mark(r.gates.claims_ok)}{decided}</p>"
     )
     body = [gates]
     if r.error:
@@ -258,8 +286,9 @@ def render_html(card: Scorecard) -> str:
         ""
         if card.config.judged
         else (
-            '<p class="note">No judge was configured, so verdicts are NOT_JUDGED: checks and '
-            f"performance were recorded, but no score was given. To turn judging on: "
+            '<p class="note">No judge was configured: exact checks decided what they could (a '
+            "failed check is a FAIL; all checks passing stays NOT_JUDGED), performance was "
+            "recorded, but no score was given. To turn judging on: "
             f"{_e(TURN_JUDGING_ON.replace('`', ''))}.</p>"
         )
     )
@@ -273,10 +302,12 @@ def render_html(card: Scorecard) -> str:
 <body>
 <h1>trialbox run {_e(card.run_id)}</h1>
 <p class="muted">{_e(card.timestamp.isoformat())} · {_e(state)}</p>
+<p class="headline" id="agent-model"><b>Agent model:</b> {_e(model_line(card.config))}</p>
 {no_judge}{warnings}
 <h2>Summary</h2>{_summary_cards(card)}
 <h2>Configuration</h2>{_config(card)}
 <h2>By category</h2>{_categories(card)}
+<h2 id="charts">Charts</h2>{charts(card.summary, card.scenarios, card.performance)}
 <h2>Scenarios</h2>{scenarios}
 {_trials(card)}
 <h2>Performance</h2>{_performance(card)}

@@ -1,9 +1,11 @@
 """junit.xml: one testsuite per category, so CI systems show scenarios as tests.
 
-Mapping: FAIL / BLOCKED_BY_ARCHITECTURE → <failure>; infrastructure statuses → <error>;
-skipped and NOT_RUN → <skipped>. NOT_JUDGED is reported as <failure> when an exact check
-failed (checks are verified by code and mean something without a judge), otherwise <skipped>,
-since claiming a pass nobody judged would be a lie and an error would turn every judge-less run red.
+Mapping: FAIL / BLOCKED_BY_ARCHITECTURE → <failure> (a FAIL decided by exact checks without a
+judge too: checks are verified by code and mean something without a judge); infrastructure
+statuses → <error>; skipped and NOT_RUN → <skipped>. NOT_JUDGED is <skipped> (its checks, if
+any, all passed), since claiming a pass nobody judged would be a lie and an error would turn
+every judge-less run red. Each testsuite carries <properties> with its category's checks
+counts and pass rates, the same numbers as scorecard.json's summary.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import re
 import xml.etree.ElementTree as ET
 
 from runner.report._models import ScenarioResult, Scorecard
+from runner.scoring import CategorySummary, check_note, checks_passed_not_judged
 from runner.status import Status
 
 # XML 1.0 forbids most control characters; agent answers may contain them (ANSI colours...).
@@ -33,6 +36,7 @@ def _kind(result: ScenarioResult) -> str | None:
     if status.is_skipped:
         return "skipped"
     if status is Status.NOT_JUDGED:
+        # A scorecard from before checks decided FAILs may hold NOT_JUDGED with a failed check.
         return "failure" if not result.gates.checks_ok else "skipped"
     return "error"
 
@@ -44,11 +48,36 @@ def _message(result: ScenarioResult) -> str:
     failed = result.gates.failed()
     if failed:
         parts.append("failed gates: " + ", ".join(failed))
+    if result.decided_by == "checks":
+        parts.append("decided by exact checks, no judge ran")
+        parts += [check_note(c) for c in result.failed_checks()[:3]]
     if result.error:
         parts.append(result.error)
-    if result.status is Status.NOT_JUDGED and result.gates.checks_ok:
-        parts.append("no judge configured; every exact check passed")
+    if checks_passed_not_judged(result):
+        n = result.gates.checks_run
+        parts.append(f"checks passed, not judged ({n} exact check{'' if n == 1 else 's'})")
+    elif result.status is Status.NOT_JUDGED and result.gates.checks_ok:
+        parts.append("no judge configured and no exact check")
     return "; ".join(parts)
+
+
+def _properties(suite: ET.Element, summary: CategorySummary | None) -> None:
+    if summary is None:
+        return
+
+    def rate(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:.4f}"
+
+    values = {
+        "checks_failed": str(summary.checks_failed),
+        "checks_passed_not_judged": str(summary.checks_passed_not_judged),
+        "not_judged": str(summary.not_judged),
+        "checks_pass_rate": rate(summary.checks_pass_rate),
+        "judged_pass_rate": rate(summary.judged_pass_rate),
+    }
+    properties = ET.SubElement(suite, "properties")
+    for name, value in values.items():
+        ET.SubElement(properties, "property", name=name, value=value)
 
 
 def _details(result: ScenarioResult) -> str:
@@ -88,6 +117,7 @@ def render_junit(card: Scorecard) -> str:
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for category, results in sorted(by_category.items()):
         suite = ET.SubElement(root, "testsuite", name=xml_text(category))
+        _properties(suite, card.summary.by_category.get(category))
         counts = {"failure": 0, "error": 0, "skipped": 0}
         for result in results:
             kind = _testcase(suite, result)

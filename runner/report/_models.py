@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from runner.judgments import ClaimJudgment, DimensionScores, JudgeUsage, Judgments
 from runner.outcomes import CheckResult
-from runner.scoring import QualityGates, Summary
+from runner.scoring import Decider, QualityGates, Summary
 from runner.status import Status
 from runner.transcript import ToolCall, Transcript, TurnPerformance
 from runner.trials import JudgeAgreement, TrialStats
@@ -55,6 +55,11 @@ class ScenarioResult(_Model):
     checks: list[CheckResult] = Field(default_factory=list)  # scenario-level checks
     claims: list[ClaimJudgment] = Field(default_factory=list)  # scenario-level claims
     notes: list[str] = Field(default_factory=list)  # why the status is what it is
+    decided_by: Decider | None = Field(
+        default=None,
+        description="what decided PASS/FAIL/BLOCKED: judge, or checks (a failed exact check "
+        "without a judge); None for every other status",
+    )
     root_cause: str | None = None
     recommended_fix: str | None = None
     error: str | None = None
@@ -73,6 +78,9 @@ class ScenarioResult(_Model):
     def all_checks(self) -> list[CheckResult]:
         return [c for t in self.turns for c in t.checks] + self.checks
 
+    def failed_checks(self) -> list[CheckResult]:
+        return [c for c in self.all_checks() if not c.passed]
+
     def all_claims(self) -> list[ClaimJudgment]:
         return [c for t in self.turns for c in t.claims] + self.claims
 
@@ -90,7 +98,19 @@ class RunConfig(_Model):
     backend: str | None = None  # docker | local
     trialbox_version: str | None = None
     images: dict[str, str] = Field(default_factory=dict)  # image name → id
-    agent_model: str | None = None
+    agent_model: str | None = Field(
+        default=None, description="the chat model name the Agent UI asked the LLM server for"
+    )
+    served_model: str | None = Field(
+        default=None,
+        description='what really answered under agent_model, e.g. "SmolLM2-135M-Instruct Q4_1 '
+        'by trialbox llm-cpu" (see runner.report.served_model_of); None when unknown',
+    )
+    derived_checks: bool = Field(
+        default=True,
+        description="whether answer checks were derived from ground_truth.expected_answer "
+        "(off with --no-derived-checks)",
+    )
     llm_server: dict[str, Any] = Field(default_factory=dict)  # what the server says it is
     hardware: dict[str, Any] = Field(default_factory=dict)  # fingerprint: cpu, gpu, driver...
     concurrency: int = 1

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+from runner.report._identity import model_line
 from runner.report._models import PerformanceStats, ScenarioResult, Scorecard
+from runner.scoring import (
+    CHECKS_PASSED_NOT_JUDGED,
+    check_note,
+    checks_passed_not_judged,
+    decided_pass_rate,
+)
 from runner.status import Status
 from runner.trials import Stability
 
@@ -43,9 +50,29 @@ def _score(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}/10"
 
 
+def _decided_lines(card: Scorecard) -> list[str]:
+    """The first lines a reader (or the console) sees: what was decided, and by what."""
+    s = card.summary
+    plain = s.not_judged - s.checks_passed_not_judged
+    return [
+        (
+            f"- **Checks-decided FAIL:** {s.checks_failed} · "
+            f"**Checks passed, not judged:** {s.checks_passed_not_judged} · "
+            f"**NOT_JUDGED:** {s.not_judged} ({plain} without any exact check)"
+        ),
+        f"- **Agent model:** {model_line(card.config)}",
+        (
+            f"- **Checks pass rate:** {_pct(s.checks_pass_rate)} "
+            f"({s.checks_all_passed} of {s.checked} scenarios whose checks ran) · "
+            f"**Judged pass rate:** {_pct(s.judged_pass_rate)} ({s.judged} judged)"
+        ),
+    ]
+
+
 def _summary(card: Scorecard) -> list[str]:
     s = card.summary
     state = "finished" if card.finished else "in progress (partial results)"
+    rate, rate_name = decided_pass_rate(s)
     lines = [
         f"# trialbox run `{card.run_id}`",
         "",
@@ -53,23 +80,28 @@ def _summary(card: Scorecard) -> list[str]:
         "",
         "## Summary",
         "",
+        *_decided_lines(card),
         f"- **Scenarios:** {s.total_scenarios}",
-        f"- **Passed:** {s.passed} · **Failed:** {s.failed} · **Blocked:** {s.blocked}",
         (
-            f"- **Pass rate:** {_pct(s.pass_rate)} of all, {_pct(s.judged_pass_rate)} of judged "
-            f"({s.judged} judged)"
+            f"- **Passed:** {s.passed} · **Failed:** {s.failed} "
+            f"({s.checks_failed} by checks, {s.failed - s.checks_failed} by the judge) · "
+            f"**Blocked:** {s.blocked}"
+        ),
+        (
+            f"- **Pass rate:** {_pct(s.pass_rate)} of all · "
+            f"**Quality gate (--min-pass-rate) applies to:** {rate_name}"
+            + (f" = {_pct(rate)}" if rate is not None else "")
         ),
         f"- **Average score (judged, FAIL capped at 5.99):** {_score(s.avg_score)}",
         (
-            f"- **Not judged:** {s.not_judged} · **Timeout:** {s.timeout} · "
+            f"- **Timeout:** {s.timeout} · "
             f"**Budget exceeded:** {s.budget_exceeded} · **Infra error:** {s.infra_error} · "
             f"**Errored:** {s.errored} · **Skipped:** {s.skipped} · **Not run:** {s.not_run}"
         ),
         (
             f"- **Judge:** {card.config.judge_provider or 'none'}"
             f"{' / ' + card.config.judge_model if card.config.judge_model else ''} · "
-            f"**Agent model:** {card.config.agent_model or 'unknown'} · "
-            f"**Device:** {card.config.device or 'unknown'}"
+            f"**Derived checks:** {'on' if card.config.derived_checks else 'off'}"
         ),
     ]
     if card.config.forced_tool:
@@ -78,8 +110,9 @@ def _summary(card: Scorecard) -> list[str]:
         lines += [
             "",
             (
-                "No judge was configured, so verdicts are NOT_JUDGED: checks and performance were "
-                f"recorded, but no score was given. To turn judging on: {TURN_JUDGING_ON}."
+                "No judge was configured: exact checks decided what they could (a failed check "
+                "is a FAIL; all checks passing stays NOT_JUDGED), performance was recorded, "
+                f"but no score was given. To turn judging on: {TURN_JUDGING_ON}."
             ),
         ]
     if card.warnings:
@@ -91,22 +124,45 @@ def _by_category(card: Scorecard) -> list[str]:
     lines = [
         "## By Category",
         "",
-        "| Category | Total | Passed | Failed | Blocked | Not judged | Infra | Avg score |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        (
+            "| Category | Total | Passed | Failed | Blocked | Checks-decided FAIL | "
+            "Checks passed, not judged | Not judged | Infra | Checks pass rate | Avg score |"
+        ),
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, c in card.summary.by_category.items():
         infra = c.timeout + c.budget_exceeded + c.infra_error + c.errored + c.skipped + c.not_run
         lines.append(
             f"| {_cell(name)} | {c.total} | {c.passed} | {c.failed} | {c.blocked} | "
-            f"{c.not_judged} | {infra} | {_score(c.avg_score)} |"
+            f"{c.checks_failed} | {c.checks_passed_not_judged} | {c.not_judged} | {infra} | "
+            f"{_pct(c.checks_pass_rate)} | {_score(c.avg_score)} |"
         )
     return lines
+
+
+MAX_LISTED_CHECKS = 3  # per scenario in summary.md; the rest are in report.html and the trace
+
+
+def _failed_checks(r: ScenarioResult) -> list[str]:
+    failed = r.failed_checks()
+    lines = [f"  - {_cell(check_note(c))}" for c in failed[:MAX_LISTED_CHECKS]]
+    if len(failed) > MAX_LISTED_CHECKS:
+        lines.append(f"  - … {len(failed) - MAX_LISTED_CHECKS} more in `{_cell(r.trace)}`")
+    return lines
+
+
+def _checks(count: int) -> str:
+    return f"{count} check" if count == 1 else f"{count} checks"
 
 
 def _scenario_line(r: ScenarioResult) -> str:
     trial = f" (trial {r.trial})" if r.trial is not None else ""
     failed = r.gates.failed()
     gates = f" — failed: {', '.join(failed)}" if failed else ""
+    if r.decided_by == "checks":
+        gates += " (decided by checks, no judge)"
+    elif checks_passed_not_judged(r):
+        gates = f" — {CHECKS_PASSED_NOT_JUDGED} ({_checks(r.gates.checks_run)})"
     error = f" — {_cell(r.error)}" if r.error else ""
     return (
         f"- {ICONS[r.status]} **{_cell(r.id)}**{trial} `{r.status.value}` {_score(r.score)}"
@@ -116,7 +172,11 @@ def _scenario_line(r: ScenarioResult) -> str:
 
 def _scenarios(card: Scorecard) -> list[str]:
     lines = ["## Scenarios", ""]
-    lines += [_scenario_line(r) for r in card.scenarios] or ["(no scenario finished yet)"]
+    for r in card.scenarios:
+        lines.append(_scenario_line(r))
+        lines += _failed_checks(r)
+    if not card.scenarios:
+        lines.append("(no scenario finished yet)")
     return lines
 
 

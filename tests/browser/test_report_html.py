@@ -190,3 +190,112 @@ def test_report_paints(run_dir, tmp_path):
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     assert len(data) > 20_000  # a blank 1200×1600 page compresses to a few kB
+
+
+# --- a run without a judge: checks-decided FAILs, the served model, the charts -------------
+
+LLM_CPU_HEALTH = {
+    "status": "ok",
+    "model_loaded": "Gemma-4-E4B-it-GGUF",
+    "all_models_loaded": [
+        {
+            "model_name": "Gemma-4-E4B-it-GGUF",
+            "checkpoint": "SmolLM2-135M-Instruct.Q4_1.gguf",
+            "type": "llm",
+            "served_model": "SmolLM2-135M-Instruct-GGUF",
+        }
+    ],
+    "server": {"name": "trialbox-llm-cpu"},
+}
+CHART_IDS = ("chart-status-by-category", "chart-turn-latency", "chart-ttft", "chart-tokens-per-s")
+
+
+def _checked_transcript(sid: str, walls: list[float]) -> Transcript:
+    return Transcript(
+        scenario_id=sid,
+        turns=[
+            TurnRecord(
+                turn=n,
+                user_message=f"question {n}",
+                answer="I am not sure.",
+                performance=TurnPerformance(
+                    wall_s=wall, time_to_first_token_s=0.07 * n, tokens_per_s=120.0 - 10 * n
+                ),
+            )
+            for n, wall in enumerate(walls, 1)
+        ],
+    )
+
+
+@pytest.fixture(scope="module")
+def unjudged_run(tmp_path_factory) -> Path:
+    run = tmp_path_factory.mktemp("results") / "run-8"
+    config = RunConfig(agent_model="Gemma-4-E4B-it-GGUF", device="cpu", llm_server=LLM_CPU_HEALTH)
+    writer = RunWriter(
+        run, run_id="run-8", config=config, clock=lambda: datetime(2026, 11, 30, tzinfo=UTC)
+    )
+    derived = CheckResult(
+        type="answer_number",
+        turn=1,
+        passed=False,
+        derived=True,
+        diagnostic="derived from ground_truth.expected_answer '$412,000': expected 412,000",
+    )
+    ok = CheckResult(type="tool_called", turn=1, passed=True)
+    for i, (category, checks) in enumerate(
+        [("rag_quality", [derived]), ("rag_quality", [ok]), ("memory", []), ("memory", [derived])]
+    ):
+        sid = f"scenario_{i}"
+        result = scenario_result(
+            scenario_id=sid,
+            category=category,
+            transcript=_checked_transcript(sid, [0.6 + i, 3.4 + i / 2]),
+            checks=checks,
+            wall_s=5.0 + i,
+        )
+        writer.add(trace_of("run-8", result, transcript=None))
+    writer.close()
+    return run
+
+
+def test_unjudged_report_shows_checks_decisions_and_the_served_model(unjudged_run, tmp_path):
+    dom = dump((unjudged_run / "report.html").as_uri(), tmp_path)
+    text = " ".join(" ".join(dom.text).split())
+    assert (
+        "Agent model: Gemma-4-E4B-it-GGUF → served as SmolLM2-135M-Instruct Q4_1 by trialbox "
+        "llm-cpu · device cpu"
+    ) in text
+    for expected in ("checks-decided FAIL", "checks passed, not judged", "checks pass rate (1/3)"):
+        assert expected in text, expected
+
+
+def test_charts_are_svg_elements_with_titles_and_bars(unjudged_run, tmp_path):
+    dom = dump((unjudged_run / "report.html").as_uri(), tmp_path)
+    svgs = {attrs.get("id"): attrs for tag, attrs in dom.tags if tag == "svg"}
+    assert set(CHART_IDS) <= set(svgs)
+    assert all(svgs[i].get("role") == "img" for i in CHART_IDS)
+    assert sum(1 for tag, attrs in dom.tags if tag == "rect" and attrs.get("class") == "bar") >= 8
+    text = " ".join(" ".join(dom.text).split())
+    for title in (
+        "Scenario status by category",
+        "Turn latency distribution",
+        "Mean TTFT per scenario",
+        "Mean tokens/s per scenario",
+        "turn wall time (s)",
+        "rag_quality: 1 FAIL (checks)",
+        "memory: 1 NOT_JUDGED (no check)",
+    ):
+        assert title in text, title
+
+
+def test_charts_paint(unjudged_run, tmp_path):
+    shot = tmp_path / "charts.png"
+    chromium(
+        "--window-size=1000,1400",
+        f"--screenshot={shot}",
+        (unjudged_run / "report.html").as_uri() + "#charts",
+        tmp=tmp_path,
+    )
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(data) > 20_000

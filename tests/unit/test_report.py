@@ -30,6 +30,8 @@ from runner.report import (
     render_summary_md,
     scenario_result,
 )
+from runner.report._charts import nice_step
+from runner.report._identity import served_model_of
 from runner.report._schemas import stale_schemas
 from runner.status import Status
 from runner.transcript import ToolCall, Transcript, TurnPerformance, TurnRecord
@@ -179,11 +181,18 @@ def test_scenario_result_lays_out_turns_checks_claims_and_cost():
     assert passing(trial=2).trace == "traces/budget_lookup__trial2.json"
 
 
-def test_unjudged_result_keeps_checks_and_performance_but_no_score():
+def test_unjudged_result_with_a_failed_check_is_a_checks_decided_fail_without_a_score():
     r = unjudged("t1", checks_pass=False)
-    assert r.status is Status.NOT_JUDGED and r.score is None
+    assert r.status is Status.FAIL and r.decided_by == "checks" and r.score is None
     assert r.turns[0].performance is not None and r.turns[0].score is None
     assert r.gates.failed() == ["checks"]
+    assert r.notes[0].startswith("failed: checks")
+    assert "check tool_called (turn 1) failed: never called" in r.notes
+
+
+def test_unjudged_result_whose_checks_passed_stays_not_judged():
+    r = unjudged("t1")
+    assert r.status is Status.NOT_JUDGED and r.decided_by is None and r.gates.checks_run == 1
 
 
 def test_scorecard_sums_cost_performance_and_summary():
@@ -239,12 +248,12 @@ def test_summary_md_has_every_section_and_status_icons():
     assert "✅ **budget_lookup**" in text and "❌ **budget_wrong**" in text and "⏱️ **m1**" in text
     assert "| rag_quality | 2 | 1 | 1 |" in text
     assert "failed: rubric, checks" in text
-    assert "NOT_JUDGED" not in text  # a judge was configured
+    assert "No judge was configured" not in text  # a judge was configured
 
 
 def test_summary_md_says_how_to_turn_judging_on_when_there_is_no_judge():
     text = render_summary_md(card([unjudged("u1"), unjudged("u2")], NO_JUDGE))
-    assert "verdicts are NOT_JUDGED" in text
+    assert "No judge was configured: exact checks decided what they could" in text
     assert "export ANTHROPIC_API_KEY=" in text and "--judge-provider openai --judge-url" in text
 
 
@@ -348,7 +357,7 @@ def test_html_is_self_contained_and_escapes_run_text():
 
 def test_html_says_not_judged_when_there_is_no_judge():
     html = render_html(card([unjudged("u")], NO_JUDGE))
-    assert "verdicts are NOT_JUDGED" in html and "export ANTHROPIC_API_KEY" in html
+    assert "No judge was configured" in html and "export ANTHROPIC_API_KEY" in html
 
 
 # --- schemas ------------------------------------------------------------------------------
@@ -366,3 +375,246 @@ def test_stale_schema_is_detected(tmp_path):
     assert stale_schemas(tmp_path) == []
     (tmp_path / "trace.schema.json").write_text("{}")
     assert stale_schemas(tmp_path) == ["trace.schema.json"]
+
+
+# --- a run without a judge: checks decide, reports say so ---------------------------------
+
+LLM_CPU_HEALTH = {
+    # The shape trialbox's llm-cpu answers on /api/v1/health (runner/llm_server/schemas.py).
+    "status": "ok",
+    "version": "9.1.0+trialbox-llm-cpu.0.1.0",
+    "model_loaded": "Gemma-4-E4B-it-GGUF",
+    "all_models_loaded": [
+        {
+            "model_name": "user.embeddinggemma-300m-GGUF",
+            "checkpoint": "all-MiniLM-L6-v2.f16.gguf",
+            "type": "embedding",
+            "served_model": "all-MiniLM-L6-v2-GGUF",
+        },
+        {
+            "model_name": "Gemma-4-E4B-it-GGUF",
+            "checkpoint": "SmolLM2-135M-Instruct.Q4_1.gguf",
+            "type": "llm",
+            "served_model": "SmolLM2-135M-Instruct-GGUF",
+        },
+    ],
+    "server": {"name": "trialbox-llm-cpu", "version": "0.1.0"},
+    "aliases": {"Gemma-4-E4B-it-GGUF": "SmolLM2-135M-Instruct-GGUF"},
+}
+LEMONADE_HEALTH = {
+    # Real Lemonade (DESIGN 2.4): no `server` block, a Hugging Face checkpoint.
+    "status": "ok",
+    "version": "9.1.4",
+    "model_loaded": "Gemma-4-E4B-it-GGUF",
+    "all_models_loaded": [
+        {
+            "model_name": "Gemma-4-E4B-it-GGUF",
+            "checkpoint": "unsloth/gemma-4-E4B-it-GGUF:Q4_K_M",
+            "type": "llm",
+            "recipe": "llamacpp",
+        }
+    ],
+}
+FRESH_MACHINE = RunConfig(
+    agent_model="Gemma-4-E4B-it-GGUF", device="cpu", llm_server=LLM_CPU_HEALTH
+)
+SERVED = "SmolLM2-135M-Instruct Q4_1 by trialbox llm-cpu"
+
+
+def derived_fail(scenario_id: str, category: str = "rag_quality", extra: int = 0) -> ScenarioResult:
+    checks = [
+        CheckResult(type="tool_called", turn=1, passed=True),
+        CheckResult(
+            type="answer_number",
+            turn=1,
+            passed=False,
+            derived=True,
+            diagnostic="derived from ground_truth.expected_answer '$412,000': expected 412,000 "
+            "(±5.00%); got no number in the answer 'I am not sure.'",
+        ),
+    ] + [
+        CheckResult(type="answer_contains", turn=1, passed=False, diagnostic=f"missing {i}")
+        for i in range(extra)
+    ]
+    return scenario_result(
+        scenario_id=scenario_id,
+        category=category,
+        transcript=transcript(scenario_id, 1, answer="I am not sure."),
+        checks=checks,
+    )
+
+
+def no_check(scenario_id: str) -> ScenarioResult:
+    return scenario_result(
+        scenario_id=scenario_id, category="memory", transcript=transcript(scenario_id, 1)
+    )
+
+
+def fresh_run() -> Scorecard:
+    results = [derived_fail("f1"), derived_fail("f2", extra=3), unjudged("ok1"), no_check("n1")]
+    return card(results, FRESH_MACHINE, finished=True)
+
+
+def test_scorecard_summary_of_a_run_without_a_judge():
+    s = fresh_run().summary
+    assert (s.failed, s.checks_failed, s.judged, s.passed) == (2, 2, 0, 0)
+    assert (s.not_judged, s.checks_passed_not_judged) == (2, 1)
+    assert (s.checked, s.checks_all_passed, s.checks_pass_rate) == (3, 1, pytest.approx(1 / 3))
+    assert s.judged_pass_rate is None and s.avg_score is None
+
+
+@pytest.mark.parametrize(
+    ("health", "served"),
+    [
+        (LLM_CPU_HEALTH, SERVED),
+        (
+            LEMONADE_HEALTH,
+            "Gemma-4-E4B-it-GGUF (unsloth/gemma-4-E4B-it-GGUF:Q4_K_M) by Lemonade Server 9.1.4",
+        ),
+        ({"error": "ConnectError: connection refused"}, None),
+        ({}, None),
+        ({"status": "ok", "model_loaded": None, "all_models_loaded": []}, None),
+        (
+            {"status": "ok", "version": "9.0", "model_loaded": "Qwen3-8B-GGUF"},
+            "Qwen3-8B-GGUF by Lemonade Server 9.0",
+        ),
+    ],
+)
+def test_served_model_of_a_recorded_health_reply(health, served):
+    assert served_model_of(health) == served
+
+
+def test_served_model_of_picks_the_loaded_chat_model_among_several():
+    health = dict(LLM_CPU_HEALTH)
+    health["all_models_loaded"] = [
+        {"model_name": "Other-GGUF", "checkpoint": "Other.Q8_0.gguf", "type": "llm"},
+        *LLM_CPU_HEALTH["all_models_loaded"],
+    ]
+    assert served_model_of(health) == SERVED
+
+
+def test_summary_md_first_lines_say_what_checks_decided_and_what_really_answered():
+    text = render_summary_md(fresh_run())
+    first = text.split("## Summary\n\n", 1)[1].splitlines()[:3]
+    assert first[0] == (
+        "- **Checks-decided FAIL:** 2 · **Checks passed, not judged:** 1 · "
+        "**NOT_JUDGED:** 2 (1 without any exact check)"
+    )
+    assert first[1] == (f"- **Agent model:** Gemma-4-E4B-it-GGUF → served as {SERVED} · device cpu")
+    assert first[2].startswith("- **Checks pass rate:** 33% (1 of 3 scenarios whose checks ran)")
+    assert "**Judged pass rate:** n/a (0 judged)" in first[2]
+    assert "**Quality gate (--min-pass-rate) applies to:** checks pass rate = 33%" in text
+
+
+def test_summary_md_prefers_the_recorded_served_model():
+    config = FRESH_MACHINE.model_copy(update={"served_model": "Llama-3.2-1B Q4_K_M by Lemonade"})
+    text = render_summary_md(card([unjudged("u")], config))
+    assert "Gemma-4-E4B-it-GGUF → served as Llama-3.2-1B Q4_K_M by Lemonade · device cpu" in text
+
+
+def test_summary_md_says_when_the_served_model_is_unknown():
+    text = render_summary_md(card([unjudged("u")], NO_JUDGE))
+    assert "**Agent model:** SmolLM2 (the LLM server did not report which model serves it)" in text
+
+
+def test_summary_md_lists_which_checks_failed_marking_derived_ones():
+    text = render_summary_md(fresh_run())
+    assert "❌ **f1** `FAIL` n/a · n/a — failed: checks (decided by checks, no judge)" in text
+    assert "  - check answer_number (derived, turn 1) failed: derived from ground_truth." in text
+    assert "  - … 1 more in `traces/f2.json`" in text  # 4 failed, 3 listed
+    assert "⚪ **ok1** `NOT_JUDGED` n/a · n/a — checks passed, not judged (1 check)" in text
+    assert "| rag_quality | 2 | 0 | 2 | 0 | 2 | 0 | 0 | 0 | 0% | n/a |" in text
+
+
+def test_junit_checks_decided_fail_is_a_failure_naming_the_check():
+    root = ET.fromstring(render_junit(fresh_run()))
+    cases = {c.get("name"): c for c in root.iter("testcase")}
+    failure = cases["f1"].find("failure")
+    assert failure is not None and failure.get("type") == "FAIL"
+    message = failure.get("message")
+    assert "decided by exact checks, no judge ran" in message
+    assert "check answer_number (derived, turn 1) failed" in message
+    assert "failed: checks" in failure.text
+    skipped = cases["ok1"].find("skipped")
+    assert skipped is not None and "checks passed, not judged (1 exact check)" in skipped.get(
+        "message"
+    )
+    assert "no judge configured and no exact check" in cases["n1"].find("skipped").get("message")
+    assert (root.get("failures"), root.get("skipped")) == ("2", "2")
+
+
+def test_junit_suites_carry_checks_counts_and_rates_as_properties():
+    root = ET.fromstring(render_junit(fresh_run()))
+    suites = {s.get("name"): s for s in root.iter("testsuite")}
+    props = {p.get("name"): p.get("value") for p in suites["rag_quality"].iter("property")}
+    assert props == {
+        "checks_failed": "2",
+        "checks_passed_not_judged": "0",
+        "not_judged": "0",
+        "checks_pass_rate": "0.0000",
+        "judged_pass_rate": "n/a",
+    }
+    tools = {p.get("name"): p.get("value") for p in suites["tool_selection"].iter("property")}
+    assert tools["checks_pass_rate"] == "1.0000" and tools["checks_passed_not_judged"] == "1"
+
+
+def test_html_headline_cards_and_derived_marker():
+    html = render_html(fresh_run())
+    assert (
+        f'<p class="headline" id="agent-model"><b>Agent model:</b> Gemma-4-E4B-it-GGUF → served '
+        f"as {SERVED} · device cpu</p>"
+    ) in html
+    for label in ("checks-decided FAIL", "checks passed, not judged", "checks pass rate (1/3)"):
+        assert label in html, label
+    assert "quality gate: checks pass rate" in html
+    assert '<span class="derived"' in html and "decided by exact checks" in html
+
+
+def test_html_has_the_four_charts_with_titles_and_axis_labels():
+    html = render_html(fresh_run())
+    for chart_id in (
+        "chart-status-by-category",
+        "chart-turn-latency",
+        "chart-ttft",
+        "chart-tokens-per-s",
+    ):
+        assert f'<svg id="{chart_id}"' in html, chart_id
+        assert f'<title id="{chart_id}-title">' in html
+    for axis in (
+        "scenarios",
+        "turn wall time (s)",
+        "turns",
+        "time to first token, mean over turns (s)",
+        "generated tokens per second, mean over turns",
+    ):
+        assert f">{axis}</text>" in html, axis
+    assert "<title>rag_quality: 2 FAIL (checks)</title>" in html
+    assert "<title>tool_selection: 1 checks passed, not judged</title>" in html
+    assert "<title>4 turn(s) took 1–1.1 s</title>" in html  # four 1.0 s turns, 0.1 s bins
+
+
+def test_charts_escape_names_and_say_not_measured():
+    r = infra("m1", Status.INFRA_ERROR, category='<b onmouseover="x">')
+    html = render_html(card([r]))
+    assert '<b onmouseover="x">' not in html and "&lt;b onmouseover=&quot;x&quot;&gt;" in html
+    assert "No turn was measured." in html
+    assert ">not measured</text>" in html  # the scenario has no TTFT: no zero-length bar
+
+
+def test_charts_of_an_empty_run():
+    html = render_html(card([]))
+    assert html.count("No scenario finished yet.") == 4  # three charts and the scenario list
+
+
+@pytest.mark.parametrize(
+    ("top", "ticks", "step"), [(7, 5, 2), (59, 5, 20), (0.37, 10, 0.05), (1.0, 10, 0.1), (0, 5, 1)]
+)
+def test_nice_step_gives_round_ticks(top, ticks, step):
+    assert nice_step(top, ticks) == pytest.approx(step)
+
+
+def test_reports_say_whether_checks_were_derived():
+    off = FRESH_MACHINE.model_copy(update={"derived_checks": False})
+    assert "**Derived checks:** off" in render_summary_md(card([unjudged("u")], off))
+    assert "**Derived checks:** on" in render_summary_md(card([unjudged("u")], FRESH_MACHINE))
+    assert "off (--no-derived-checks)" in render_html(card([unjudged("u")], off))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pytest
 
@@ -19,6 +19,7 @@ from runner.outcomes import CheckResult
 from runner.scoring import (
     WEIGHTS,
     QualityGates,
+    decided_pass_rate,
     judge_cost_usd,
     recompute,
     scenario_status,
@@ -162,7 +163,10 @@ def test_scenario_passes_when_rubric_checks_and_claims_pass():
         conversation_turns=[1, 2],
     )
     assert outcome.status is Status.PASS
-    assert outcome.gates == QualityGates(rubric_ok=True, checks_ok=True, claims_ok=True)
+    assert outcome.gates == QualityGates(
+        rubric_ok=True, checks_ok=True, claims_ok=True, checks_run=1
+    )
+    assert outcome.decided_by == "judge"
     assert outcome.score == pytest.approx((8.0 + 8.25) / 2)
     assert [t.turn for t in outcome.turns] == [1, 2]
 
@@ -225,12 +229,58 @@ def test_a_turn_the_judge_skipped_fails_the_rubric():
     assert any("[2]" in n and "not judged" in n for n in outcome.notes)
 
 
-def test_no_judge_gives_not_judged_and_no_invented_score():
-    outcome = scenario_status(None, [FAILING_CHECK])
-    assert outcome.status is Status.NOT_JUDGED
-    assert outcome.score is None
-    assert outcome.gates == QualityGates(rubric_ok=None, checks_ok=False, claims_ok=None)
+# --- no judge: the exact checks decide what they can ------------------------------------
+
+
+def test_no_judge_and_a_failed_check_is_a_fail_without_a_score():
+    outcome = scenario_status(None, [PASSING_CHECK, FAILING_CHECK])
+    assert outcome.status is Status.FAIL
+    assert outcome.decided_by == "checks"
+    assert outcome.score is None  # nothing was scored: no number is invented
+    assert outcome.gates == QualityGates(
+        rubric_ok=None, checks_ok=False, claims_ok=None, checks_run=2
+    )
     assert outcome.gates.failed() == ["checks"]
+    assert outcome.notes == [
+        "failed: checks (1 of 2 exact checks failed; no judge ran)",
+        "check answer_contains (turn 1) failed: no 412,000",
+    ]
+
+
+def test_a_failed_derived_check_is_named_as_derived_in_the_notes():
+    derived = CheckResult(
+        type="answer_number", turn=2, passed=False, derived=True, diagnostic="expected 24.6"
+    )
+    outcome = scenario_status(None, [derived])
+    assert outcome.status is Status.FAIL
+    assert outcome.notes[1] == "check answer_number (derived, turn 2) failed: expected 24.6"
+
+
+def test_no_judge_and_every_check_passed_stays_not_judged_counted_apart():
+    outcome = scenario_status(None, [PASSING_CHECK, PASSING_CHECK])
+    assert outcome.status is Status.NOT_JUDGED and outcome.score is None
+    assert outcome.decided_by is None
+    assert outcome.gates.checks_ok and outcome.gates.checks_run == 2
+    assert outcome.notes == ["checks passed, not judged: all 2 exact checks passed; no judge ran"]
+
+
+def test_no_judge_and_no_check_is_plain_not_judged():
+    outcome = scenario_status(None, [])
+    assert outcome.status is Status.NOT_JUDGED and outcome.score is None
+    assert outcome.gates.checks_run == 0
+    assert outcome.notes == ["no judge configured and no exact check: verdicts are NOT_JUDGED"]
+
+
+def test_an_infrastructure_status_wins_over_failed_checks_without_a_judge():
+    # Checks of turns a TIMEOUT never reached fail by construction; the run is not quality.
+    outcome = scenario_status(None, [FAILING_CHECK], infra=Status.TIMEOUT)
+    assert outcome.status is Status.TIMEOUT and outcome.decided_by is None
+    assert outcome.gates.checks_ok is False
+
+
+def test_with_a_judge_a_failed_check_is_a_judged_fail_with_its_score():
+    outcome = scenario_status(judged(dims(correctness=10)), [FAILING_CHECK])
+    assert (outcome.status, outcome.decided_by, outcome.score) == (Status.FAIL, "judge", 8.5)
 
 
 @pytest.mark.parametrize("infra", [Status.TIMEOUT, Status.INFRA_ERROR, Status.SETUP_ERROR])
@@ -255,6 +305,16 @@ class Row:
     category: str
     status: Status
     score: float | None = None
+    gates: QualityGates = field(default_factory=QualityGates)
+    decided_by: str | None = None
+
+
+def checks_fail(category: str = "rag") -> Row:
+    return Row(category, Status.FAIL, None, QualityGates(checks_ok=False, checks_run=2), "checks")
+
+
+def checks_pass(category: str = "rag") -> Row:
+    return Row(category, Status.NOT_JUDGED, None, QualityGates(checks_run=3))
 
 
 def test_summary_caps_fail_at_5_99_in_the_average():
@@ -294,6 +354,51 @@ def test_summary_counts_every_bucket_and_keeps_infra_out_of_quality():
 def test_summary_of_an_unjudged_run_has_no_score():
     s = summarize([Row("rag", Status.NOT_JUDGED), Row("rag", Status.NOT_JUDGED)])
     assert s.avg_score is None and s.judged_pass_rate is None and s.pass_rate == 0.0
+
+
+def test_checks_decided_fails_count_as_failed_but_not_as_judged():
+    # The fresh-machine run: no judge; 3 scenarios failed a check, 1 passed every check,
+    # 1 had no check, 1 timed out.
+    rows = [checks_fail(), checks_fail(), checks_fail("memory"), checks_pass("memory")]
+    rows += [Row("memory", Status.NOT_JUDGED), Row("memory", Status.TIMEOUT)]
+    s = summarize(rows)
+    assert (s.failed, s.checks_failed, s.judged, s.infrastructure) == (3, 3, 0, 3)
+    assert (s.not_judged, s.checks_passed_not_judged) == (2, 1)
+    assert (s.checked, s.checks_all_passed) == (4, 1)
+    assert s.checks_pass_rate == pytest.approx(1 / 4)
+    assert s.judged_pass_rate is None and s.avg_score is None
+    assert s.by_category["rag"].checks_pass_rate == 0.0
+    assert s.by_category["memory"].checks_pass_rate == pytest.approx(1 / 2)
+    assert s.by_category["memory"].checks_failed == 1
+
+
+def test_a_checks_decided_fail_never_enters_the_average_score():
+    s = summarize([Row("rag", Status.PASS, 8.0), checks_fail()])
+    assert s.avg_score == 8.0
+    assert s.judged == 1 and s.judged_pass_rate == 1.0
+
+
+def test_infrastructure_results_are_left_out_of_the_checks_pass_rate():
+    timeout = Row("rag", Status.TIMEOUT, None, QualityGates(checks_ok=False, checks_run=4))
+    s = summarize([timeout, checks_pass()])
+    assert (s.checked, s.checks_all_passed, s.checks_pass_rate) == (1, 1, 1.0)
+
+
+def test_decided_pass_rate_is_the_judged_rate_when_a_judge_decided():
+    s = summarize([Row("rag", Status.PASS, 9.0), Row("rag", Status.FAIL, 4.0), checks_pass()])
+    assert decided_pass_rate(s) == (0.5, "judged pass rate")
+
+
+def test_decided_pass_rate_falls_back_to_the_checks_pass_rate_without_a_judge():
+    s = summarize([checks_fail(), checks_pass(), checks_pass(), checks_pass()])
+    assert decided_pass_rate(s) == (0.75, "checks pass rate")
+
+
+def test_decided_pass_rate_is_none_when_nothing_was_decided():
+    s = summarize([Row("rag", Status.NOT_JUDGED), Row("rag", Status.INFRA_ERROR)])
+    rate, name = decided_pass_rate(s)
+    assert rate is None and "no pass rate" in name
+    assert decided_pass_rate(summarize([]))[0] is None
 
 
 def test_summary_of_nothing():

@@ -1,0 +1,240 @@
+"""Checks trialbox builds from what a turn already says: ground_truth.expected_answer (derived)
+and GAIA's `expected_tools` — worked examples for every rule."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from runner.checks import (
+    EXPECTED_TOOLS,
+    AnswerContains,
+    AnswerNumber,
+    amount_of,
+    derived_checks,
+    run_all_checks,
+    run_turn_checks,
+)
+from runner.outcomes import CheckResult
+from runner.scenarios import Scenario, Turn
+from runner.transcript import ToolCall, Transcript, TurnPerformance, TurnRecord
+
+
+def turn(number: int = 1, **fields: Any) -> Turn:
+    return Turn.model_validate({"turn": number, "objective": "Ask about the budget.", **fields})
+
+
+def truth(expected: Any) -> dict[str, Any]:
+    return {"ground_truth": {"doc_id": "budget_2026", "expected_answer": expected}}
+
+
+def record(answer: str = "", calls: tuple[str, ...] = (), number: int = 1) -> TurnRecord:
+    return TurnRecord(
+        turn=number,
+        user_message="q",
+        answer=answer,
+        tool_calls=[ToolCall(name=name) for name in calls],
+        performance=TurnPerformance(wall_s=1.0),
+    )
+
+
+def only(expected: Any, answer: str) -> CheckResult:
+    (result,) = run_turn_checks(turn(**truth(expected)), record(answer))
+    return result
+
+
+# --- which expected answers derive which check --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("expected", "value"),
+    [
+        ("$412,000", 412_000),
+        ("24.6", 24.6),
+        ("12%", 12),
+        ("$1.2 million", 1_200_000),
+        ("412,000 USD", 412_000),
+        ("47 employees", 47),
+        (412000, 412_000),
+        (24.6, 24.6),
+    ],
+)
+def test_numbers_and_amounts_derive_answer_number_with_gaias_5_percent(expected, value):
+    (check,) = derived_checks(turn(**truth(expected)))
+    assert check == AnswerNumber(type="answer_number", value=value, tolerance=0.05)
+
+
+@pytest.mark.parametrize(
+    ("expected", "text"),
+    [
+        ("Jane Doe", "Jane Doe"),
+        ("Q3 2025", "Q3 2025"),
+        ("March 15", "March 15"),
+        ("2025", "2025"),  # a year: within 5% of 2025 lies every year from 1924 to 2126
+        ("Vendor   Corp.", "Vendor Corp"),
+        ("3 business days left", "3 business days left"),
+    ],
+)
+def test_short_literals_derive_answer_contains_ignoring_case(expected, text):
+    (check,) = derived_checks(turn(**truth(expected)))
+    assert check == AnswerContains(type="answer_contains", text=text, ignore_case=True)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        truth("Remote work is allowed two days a week"),  # 8 words: a sentence, left to the judge
+        truth(None),  # null: the agent must say it does not know
+        {"ground_truth": {"doc_id": "budget_2026", "note": "no expected_answer key"}},
+        {},  # no ground truth at all
+        truth("   "),
+    ],
+)
+def test_nothing_is_derived(fields):
+    assert derived_checks(turn(**fields)) == []
+
+
+def test_a_list_derives_one_check_per_short_item():
+    checks = derived_checks(
+        turn(**truth(["Alice Chen", "$5,000", "a long sentence of many words"]))
+    )
+    assert checks == [
+        AnswerContains(type="answer_contains", text="Alice Chen", ignore_case=True),
+        AnswerNumber(type="answer_number", value=5000, tolerance=0.05),
+    ]
+
+
+@pytest.mark.parametrize(
+    "own", [{"type": "answer_contains", "text": "412"}, {"type": "answer_number", "value": 412000}]
+)
+def test_a_turn_with_its_own_answer_check_gets_no_derived_one(own):
+    assert derived_checks(turn(checks=[own], **truth("$412,000"))) == []
+
+
+def test_an_answer_not_contains_does_not_stop_derivation():
+    # "must not say I cannot" says nothing about what the right answer is
+    t = turn(checks=[{"type": "answer_not_contains", "text": "I cannot"}], **truth("$412,000"))
+    assert len(derived_checks(t)) == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "value"), [("-3.5%", -3.5), ("$2025", 2025), ("EUR 12", 12), ("14.2M", 14_200_000)]
+)
+def test_amount_of(text, value):
+    assert amount_of(text) == pytest.approx(value)
+
+
+@pytest.mark.parametrize(
+    "text", ["Q3 2025", "2025", "March 15", "USD 12 per seat per month", "between 3 and 5"]
+)
+def test_not_an_amount(text):
+    assert amount_of(text) is None
+
+
+# --- deciding them ------------------------------------------------------------------------
+
+
+def test_a_derived_number_passes_within_5_percent_and_is_marked_derived():
+    result = only("$412,000", "Travel gets about $400,000 this year.")  # 2.9% off
+    assert result == CheckResult(type="answer_number", turn=1, passed=True, derived=True)
+
+
+def test_a_derived_number_fails_beyond_5_percent_saying_where_it_came_from():
+    result = only("$412,000", "Travel gets $380,000.")  # 7.8% off
+    assert not result.passed and result.derived
+    assert result.diagnostic.startswith(
+        "derived from ground_truth.expected_answer '$412,000': expected 412,000 (±5.00%); "
+        "got 380,000"
+    )
+    assert "band 5–15% (GAIA's rubric: correctness 4)" in result.diagnostic
+
+
+def test_a_derived_literal_ignores_case_and_spacing():
+    assert only("Jane Doe", "The owner is JANE\n   doe, per the contract.").passed
+    result = only("Jane Doe", "The owner is John Doe.")
+    assert not result.passed
+    assert result.diagnostic == (
+        "derived from ground_truth.expected_answer 'Jane Doe': expected "
+        "the answer to contain 'Jane Doe' (ignoring case); got "
+        "'The owner is John Doe.'"
+    )
+
+
+def test_declared_checks_keep_their_exact_spacing():
+    t = turn(checks=[{"type": "answer_contains", "text": "Jane Doe"}])
+    (result,) = run_turn_checks(t, record("Jane\nDoe"))
+    assert not result.passed and not result.derived
+
+
+# --- expected_tools -----------------------------------------------------------------------
+
+
+def test_expected_tools_is_an_in_order_subsequence_of_the_turns_calls():
+    t = turn(expected_tools=["search_file", "query_documents"])
+    (ok,) = run_turn_checks(
+        t,
+        record(
+            calls=("list_indexed_documents", "search_file", "index_document", "query_documents")
+        ),
+    )
+    assert ok == CheckResult(type=EXPECTED_TOOLS, turn=1, passed=True)
+    (bad,) = run_turn_checks(t, record(calls=("query_documents", "search_file")))
+    assert not bad.passed and not bad.derived
+    assert bad.diagnostic == (
+        "GAIA expected_tools: expected in this order [search_file, query_documents]; matched "
+        "search_file at call 2; no query_documents after call 2; got [query_documents(), "
+        "search_file()]"
+    )
+
+
+def test_expected_tools_leaves_out_the_ui_indexing_step_and_empty_lists():
+    # A captured session lists the Agent UI's own indexing step; it is not the agent's choice.
+    (result,) = run_turn_checks(
+        turn(expected_tools=["index_documents", "query_documents"]),
+        record(calls=("index_documents", "query_documents")),
+    )
+    assert result.passed
+    assert run_turn_checks(turn(expected_tools=["index_documents"]), record()) == []
+    assert run_turn_checks(turn(expected_tools=[]), record()) == []
+
+
+# --- run_all_checks -----------------------------------------------------------------------
+
+
+def scenario(*turns: Turn) -> Scenario:
+    return Scenario(id="s", category="rag_quality", persona="casual_user", turns=list(turns))
+
+
+def test_run_all_checks_order_declared_then_expected_tools_then_derived():
+    s = scenario(
+        turn(
+            1,
+            checks=[{"type": "max_tool_calls", "max": 3}],
+            expected_tools=["query_documents"],
+            **truth("24.6"),
+        )
+    )
+    transcript = Transcript(scenario_id="s", turns=[record("It is 24.6%.", ("query_documents",))])
+    results = run_all_checks(s, transcript)
+    assert [(r.type, r.derived, r.passed) for r in results] == [
+        ("max_tool_calls", False, True),
+        (EXPECTED_TOOLS, False, True),
+        ("answer_number", True, True),
+    ]
+
+
+def test_run_all_checks_without_derived_checks():
+    s = scenario(turn(1, expected_tools=["query_documents"], **truth("24.6")))
+    transcript = Transcript(scenario_id="s", turns=[record("no idea")])
+    assert [r.type for r in run_all_checks(s, transcript, derived=False)] == [EXPECTED_TOOLS]
+
+
+def test_a_turn_never_reached_fails_its_expected_tools_and_derived_checks():
+    s = scenario(turn(1), turn(2, expected_tools=["query_documents"], **truth("$5,000")))
+    results = run_all_checks(s, Transcript(scenario_id="s", turns=[record("hi")]))
+    assert [(r.type, r.turn, r.derived, r.passed) for r in results] == [
+        (EXPECTED_TOOLS, 2, False, False),
+        ("answer_number", 2, True, False),
+    ]
+    assert all(r.diagnostic.startswith("expected turn 2 to run") for r in results)
