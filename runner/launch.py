@@ -31,10 +31,17 @@ from runner.judge import (
 from runner.report import RunConfig, RunWriter, Scorecard, Trace
 from runner.report._identity import served_model_of
 from runner.sandbox import SandboxBackend, SandboxError
-from runner.scenarios import Manifest, Scenario, SelectionError, load_suite, select
+from runner.scenarios import (
+    Manifest,
+    Scenario,
+    SelectionError,
+    load_suite,
+    rejected_in_selection,
+    select,
+)
+from runner.scoring import decided_pass_rate
 from runner.settings import Backend, RunSettings
 from runner.simulate import make_simulator
-from runner.scoring import decided_pass_rate
 from runner.status import Status
 
 EXIT_OK, EXIT_QUALITY, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
@@ -53,22 +60,43 @@ class InfraError(Exception):
     """The appliance could not run (exit 3). The message names the cause and the fix."""
 
 
-def selected_scenarios(settings: RunSettings) -> tuple[list[Scenario], Manifest | None]:
-    """Load the suite and apply the selection (with the corpus manifest); any error is a
-    UsageError listing every problem."""
+REJECTED_WARNING = "rejected scenario file, not run: "
+
+
+def selected_scenarios(settings: RunSettings, say: Callable[[str], None] | None = None
+                       ) -> tuple[list[Scenario], Manifest | None, list[str]]:
+    """Load the suite and apply the selection; also return the problems of selected files that
+    could not be loaded. Selection comes first: a broken file blocks only itself (the run goes
+    on without it and exits 2), unless --strict; problems of the tree as a whole (the
+    manifest) block every run."""
     suite = load_suite(settings.suite_paths, settings.corpus_root)
-    if suite.errors:
-        listing = "\n".join(str(problem) for problem in suite.errors)
-        raise UsageError(f"{len(suite.errors)} problem(s) in the scenarios — fix them first:\n{listing}")
     sel = settings.selection
+    rejected = rejected_in_selection(suite, ids=sel.ids, categories=sel.categories, tags=sel.tags,
+                                     exclude_tags=sel.exclude_tags)
+    blocking = suite.tree_errors + (rejected if settings.strict else [])
+    if blocking:
+        listing = "\n".join(str(problem) for problem in blocking)
+        raise UsageError(f"{len(blocking)} problem(s) in the scenarios — fix them first:\n{listing}")
+    rejected_names = {name for file in suite.rejected for name in file.names}
     try:
-        chosen = select(suite.scenarios, ids=sel.ids, categories=sel.categories, tags=sel.tags,
-                        exclude_tags=sel.exclude_tags)
+        chosen = select(suite.scenarios, ids=[i for i in sel.ids if i not in rejected_names],
+                        categories=sel.categories, tags=sel.tags, exclude_tags=sel.exclude_tags)
     except SelectionError as exc:
         raise UsageError(str(exc)) from exc
+    if sel.ids and not [i for i in sel.ids if i not in rejected_names]:
+        chosen = []
+    if rejected:
+        files = sorted({str(problem.file) for problem in rejected})
+        message = (f"{len(files)} selected scenario file(s) rejected and not run (the run exits 2; "
+                   f"--strict stops before anything runs): " + ", ".join(files))
+        if say is not None:
+            say(message)
+            for problem in rejected:
+                say(f"  {problem}")
     if not chosen:
-        raise UsageError("the selection matched no scenario — widen --scenario/--category/--tag")
-    return chosen, suite.manifest
+        raise UsageError("the selection matched no runnable scenario — widen --scenario/--category/--tag"
+                         + (" or fix the rejected files above" if rejected else ""))
+    return chosen, suite.manifest, [str(problem) for problem in rejected]
 
 
 def llm_identity(url: str) -> dict[str, Any]:
@@ -233,12 +261,15 @@ def open_writer(settings: RunSettings, resume: bool, extra: dict[str, Any] | Non
 
 
 def exit_code(card: Scorecard, min_pass_rate: float | None) -> int:
-    """0 completed; 1 the pass-rate gate failed; 3 the run stopped early (scenarios NOT_RUN) or
-    no scenario produced a result (all infrastructure errors)."""
+    """0 completed; 1 the pass-rate gate failed; 2 selected scenario files were rejected (the
+    rest ran); 3 the run stopped early (scenarios NOT_RUN) or no scenario produced a result
+    (all infrastructure errors)."""
     statuses = [r.status for r in card.scenarios]
     worked = [s for s in statuses if s.is_judged or s in (Status.NOT_JUDGED, *SKIPPED)]
     if Status.NOT_RUN in statuses or (statuses and not worked):
         return EXIT_INFRA
+    if any(w.startswith(REJECTED_WARNING) for w in card.warnings):
+        return EXIT_USAGE
     if min_pass_rate is not None:
         rate, _ = decided_pass_rate(card.summary)
         if rate is None or rate < min_pass_rate:  # nothing decided: the gate cannot pass
@@ -258,7 +289,7 @@ def quality_gate_line(card: Scorecard, min_pass_rate: float) -> str:
 async def run(settings: RunSettings, say: Callable[[str], None], resume: bool = False,
               extra: dict[str, Any] | None = None) -> Scorecard:
     """Everything from settings to a closed scorecard. Raises UsageError/InfraError early."""
-    scenarios, manifest = selected_scenarios(settings)
+    scenarios, manifest, rejected = selected_scenarios(settings, say)
     check_results_root(settings)
     say(f"run {settings.run_id}: {len(scenarios)} scenario(s) × {settings.trials} trial(s), "
         f"backend {settings.backend.value}, device {settings.device} ({settings.device_reason or 'as requested'}), "
@@ -271,6 +302,9 @@ async def run(settings: RunSettings, say: Callable[[str], None], resume: bool = 
     if resume and settings.backend is Backend.DOCKER:
         _sweep(settings.run_id, say, "left over from the interrupted run")
     writer = open_writer(settings, resume, extra)
+    for problem in rejected:
+        if REJECTED_WARNING + problem not in writer.warnings:
+            writer.warn(REJECTED_WARNING + problem)
     say(f"results: {settings.run_dir}")
     conversations = LiveConversations(settings, backend, simulator, manifest=manifest,
                                       capabilities=served_capabilities(settings.llm_url))
@@ -305,7 +339,7 @@ async def rescore(original: Path, settings: RunSettings, say: Callable[[str], No
         saved[trace.result.key] = trace
     if not saved:
         raise UsageError(f"{original}/traces holds no trace to rescore")
-    chosen, manifest = selected_scenarios(settings)
+    chosen, manifest, _ = selected_scenarios(settings)
     scenarios = [s for s in chosen if any(k.split("__trial")[0] == s.id for k in saved)]
     say(f"rescoring {len(saved)} trace(s) of {original.name} into run {settings.run_id}")
     judge, _ = await prepare_judge(settings, say)

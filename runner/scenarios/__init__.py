@@ -19,18 +19,12 @@ from runner.scenarios._checks import (
     ToolsInOrder,
     ToolStep,
 )
-from runner.scenarios._load import (
-    Suite,
-    discover,
-    is_real_world,
-    load_manifest,
-    load_scenario_file,
-    load_suite,
-    missing_documents,
-    path_escape,
-)
+from runner.scenarios._corpus import CorpusNotFound, corpus_candidates, find_corpus
+from runner.scenarios._load import RejectedFile, Suite, discover, load_scenario_file, load_suite
 from runner.scenarios._manifest import CorpusDocument, Fact, Manifest
+from runner.scenarios._manifest_load import load_manifest, manifest_files, path_escape
 from runner.scenarios._models import (
+    CAPABILITY_TAGS,
     KNOWN_PERSONAS,
     ClaimSpec,
     GroundTruth,
@@ -39,18 +33,72 @@ from runner.scenarios._models import (
     SetupDocument,
     Severity,
     Turn,
+    corpus_relative,
     default_timeout_s,
 )
 from runner.scenarios._problems import Level, Problem
-from runner.scenarios._select import SelectionError, select
+from runner.scenarios._references import corpus_files, is_real_world, missing_documents
+from runner.scenarios._select import SelectionError, rejected_in_selection, select
+from runner.scenarios._source import (
+    MAX_ALIAS_EXPANSION,
+    MAX_ALIASES,
+    MAX_DEPTH,
+    MAX_JSON_BYTES,
+    MAX_YAML_BYTES,
+)
+from runner.scenarios._validate import MAX_ID_LENGTH
 
 __all__ = [
-    "CHECK_TYPES", "KNOWN_PERSONAS",
-    "AnswerContains", "AnswerNotContains", "AnswerNumber", "ArgumentMatcher", "Check",
-    "ClaimSpec", "CorpusDocument", "DocumentsIndexed", "Fact", "GroundTruth", "Level",
-    "Manifest", "MaxToolCalls", "Problem", "Scenario", "SelectionError", "Setup",
-    "SetupDocument", "Severity", "Suite", "ToolCalled", "ToolNotCalled", "ToolStep",
-    "ToolsExact", "ToolsInOrder", "Turn",
-    "default_timeout_s", "discover", "is_real_world", "load_manifest", "load_scenario_file",
-    "load_suite", "missing_documents", "path_escape", "select",
+    "CAPABILITY_TAGS",
+    "CHECK_TYPES",
+    "KNOWN_PERSONAS",
+    "MAX_ALIASES",
+    "MAX_ALIAS_EXPANSION",
+    "MAX_DEPTH",
+    "MAX_ID_LENGTH",
+    "MAX_JSON_BYTES",
+    "MAX_YAML_BYTES",
+    "AnswerContains",
+    "AnswerNotContains",
+    "AnswerNumber",
+    "ArgumentMatcher",
+    "Check",
+    "ClaimSpec",
+    "CorpusDocument",
+    "CorpusNotFound",
+    "DocumentsIndexed",
+    "Fact",
+    "GroundTruth",
+    "Level",
+    "Manifest",
+    "MaxToolCalls",
+    "Problem",
+    "RejectedFile",
+    "Scenario",
+    "SelectionError",
+    "Setup",
+    "SetupDocument",
+    "Severity",
+    "Suite",
+    "ToolCalled",
+    "ToolNotCalled",
+    "ToolStep",
+    "ToolsExact",
+    "ToolsInOrder",
+    "Turn",
+    "corpus_candidates",
+    "corpus_files",
+    "corpus_relative",
+    "default_timeout_s",
+    "discover",
+    "find_corpus",
+    "is_real_world",
+    "load_manifest",
+    "load_scenario_file",
+    "load_suite",
+    "manifest_files",
+    "missing_documents",
+    "path_escape",
+    "rejected_in_selection",
+    "select",
 ]

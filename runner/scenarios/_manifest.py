@@ -40,13 +40,21 @@ class CorpusDocument(BaseModel):
     expected_behavior: str | None = None  # GAIA: what an agent should do with this document
     facts: list[Fact] = Field(default_factory=list)
 
+    _folder: Path | None = PrivateAttr(default=None)  # where its manifest.json is
+
     def fact(self, fact_id: str) -> Fact | None:
         return next((fact for fact in self.facts if fact.id == fact_id), None)
 
     def locate(self, corpus_root: Path) -> Path | None:
-        """The document's file under the corpus root, or None when it is not there."""
-        for folder in DOCUMENT_FOLDERS:
-            candidate = corpus_root / folder / self.filename
+        """The document's file under the corpus root, or None when it is not there.
+
+        A document from a sub-folder manifest (GAIA's real_world/manifest.json) is looked
+        for next to that manifest first.
+        """
+        folders = [self._folder] if self._folder is not None else []
+        folders += [Path(corpus_root) / folder for folder in DOCUMENT_FOLDERS]
+        for folder in folders:
+            candidate = folder / self.filename
             if candidate.is_file():
                 return candidate
         return None
@@ -57,12 +65,21 @@ class Manifest(BaseModel):
 
     documents: list[CorpusDocument] = Field(default_factory=list)
     adversarial_documents: list[CorpusDocument] = Field(default_factory=list)
+    total_documents: int | None = Field(default=None, description=(
+        "GAIA writes the document count here when it merges manifests; informational."))
 
     _source: SourceMap | None = PrivateAttr(default=None)
+    _files: list[Path] = PrivateAttr(default_factory=list)
 
     @property
     def source_file(self) -> Path | None:
+        """The corpus root's manifest.json (the first of `source_files`)."""
         return self._source.file if self._source else None
+
+    @property
+    def source_files(self) -> list[Path]:
+        """Every manifest.json merged into this one (just `source_file` when not merged)."""
+        return self._files or ([self.source_file] if self.source_file else [])
 
     @property
     def all_documents(self) -> list[CorpusDocument]:

@@ -1,19 +1,24 @@
 """The scenario file format: GAIA 0.25.1's keys (DESIGN.md 2.2) plus trialbox's additions.
 
-GAIA's additions we know are declared so they load silently; keys nobody declared only warn
-(the loader does that), because newer GAIA sets keep adding keys and one unknown key must
-not reject a tree. Cross-field and cross-file rules (turn numbering, ground truth vs
+GAIA's keys are part of the schema (DESIGN 2.8: expected_behavior, fact_ids,
+expected_phrases, expected_tools, setup.memory_clear, turn persona, note, captured_from), so
+they load silently. Keys nobody declared only warn (the loader does that) and are kept, value
+as written, in `extra_keys` of the scenario, turn or ground truth, because newer GAIA sets
+keep adding keys: one unknown key must not reject a tree, nor be lost to the judge.
+Cross-field and cross-file rules (turn numbering, ground truth vs
 manifest, paths inside the corpus) live in the loader, where every problem can be given a
 file and line.
 """
 
 from __future__ import annotations
 
+import base64
+import datetime
 from enum import Enum
-from pathlib import Path, PurePosixPath
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from runner.scenarios._checks import Check
 from runner.scenarios._source import SourceMap
@@ -38,48 +43,160 @@ GAIA_CORPUS_PREFIX = PurePosixPath("eval/corpus")
 """GAIA writes setup paths relative to its repository root ("eval/corpus/documents/x.md");
 ours are relative to the corpus root ("documents/x.md"). Both are accepted."""
 
+CAPABILITY_TAGS = {"requires_vlm": "vision", "requires_asr": "audio"}
+"""GAIA 0.25.1's tags for a model a scenario cannot run without (SKIPPED_NO_MODEL)."""
+
 
 class _Model(BaseModel):
     # Unknown keys are reported by the loader as warnings, then ignored.
     model_config = ConfigDict(extra="ignore")
 
 
-class SetupDocument(_Model):
-    """A document indexed into the agent's RAG store before the first turn."""
+def json_safe(value: Any) -> Any:
+    """`value` as JSON-compatible data, so kept keys survive traces and judge prompts.
 
-    corpus_doc: str | None = None  # the manifest document id
-    path: str = Field(min_length=1)  # relative to the corpus root (or GAIA's eval/corpus/...)
+    YAML can build dates, sets and bytes (`!!binary`); they become ISO text, sorted lists
+    and base64 text. Depth is bounded by the loader's nesting limit.
+    """
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, dict):
+        return {str(key): json_safe(item) for key, item in value.items()}
+    if isinstance(value, (set, frozenset)):
+        return sorted((json_safe(item) for item in value), key=repr)
+    if isinstance(value, (list, tuple)):
+        return [json_safe(item) for item in value]
+    if isinstance(value, (bytes, bytearray)):
+        return "base64:" + base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, (datetime.date, datetime.time)):
+        return value.isoformat()
+    return str(value)
+
+
+class _KeepsUnknownKeys(_Model):
+    """A model that keeps the keys it does not declare in `extra_keys`, values verbatim.
+
+    GAIA keeps adding keys; the loader warns about them, and the judge is given them as
+    written, so a newer GAIA file loses nothing when trialbox does not know a key yet.
+    """
+
+    extra_keys: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Keys the format does not declare, with their values as written "
+                    "(given to the judge verbatim).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _collect_unknown_keys(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        declared = set(cls.model_fields)
+        unknown = {str(key): value for key, value in data.items() if key not in declared}
+        if not unknown:
+            return data
+        kept = {key: value for key, value in data.items() if key in declared}
+        previous = kept.get("extra_keys")
+        kept["extra_keys"] = json_safe(
+            {**(previous if isinstance(previous, dict) else {}), **unknown})
+        return kept
+
+
+def corpus_relative(path: str) -> PurePosixPath | None:
+    """`path` relative to the corpus root when that follows from the text alone, else None.
+
+    "documents/x.md" stays; GAIA's "eval/corpus/documents/x.md" loses its prefix; an absolute
+    path captured on another machine ("/home/dev/gaia/eval/corpus/documents/x.md",
+    "C:\\Users\\dev\\gaia\\eval\\corpus\\x.pdf") keeps what follows its last `eval/corpus`
+    segment. An absolute path without that segment gives None: only the corpus can say
+    (by file name) which document it was.
+    """
+    windows = PureWindowsPath(path)
+    is_windows = "\\" in path or bool(windows.drive)
+    parts = windows.parts if is_windows else PurePosixPath(path).parts
+    absolute = windows.is_absolute() or bool(windows.drive) if is_windows else path.startswith("/")
+    for index in range(len(parts) - 2, -1, -1):
+        if (parts[index], parts[index + 1]) == ("eval", "corpus") and (absolute or index == 0):
+            rest = parts[index + 2:]
+            return PurePosixPath(*rest) if rest else None
+    if absolute:
+        return None
+    return PurePosixPath(*parts) if is_windows else PurePosixPath(path)
+
+
+class SetupDocument(_Model):
+    """A document indexed into the agent's RAG store before the first turn.
+
+    GAIA's captured scenarios list plain path strings instead of mappings; such a string
+    becomes a SetupDocument with only `path`.
+    """
+
+    corpus_doc: str | None = Field(default=None, description="The manifest document id.")
+    path: str = Field(min_length=1, description=(
+        "As written: relative to the corpus root (documents/x.md), to GAIA's repository root "
+        "(eval/corpus/documents/x.md), or absolute as GAIA's capture writes it."))
+
+    _matched: PurePosixPath | None = PrivateAttr(default=None)
 
     @property
     def relative_path(self) -> PurePosixPath:
-        """The path relative to the corpus root, with GAIA's repository prefix removed."""
-        path = PurePosixPath(self.path)
-        if path.is_relative_to(GAIA_CORPUS_PREFIX):
-            return path.relative_to(GAIA_CORPUS_PREFIX)
-        return path
+        """The path relative to the corpus root (GAIA's repository prefix removed; an
+        absolute captured path as the loader matched it in the corpus)."""
+        if self._matched is not None:
+            return self._matched
+        return corpus_relative(self.path) or PurePosixPath(self.path)
+
+    @property
+    def is_absolute(self) -> bool:
+        """Written as an absolute path (GAIA's capture does that), POSIX or Windows."""
+        windows = PureWindowsPath(self.path)
+        return PurePosixPath(self.path).is_absolute() or windows.is_absolute() or bool(
+            windows.drive)
 
 
 class Setup(_Model):
-    index_documents: list[SetupDocument] = Field(default_factory=list)
-    approve_prompts: Any = None  # GAIA: how the scripted user answers tool-approval prompts
-    decline_commands: list[str] | None = None  # GAIA: shell commands the scripted user declines
+    index_documents: list[SetupDocument] = Field(
+        default_factory=list, description="Documents indexed before the first turn; an item may "
+                                          "be a {corpus_doc, path} mapping or a path string.")
+    approve_prompts: Any = Field(default=None, description=(
+        "GAIA: how the scripted user answers tool-approval prompts."))
+    decline_commands: list[str] | None = Field(default=None, description=(
+        "GAIA: shell commands the scripted user declines."))
+    memory_clear: bool | None = Field(default=None, description=(
+        "GAIA: clear the agent's memory store before the scenario (each trialbox sandbox "
+        "starts with an empty one anyway)."))
+
+    @field_validator("index_documents", mode="before")
+    @classmethod
+    def _path_strings(cls, value: Any) -> Any:
+        """GAIA's capture writes `- /home/dev/gaia/eval/corpus/documents/x.md`."""
+        if not isinstance(value, list):
+            return value
+        return [{"path": item} if isinstance(item, str) else item for item in value]
 
 
-class GroundTruth(_Model):
+class GroundTruth(_KeepsUnknownKeys):
     """What a correct answer is, and where the fact comes from.
 
-    `expected_answer: null` written explicitly means the document does not say, so the agent
-    must say it does not know; leaving the key out means no expected answer is given.
+    Missing and null are different: `expected_answer: null` written explicitly means the
+    document does not say, so the agent must say it does not know (`must_say_unknown`);
+    leaving the key out means no expected answer is given (`has_expected_answer` is False).
     """
 
-    doc_id: str | None = None
-    fact_id: str | None = None
-    expected_answer: str | int | float | list[str] | None = None
-    note: str | None = None
+    doc_id: str | None = Field(default=None, description="The manifest document id.")
+    fact_id: str | None = Field(default=None, description="The fact's id in that document.")
+    expected_answer: str | int | float | list[str] | None = Field(default=None, description=(
+        "The correct answer; null written explicitly: the agent must say it does not know."))
+    note: str | None = Field(default=None, description="GAIA: a note for the judge.")
+
+    @property
+    def has_expected_answer(self) -> bool:
+        """The file wrote `expected_answer` (null included)."""
+        return "expected_answer" in self.model_fields_set
 
     @property
     def must_say_unknown(self) -> bool:
-        return "expected_answer" in self.model_fields_set and self.expected_answer is None
+        """`expected_answer: null` written explicitly: the right answer is "I don't know"."""
+        return self.has_expected_answer and self.expected_answer is None
 
 
 class ClaimSpec(_Model):
@@ -89,13 +206,24 @@ class ClaimSpec(_Model):
     claim: str = Field(min_length=1)
 
 
-class Turn(_Model):
+class Turn(_KeepsUnknownKeys):
     turn: int
     objective: str = Field(min_length=1)
-    user_message: str | None = None  # the scripted simulator sends this verbatim
+    user_message: str | None = Field(default=None, description=(
+        "The scripted simulator sends this verbatim; GAIA often leaves it out."))
+    persona: str | None = Field(default=None, description=(
+        "GAIA: this turn's persona, overriding the scenario's."))
     ground_truth: GroundTruth | None = None
     success_criteria: str | None = None
-    expected_tools: list[str] | None = None  # GAIA's captured scenarios
+    expected_behavior: str | None = Field(default=None, description=(
+        "GAIA: what the agent should do in this turn, in words, for the judge."))
+    fact_ids: list[str] | None = Field(default=None, description=(
+        "GAIA: several manifest facts this turn draws on."))
+    expected_phrases: list[str] | None = Field(default=None, description=(
+        "GAIA: phrases a good answer contains, for the judge."))
+    expected_tools: list[str] | None = Field(default=None, description=(
+        "GAIA's captured scenarios: the tools the agent called."))
+    note: str | None = Field(default=None, description="GAIA: a note for the judge.")
     checks: list[Check] = Field(default_factory=list)
     claims: list[ClaimSpec] = Field(default_factory=list)
 
@@ -109,7 +237,7 @@ class Turn(_Model):
                 for n, item in enumerate(value, start=1)]
 
 
-class Scenario(_Model):
+class Scenario(_KeepsUnknownKeys):
     """One multi-turn conversation to run against the agent, and how to judge it."""
 
     id: str = Field(min_length=1)
@@ -118,7 +246,9 @@ class Scenario(_Model):
     severity: Severity = Severity.STANDARD
     description: str = ""
     persona: str = Field(min_length=1)
-    agent_type: str | None = None
+    agent_type: str | None = Field(default=None, description=(
+        "GAIA's agent type (doc, chat, data, file in GAIA's tree); the run maps it to an "
+        "agent the Agent UI has."))
     tags: list[str] = Field(default_factory=list)
     timeout: int | None = Field(default=None, gt=0)  # seconds; None = GAIA's formula
     reference: str | None = None  # extra text given to the claim judge
@@ -126,6 +256,15 @@ class Scenario(_Model):
     turns: list[Turn] = Field(min_length=1)
     checks: list[Check] = Field(default_factory=list)  # scenario-level
     expected_outcome: str | None = None
+    expected_behavior: str | None = Field(default=None, description=(
+        "GAIA: what the agent should do over the whole conversation, for the judge."))
+    captured_from: dict[str, Any] | None = Field(default=None, description=(
+        "GAIA's capture metadata (session id, time, …), kept as written (JSON-safe)."))
+
+    @field_validator("captured_from", mode="before")
+    @classmethod
+    def _captured_from_as_json(cls, value: Any) -> Any:
+        return json_safe(value) if isinstance(value, dict) else value
 
     _source: SourceMap | None = PrivateAttr(default=None)
 
@@ -145,6 +284,12 @@ class Scenario(_Model):
     @property
     def setup_documents(self) -> list[SetupDocument]:
         return self.setup.index_documents
+
+    @property
+    def required_capabilities(self) -> set[str]:
+        """Model capabilities the scenario cannot run without: "vision" (tag requires_vlm),
+        "audio" (tag requires_asr). A run without them records SKIPPED_NO_MODEL."""
+        return {CAPABILITY_TAGS[tag] for tag in self.tags if tag in CAPABILITY_TAGS}
 
 
 def default_timeout_s(scenario: Scenario) -> int:

@@ -11,7 +11,9 @@ import difflib
 import fnmatch
 from collections.abc import Iterable, Sequence
 
+from runner.scenarios._load import RejectedFile, Suite
 from runner.scenarios._models import Scenario
+from runner.scenarios._problems import Problem
 
 
 class SelectionError(ValueError):
@@ -73,3 +75,35 @@ def _matches(scenario: Scenario, ids: list[str] | None, categories: list[str] | 
     if tags is not None and not set(tags) & set(scenario.tags):
         return False
     return not (exclude_tags is not None and set(exclude_tags) & set(scenario.tags))
+
+
+def rejected_in_selection(suite: Suite, ids: Iterable[str] | None = None,
+                          categories: Iterable[str] | None = None,
+                          tags: Iterable[str] | None = None,
+                          exclude_tags: Iterable[str] | None = None) -> list[Problem]:
+    """The errors of rejected files that the selection could include, in file order.
+
+    A broken file outside the selection must not stop a run (it is reported, not fatal);
+    one the user asked for must. Its id and category are best guesses (the id written or
+    the file stem; the category written or the folder); tags that could not be read
+    count as matching, so doubt stops the run rather than silently dropping a scenario.
+    """
+    ids, categories = _listed(ids), _listed(categories)
+    tags, exclude_tags = _listed(tags), _listed(exclude_tags)
+    return [problem for rejected in suite.rejected
+            if _may_match(rejected, ids, categories, tags, exclude_tags)
+            for problem in rejected.problems]
+
+
+def _may_match(rejected: RejectedFile, ids: list[str] | None, categories: list[str] | None,
+               tags: list[str] | None, exclude_tags: list[str] | None) -> bool:
+    if ids is not None and not any(fnmatch.fnmatchcase(name, pattern)
+                                   for name in rejected.names for pattern in ids):
+        return False
+    if categories is not None and rejected.category not in categories:
+        return False
+    if rejected.tags is None:
+        return True
+    if tags is not None and not set(tags) & set(rejected.tags):
+        return False
+    return not (exclude_tags is not None and set(exclude_tags) & set(rejected.tags))

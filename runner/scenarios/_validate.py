@@ -41,7 +41,12 @@ from runner.scenarios._source import KeyPath, SourceMap
 
 M = TypeVar("M", bound=BaseModel)
 
-SNAKE_CASE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
+# Lower-case words of letters/digits joined by single '_' (a leading digit is fine: GAIA ids
+# such as 2025_budget_lookup). Used with fullmatch: `$` would let "id\n" through.
+SNAKE_CASE = re.compile(r"[a-z0-9]+(?:_[a-z0-9]+)*")
+MAX_ID_LENGTH = 64
+"""An id becomes file names (traces/<id>.json), container and network names (Docker allows
+63-128 characters, plus our prefixes) and JUnit test names; 64 keeps all of them valid."""
 
 _CHECK_MODELS: dict[str, type[BaseModel]] = {
     "tool_called": ToolCalled, "tool_not_called": ToolNotCalled, "tools_in_order": ToolsInOrder,
@@ -108,13 +113,21 @@ def unknown_key_problems(model: type[BaseModel], data: Any, source: SourceMap,
         return []  # strict models (checks) report unknown keys as errors themselves
     problems = []
     fields = model.model_fields
+    keeps = "extra_keys" in fields
+    known = [name for name in fields if name != "extra_keys"]
     for key, value in data.items():
         key_path = path + (str(key),)
-        if key not in fields:
+        if key not in fields or key == "extra_keys":
+            hint = did_you_mean(str(key), known)
             problems.append(Problem(
                 file=source.file, line=source.line_of(key_path), field=field_path(key_path),
-                message=f"unknown key '{key}'{did_you_mean(str(key), fields)} is ignored",
-                fix="remove it, or rename it to a known key", level=Level.WARNING))
+                message=f"unknown key '{key}'{hint} "
+                        + ("is kept as written and given to the judge" if keeps
+                           else "is ignored"),
+                fix=("rename it if it is a misspelling" if hint else
+                     "nothing to do if it is meant for the judge" if keeps else
+                     "remove it, or rename it to a known key"),
+                level=Level.WARNING))
             continue
         nested, is_list = _nested_model(fields[key].annotation)
         if nested is None:
@@ -260,17 +273,23 @@ def scenario_rules(scenario: Scenario, source: SourceMap) -> list[Problem]:
     ]
 
 
-def _problem(source: SourceMap, path: KeyPath, message: str, fix: str,
+def problem_at(source: SourceMap, path: KeyPath, message: str, fix: str,
              level: Level = Level.ERROR) -> Problem:
     return Problem(file=source.file, line=source.line_of(path), field=field_path(path),
                    message=message, fix=fix, level=level)
 
 
 def _id_rule(scenario: Scenario, source: SourceMap) -> list[Problem]:
-    if SNAKE_CASE.match(scenario.id):
+    suggestion = (re.sub(r"[^a-z0-9]+", "_", scenario.id.lower()).strip("_")
+                  or "my_scenario")[:MAX_ID_LENGTH].rstrip("_")
+    if len(scenario.id) > MAX_ID_LENGTH:
+        return [problem_at(source, ("id",),
+                         f"id is {len(scenario.id)} characters; at most {MAX_ID_LENGTH} are "
+                         "allowed because it becomes file, container and network names",
+                         f"shorten it, e.g. `id: {suggestion}`")]
+    if SNAKE_CASE.fullmatch(scenario.id):
         return []
-    suggestion = re.sub(r"[^a-z0-9]+", "_", scenario.id.lower()).strip("_") or "my_scenario"
-    return [_problem(source, ("id",), f"id '{scenario.id}' is not snake_case",
+    return [problem_at(source, ("id",), f"id {scenario.id!r} is not snake_case",
                      f"use lower-case words joined by '_', e.g. `id: {suggestion}`")]
 
 
@@ -278,7 +297,7 @@ def _turn_numbering_rule(scenario: Scenario, source: SourceMap) -> list[Problem]
     numbers = [turn.turn for turn in scenario.turns]
     for index, number in enumerate(numbers):
         if number != index + 1:
-            return [_problem(
+            return [problem_at(
                 source, ("turns", index, "turn"),
                 f"turn numbered {number} where {index + 1} was expected (turns are {numbers})",
                 f"number the turns 1..{len(numbers)} in the order they are written")]
@@ -291,7 +310,7 @@ def _turn_has_truth_rule(scenario: Scenario, source: SourceMap) -> list[Problem]
         has_truth = turn.ground_truth is not None and bool(turn.ground_truth.model_fields_set)
         has_criteria = bool(turn.success_criteria and turn.success_criteria.strip())
         if not (has_truth or has_criteria):
-            problems.append(_problem(
+            problems.append(problem_at(
                 source, ("turns", index),
                 "turn has neither ground_truth nor success_criteria, so it cannot be judged",
                 "add `ground_truth: {doc_id, fact_id, expected_answer}` "
@@ -304,13 +323,13 @@ def _check_placement_rule(scenario: Scenario, source: SourceMap) -> list[Problem
     for index, turn in enumerate(scenario.turns):
         for position, check in enumerate(turn.checks):
             if check.type in SCENARIO_ONLY_CHECKS:
-                problems.append(_problem(
+                problems.append(problem_at(
                     source, ("turns", index, "checks", position, "type"),
                     f"'{check.type}' is a scenario-level check, not a turn check",
                     "move it to the top-level `checks:` list"))
     for position, check in enumerate(scenario.checks):
         if check.type in ANSWER_CHECKS:
-            problems.append(_problem(
+            problems.append(problem_at(
                 source, ("checks", position, "type"),
                 f"'{check.type}' checks one turn's answer and cannot be scenario-level",
                 "move it into the `checks:` of the turn whose answer it checks"))
@@ -323,7 +342,7 @@ def _claim_names_rule(scenario: Scenario, source: SourceMap) -> list[Problem]:
         seen: set[str] = set()
         for position, claim in enumerate(turn.claims):
             if claim.name in seen:
-                problems.append(_problem(
+                problems.append(problem_at(
                     source, ("turns", index, "claims", position),
                     f"claim name '{claim.name}' is used twice in this turn",
                     "give each claim a unique `name:`"))
@@ -334,7 +353,7 @@ def _claim_names_rule(scenario: Scenario, source: SourceMap) -> list[Problem]:
 def _persona_rule(scenario: Scenario, source: SourceMap) -> list[Problem]:
     if scenario.persona in KNOWN_PERSONAS:
         return []
-    return [_problem(
+    return [problem_at(
         source, ("persona",),
         f"persona '{scenario.persona}' is not one of GAIA's documented personas"
         f"{did_you_mean(scenario.persona, KNOWN_PERSONAS)}; the simulator will use it as written",
@@ -346,7 +365,7 @@ def _category_folder_rule(scenario: Scenario, source: SourceMap) -> list[Problem
     folder = category_folder(source.file)
     if folder is None or folder == scenario.category:
         return []
-    return [_problem(
+    return [problem_at(
         source, ("category",),
         f"category '{scenario.category}' does not match its folder scenarios/{folder}/",
         f"set `category: {folder}` or move the file to scenarios/{scenario.category}/",

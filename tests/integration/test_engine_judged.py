@@ -65,7 +65,7 @@ def run_engine(settings: RunSettings, judge: ScriptedJudge) -> Path:
                        config=RunConfig(judge_provider="double", judge_model=judge.model, trials=settings.trials,
                                         rejudge=settings.rejudge))
     backend = LocalBackend(llm_url=settings.llm_url, corpus_root=settings.corpus_root)
-    scenarios, _ = selected_scenarios(settings)
+    scenarios, _, _ = selected_scenarios(settings)
     conversations = LiveConversations(settings, backend, ScriptedSimulator())
     engine = Engine(settings, scenarios, conversations, judge, writer, say=lambda line: None)
     asyncio.run(engine.run())

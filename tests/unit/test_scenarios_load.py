@@ -49,10 +49,25 @@ def test_unknown_keys_warn_with_their_line(suite: Suite) -> None:
               if p.message.startswith("unknown key")}
     assert ("bakery_flour_stock.yaml", 9, "min_context_window") in warned
     assert ("bakery_flour_stock.yaml", 34, "turns[1].ground_truth.source_page") in warned
-    assert ("captured_greenhouse_noon.yaml", 7, "captured_from") in warned
     assert ("captured_greenhouse_noon.yaml", 24, "turns[0].agent_steps") in warned
     assert ("cycling_club_followup.yaml", 27, "turns[2].judge_hint") in warned
     assert ("manifest.json", 2, "version") in warned
+
+
+def test_gaia_keys_are_schema_not_unknown_keys(suite: Suite) -> None:
+    captured = _scenario(suite, "captured_greenhouse_noon")
+    assert captured.captured_from == {"session_id": "7f3c2a", "captured_at": "2025-04-02T09:15:00"}
+    assert not any(p.field == "captured_from" for p in suite.problems)
+
+
+def test_unknown_keys_are_kept_verbatim_for_the_judge(suite: Suite) -> None:
+    bakery = _scenario(suite, "bakery_flour_stock")
+    assert bakery.extra_keys == {"min_context_window": 8192}
+    truth = bakery.turns[1].ground_truth
+    assert truth is not None and truth.extra_keys == {"source_page": 1}
+    assert _scenario(suite, "captured_greenhouse_noon").turns[0].extra_keys == {"agent_steps": 3}
+    (warning,) = [p for p in suite.warnings if p.field == "min_context_window"]
+    assert "is kept as written and given to the judge" in warning.message
 
 
 def test_unknown_persona_is_a_warning_naming_it(suite: Suite) -> None:

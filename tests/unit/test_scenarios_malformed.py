@@ -15,7 +15,8 @@ FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 # file name -> (line, field, words the message or fix must contain)
 EXPECTED: dict[str, tuple[int | None, str, str]] = {
-    "absolute_path.yaml": (6, "setup.index_documents[0].path", "is absolute"),
+    "absolute_path.yaml": (6, "setup.index_documents[0].path",
+                           "looked for by its file name, 'passwd'"),
     "answer_check_scenario_level.yaml": (7, "checks[0].type", "cannot be scenario-level"),
     "bad_check_type.yaml": (9, "turns[0].checks[0]",
                             "unknown check type 'tool_caled' (did you mean 'tool_called'?)"),
@@ -37,7 +38,7 @@ EXPECTED: dict[str, tuple[int | None, str, str]] = {
     "empty_turns.yaml": (4, "turns", "at least 1 item"),
     "fact_without_doc.yaml": (8, "turns[0].ground_truth.fact_id", "without a doc_id"),
     "ground_truth_text.yaml": (7, "turns[0].ground_truth", "should be a mapping"),
-    "huge.yaml": (None, "", "files over 1 MB are refused"),
+    "huge.yaml": (None, "", "files over 256 KiB (262,144 bytes) are refused"),
     "id_not_snake_case.yaml": (1, "id", "`id: budget_lookup`"),
     "missing_document.yaml": (7, "setup.index_documents[0].path",
                               "did you mean 'documents/harbor_bakery_inventory.md'?"),

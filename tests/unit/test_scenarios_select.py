@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
-from runner.scenarios import Scenario, SelectionError, load_suite, select
+from runner.scenarios import (
+    Problem,
+    Scenario,
+    SelectionError,
+    Suite,
+    load_suite,
+    rejected_in_selection,
+    select,
+)
 
 GAIA_TREE = Path(__file__).parents[1] / "fixtures" / "gaia_tree"
 
@@ -69,3 +78,68 @@ def test_filters_that_exclude_everything_are_an_error(scenarios: list[Scenario])
 
 def test_empty_filter_lists_mean_no_filter(scenarios: list[Scenario]) -> None:
     assert len(select(scenarios, ids=[], categories=[])) == len(scenarios)
+
+
+# --- rejected files and the selection -----------------------------------------------------
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory: pytest.TempPathFactory) -> Suite:
+    """The GAIA-format tree plus three files that cannot be used."""
+    root = tmp_path_factory.mktemp("mixed")
+    shutil.copytree(GAIA_TREE / "scenarios", root / "scenarios")
+    (root / "scenarios" / "rag_quality" / "broken_syntax.yaml").write_text(
+        "id: broken\ncategory: rag_quality\ntags: [numbers\n")
+    (root / "scenarios" / "captured" / "bad_turns.yaml").write_text(
+        "id: captured_bad\ncategory: captured\npersona: casual_user\ntags: [rag, replay]\n"
+        "turns: not a list\n")
+    (root / "scenarios" / "personality" / "zz_duplicate.yaml").write_text(
+        "id: cheerful_bakery_tone\ncategory: personality\npersona: casual_user\n"
+        "turns:\n  - {turn: 1, objective: o, success_criteria: s}\n")
+    return load_suite([root / "scenarios"], GAIA_TREE / "corpus")
+
+
+def _files(problems: list[Problem]) -> list[str]:
+    return sorted({p.file.name for p in problems})
+
+
+def test_rejected_files_carry_best_guesses(mixed: Suite) -> None:
+    assert [(r.file.name, r.id, r.category, r.tags) for r in mixed.rejected] == [
+        ("bad_turns.yaml", "captured_bad", "captured", ["rag", "replay"]),
+        ("zz_duplicate.yaml", "cheerful_bakery_tone", "personality", []),
+        ("broken_syntax.yaml", "broken_syntax", "rag_quality", None),  # stem, folder
+    ]
+    assert all(r.problems and all(p.is_error for p in r.problems) for r in mixed.rejected)
+    assert len(mixed.scenarios) == 6  # the usable ones still load
+    assert mixed.tree_errors == []
+
+
+def test_no_filter_includes_every_rejected_file(mixed: Suite) -> None:
+    assert _files(rejected_in_selection(mixed)) == [
+        "bad_turns.yaml", "broken_syntax.yaml", "zz_duplicate.yaml"]
+
+
+def test_a_selection_elsewhere_is_not_blocked(mixed: Suite) -> None:
+    assert rejected_in_selection(mixed, categories=["adversarial"]) == []
+    assert rejected_in_selection(mixed, ids=["bakery_flour_stock"]) == []
+
+
+def test_ids_match_the_written_id_or_the_file_stem(mixed: Suite) -> None:
+    assert _files(rejected_in_selection(mixed, ids=["captured_bad"])) == ["bad_turns.yaml"]
+    assert _files(rejected_in_selection(mixed, ids=["bad_turns"])) == ["bad_turns.yaml"]
+    assert _files(rejected_in_selection(mixed, ids=["broken_*"])) == ["broken_syntax.yaml"]
+    assert _files(rejected_in_selection(mixed, ids=["cheerful_bakery_tone"])) == [
+        "zz_duplicate.yaml"]
+
+
+def test_unreadable_tags_count_as_matching(mixed: Suite) -> None:
+    assert _files(rejected_in_selection(mixed, tags=["numbers"])) == ["broken_syntax.yaml"]
+    assert _files(rejected_in_selection(mixed, tags=["replay"])) == [
+        "bad_turns.yaml", "broken_syntax.yaml"]
+    assert _files(rejected_in_selection(mixed, categories=["captured"],
+                                        exclude_tags=["replay"])) == []
+
+
+def test_tree_errors_are_the_ones_no_selection_avoids(tmp_path: Path) -> None:
+    suite = load_suite([GAIA_TREE / "scenarios", tmp_path / "missing"], tmp_path)
+    assert {p.message for p in suite.tree_errors} == {"corpus manifest not found",
+                                                      "no such file or folder"}

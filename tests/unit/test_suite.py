@@ -229,3 +229,13 @@ def test_scenario_text_names_no_real_company(scenarios: list[Scenario]) -> None:
         text = normalise(scenario.model_dump_json())
         assert "acme" not in text and "widget pro" not in text, scenario.id
 
+
+
+def test_our_files_use_only_declared_keys(scenarios: list[Scenario]) -> None:
+    """Unknown keys are kept for GAIA users' files; ours should never need them."""
+    for scenario in scenarios:
+        assert scenario.extra_keys == {}, scenario.id
+        assert all(turn.extra_keys == {} for turn in scenario.turns), scenario.id
+        assert all(t.ground_truth is None or t.ground_truth.extra_keys == {}
+                   for t in scenario.turns), scenario.id
+        assert scenario.agent_type is None, scenario.id  # GAIA 0.25.1 refuses the key
