@@ -140,6 +140,13 @@ def run(
     from runner.settings import Backend, RunSettings, Selection, new_run_id
 
     _check_numbers(timeout=timeout, budget_usd=budget_usd, min_pass_rate=min_pass_rate)
+    if baseline is not None:  # an unreadable baseline is found before anything runs
+        from runner.report import ScorecardError, read_any_scorecard
+
+        try:
+            read_any_scorecard(baseline)
+        except (ScorecardError, FileNotFoundError, ValueError) as exc:
+            fail(f"--baseline: {exc}", EXIT_USAGE)
     if resume is not None:
         settings = _or_fail(lambda: resume_settings(resume))
         settings.retry_errors = retry_errors
@@ -219,7 +226,31 @@ def execute(settings: object, resume: bool = False, extra: dict | None = None) -
         from runner.launch import quality_gate_line
 
         say(quality_gate_line(card, settings.min_pass_rate))  # type: ignore[attr-defined]
-    return exit_code(card, settings.min_pass_rate)  # type: ignore[attr-defined]
+    code = exit_code(card, settings.min_pass_rate)  # type: ignore[attr-defined]
+    return _baseline_steps(settings, card, code)
+
+
+def _baseline_steps(settings: object, card: object, code: int) -> int:
+    """--save-baseline and --baseline after a run. A regression against the baseline is a
+    failed quality gate (1) unless the run already failed harder."""
+    from runner.report import ScorecardError, compare, read_any_scorecard, save_baseline
+
+    if settings.save_baseline is not None:  # type: ignore[attr-defined]
+        try:
+            for path in save_baseline(card, settings.save_baseline):  # type: ignore[arg-type, attr-defined]
+                say(f"baseline saved: {path}")
+        except (ScorecardError, OSError) as exc:
+            say(f"warning: baseline not saved: {exc}")
+    if settings.baseline is None:  # type: ignore[attr-defined]
+        return code
+    try:
+        result = compare(read_any_scorecard(settings.baseline), card)  # type: ignore[arg-type, attr-defined]
+    except ScorecardError as exc:
+        fail(str(exc), EXIT_USAGE)
+    say(result.render())
+    if code != 0:
+        return code
+    return {0: 0, 1: 1, 3: 3}.get(result.exit_code, EXIT_USAGE)
 
 
 def print_summary(card: object, run_dir: Path) -> None:
@@ -309,19 +340,55 @@ def calibrate(
 
 
 @app.command()
-def compare(baseline: Path, current: Path) -> None:
-    """Compare two scorecards: exit 2 on a regression, 3 when agent/judge models differ."""
-    from runner.report import compare as diff
-    from runner.report import read_scorecard
+def compare(
+    baseline: Annotated[Path, typer.Argument(help="scorecard (file or run folder), ours or GAIA's")],
+    current: Annotated[Path, typer.Argument(help="scorecard (file or run folder), ours or GAIA's")],
+    report: Annotated[bool, typer.Option(
+        help="add the driver-build report: speed deltas with bootstrap intervals, quality with "
+             "McNemar's exact test")] = False,
+    html: Annotated[Path | None, typer.Option(help="write the driver-build report as HTML here")] = None,
+    require_complete: Annotated[bool, typer.Option(
+        help="a scenario of the baseline that is missing or unmeasured is a regression")] = False,
+    as_json: JsonOutput = False,
+) -> None:
+    """Compare two scorecards (ours or GAIA's, either side).
 
-    def card(path: Path):  # type: ignore[no-untyped-def]
-        return read_scorecard(path / "scorecard.json" if path.is_dir() else path)
+    Exit 0 no regression, 1 regression, 2 unreadable input or usage, 3 the agent or judge
+    models differ. (GAIA's compare exits 2 on a regression; trialbox keeps 2 for bad input.)
+    """
+    import json
+
+    from runner.report import (
+        ScorecardError,
+        atomic_write,
+        driver_report,
+        read_any_scorecard,
+        read_traces,
+        render_driver_html,
+        render_driver_md,
+    )
+    from runner.report import compare as diff
 
     try:
-        result = diff(card(baseline), card(current))
-    except (FileNotFoundError, ValueError) as exc:
+        old, new = read_any_scorecard(baseline), read_any_scorecard(current)
+        result = diff(old, new, require_complete=require_complete)
+        driver = (driver_report(old, new, read_traces(baseline), read_traces(current))
+                  if report or html else None)
+    except (ScorecardError, FileNotFoundError, ValueError) as exc:
         fail(str(exc), EXIT_USAGE)
-    say(result.render() if hasattr(result, "render") else result.model_dump_json(indent=2))
+    if as_json:
+        payload = json.loads(result.model_dump_json())
+        if driver is not None:
+            payload["driver_report"] = json.loads(driver.model_dump_json())
+        print(json.dumps(payload, indent=2))
+    else:
+        say(result.render())
+        if driver is not None and report:
+            say(render_driver_md(driver))
+    if driver is not None and html is not None:
+        atomic_write(html, render_driver_html(driver))
+        if not as_json:
+            say(f"driver-build report: {html}")
     raise typer.Exit(result.exit_code)
 
 

@@ -73,7 +73,9 @@ def selected_scenarios(settings: RunSettings, say: Callable[[str], None] | None 
     sel = settings.selection
     rejected = rejected_in_selection(suite, ids=sel.ids, categories=sel.categories, tags=sel.tags,
                                      exclude_tags=sel.exclude_tags)
-    blocking = suite.tree_errors + (rejected if settings.strict else [])
+    # A tree error (the manifest) stops everything; the file problems are listed with it so
+    # one pass fixes the whole tree.
+    blocking = suite.tree_errors + rejected if suite.tree_errors or settings.strict else []
     if blocking:
         listing = "\n".join(str(problem) for problem in blocking)
         raise UsageError(f"{len(blocking)} problem(s) in the scenarios — fix them first:\n{listing}")

@@ -1,20 +1,37 @@
 """The results folder: scorecard.json, summary.md, junit.xml, report.html, traces/.
 
 Pydantic models own every file (JSON Schemas in runner/report/schemas/); `RunWriter` keeps the
-folder readable after every scenario; `compare` diffs a run against a baseline.
+folder readable after every scenario (and writes scorecard.gaia.json, GAIA's format);
+`read_any_scorecard` reads ours or GAIA's; `compare` diffs a run against a baseline;
+`save_baseline` writes one both tools can read; `driver_report` compares two driver builds.
 """
 
 from runner.report._assemble import build_scorecard, scenario_result, trace_name, trace_of
+from runner.report._baseline import baseline_meta, save_baseline
 from runner.report._compare import (
     EXIT_MODELS_DIFFER,
     EXIT_OK,
     EXIT_REGRESSION,
+    EXIT_UNREADABLE,
     Comparison,
     ComparisonEntry,
     compare,
 )
+from runner.report._driver import (
+    Change,
+    DriverReport,
+    FingerprintRow,
+    MetricDelta,
+    OutcomeDelta,
+    ScenarioQuality,
+    driver_report,
+)
+from runner.report._driver_render import render_driver_html, render_driver_md
+from runner.report._gaia import BaselineMeta, GaiaScorecard
+from runner.report._gaia_convert import gaia_json, gaia_to_scorecard, scorecard_to_gaia
 from runner.report._html import render_html
 from runner.report._junit import render_junit
+from runner.report._load import ScorecardError, read_any_scorecard, read_traces
 from runner.report._models import (
     SCHEMA_VERSION,
     Cost,
@@ -28,33 +45,54 @@ from runner.report._models import (
 )
 from runner.report._performance import percentile
 from runner.report._summary_md import render_summary_md
-from runner.report._writer import RunWriter, atomic_write, read_scorecard
+from runner.report._writer import GAIA_SCORECARD, RunWriter, atomic_write, read_scorecard
 
 __all__ = [
     "EXIT_MODELS_DIFFER",
     "EXIT_OK",
     "EXIT_REGRESSION",
+    "EXIT_UNREADABLE",
+    "GAIA_SCORECARD",
     "SCHEMA_VERSION",
+    "BaselineMeta",
+    "Change",
     "Comparison",
     "ComparisonEntry",
     "Cost",
+    "DriverReport",
+    "FingerprintRow",
+    "GaiaScorecard",
+    "MetricDelta",
+    "OutcomeDelta",
     "Performance",
     "PerformanceStats",
     "RunConfig",
     "RunWriter",
+    "ScenarioQuality",
     "ScenarioResult",
     "Scorecard",
+    "ScorecardError",
     "Trace",
     "TurnResult",
     "atomic_write",
+    "baseline_meta",
     "build_scorecard",
     "compare",
+    "driver_report",
+    "gaia_json",
+    "gaia_to_scorecard",
     "percentile",
+    "read_any_scorecard",
     "read_scorecard",
+    "read_traces",
+    "render_driver_html",
+    "render_driver_md",
     "render_html",
     "render_junit",
     "render_summary_md",
+    "save_baseline",
     "scenario_result",
+    "scorecard_to_gaia",
     "trace_name",
     "trace_of",
 ]

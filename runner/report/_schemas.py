@@ -12,6 +12,8 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from runner.report._compare import Comparison
+from runner.report._driver import DriverReport
+from runner.report._gaia import BaselineMeta, GaiaScorecard
 from runner.report._models import Scorecard, Trace
 
 SCHEMA_DIR = Path(__file__).with_name("schemas")
@@ -19,6 +21,9 @@ MODELS: dict[str, type[BaseModel]] = {
     "scorecard": Scorecard,
     "trace": Trace,
     "comparison": Comparison,
+    "driver_report": DriverReport,
+    "gaia_scorecard": GaiaScorecard,
+    "baseline_meta": BaselineMeta,
 }
 
 

@@ -1,7 +1,8 @@
 """RunWriter: keeps a results folder readable at every moment of a run.
 
 Why this shape: a run can die at any point (Ctrl-C, OOM, a lost container). Each scenario's
-trace is written the moment it ends, then scorecard.json, summary.md, junit.xml and report.html
+trace is written the moment it ends, then scorecard.json, scorecard.gaia.json (the same results
+in GAIA's field names, for `gaia eval agent --compare`), summary.md, junit.xml and report.html
 are rewritten from everything finished so far. Every write goes to a temporary file in the same
 folder and is renamed over the old one, so a reader (or a crash) never sees half a file.
 """
@@ -18,6 +19,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from runner.report._assemble import build_scorecard
+from runner.report._gaia_convert import gaia_json
 from runner.report._html import render_html
 from runner.report._junit import render_junit
 from runner.report._models import RunConfig, ScenarioResult, Scorecard, Trace
@@ -25,6 +27,7 @@ from runner.report._summary_md import render_summary_md
 from runner.trials import JudgeAgreement
 
 SCORECARD = "scorecard.json"
+GAIA_SCORECARD = "scorecard.gaia.json"
 SUMMARY = "summary.md"
 JUNIT = "junit.xml"
 HTML = "report.html"
@@ -144,6 +147,7 @@ class RunWriter:
         with self._lock:
             card = self.scorecard()
             atomic_write(self.run_dir / SCORECARD, card.model_dump_json(indent=2) + "\n")
+            atomic_write(self.run_dir / GAIA_SCORECARD, gaia_json(card))
             atomic_write(self.run_dir / SUMMARY, render_summary_md(card))
             atomic_write(self.run_dir / JUNIT, render_junit(card))
             atomic_write(self.run_dir / HTML, render_html(card))

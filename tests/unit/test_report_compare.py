@@ -1,10 +1,18 @@
-"""compare(baseline, current): GAIA's buckets and exit codes."""
+"""compare(baseline, current): GAIA's buckets, our stricter rules and exit codes."""
 
 from __future__ import annotations
 
+import pytest
 from test_report import JUDGE, card
 
-from runner.report import EXIT_MODELS_DIFFER, EXIT_OK, EXIT_REGRESSION, ScenarioResult, compare
+from runner.report import (
+    EXIT_MODELS_DIFFER,
+    EXIT_OK,
+    EXIT_REGRESSION,
+    EXIT_UNREADABLE,
+    ScenarioResult,
+    compare,
+)
 from runner.status import Status
 
 
@@ -45,11 +53,13 @@ def test_every_bucket():
     result = compare(baseline, current)
     keys = lambda bucket: [e.key for e in bucket]
     assert keys(result.improved) == ["better"]
-    assert keys(result.regressed) == ["worse"]
+    # Stricter than GAIA: a PASS lost to TIMEOUT, or not run at all, is a regression.
+    assert keys(result.regressed) == ["broke_infra", "worse", "gone"]
+    assert result.regressed[-1].current_status is None
     assert keys(result.score_regressed) == ["dropped", "fail_dropped"]
     assert keys(result.time_regressed) == ["slower"]
     assert keys(result.unchanged) == ["same"]
-    assert keys(result.unmeasured) == ["broke_infra", "was_skipped"]
+    assert keys(result.unmeasured) == ["was_skipped"]
     assert result.only_in_baseline == ["gone"] and result.only_in_current == ["new"]
     assert result.score_regressed[0].delta == -2.0
     assert result.exit_code == EXIT_REGRESSION
@@ -93,7 +103,117 @@ def test_render_reads_worst_news_first():
     current = card([row("worse", F, 5.5, wall=12.0), row("better", P, 7.0)])
     text = compare(baseline, current).render()
     lines = text.splitlines()
-    assert lines[0] == "regressed (1):"
+    assert lines[0] == "regressed (2):"
     assert "worse: PASS 8.00 10.0s → FAIL 5.50 12.0s (Δ -2.50)" in text
+    assert "gone: PASS 8.00 10.0s → missing" in text
     assert "only_in_baseline (1): gone" in text
-    assert lines[-1] == "result: REGRESSION (exit 2)"
+    assert lines[-1] == "result: REGRESSION (exit 1)"
+
+
+def test_exit_codes_are_ours_not_gaias():
+    # GAIA exits 2 on a regression; trialbox keeps 2 for unreadable input/usage everywhere.
+    assert (EXIT_OK, EXIT_REGRESSION, EXIT_UNREADABLE, EXIT_MODELS_DIFFER) == (0, 1, 2, 3)
+
+
+@pytest.mark.parametrize(
+    "lost",
+    [
+        Status.TIMEOUT,
+        Status.ERRORED,
+        Status.INFRA_ERROR,
+        Status.SETUP_ERROR,
+        Status.BUDGET_EXCEEDED,
+        Status.NOT_RUN,
+    ],
+)
+def test_a_pass_lost_to_infrastructure_is_a_regression(lost):
+    result = compare(card([row("s", P, 8.0)]), card([row("s", lost, None)]))
+    assert [e.key for e in result.regressed] == ["s"] and result.exit_code == EXIT_REGRESSION
+
+
+@pytest.mark.parametrize("status", [Status.SKIPPED_NO_DOCUMENT, Status.NOT_JUDGED])
+def test_a_pass_that_was_skipped_or_not_judged_is_unmeasured_not_regressed(status):
+    result = compare(card([row("s", P, 8.0)]), card([row("s", status, None)]))
+    assert [e.key for e in result.unmeasured] == ["s"] and result.exit_code == EXIT_OK
+    assert "--require-complete fails on them" in result.render()
+
+
+def test_a_failing_scenario_missing_from_the_run_is_only_listed():
+    result = compare(card([row("s", F, 4.0), row("t", P, 8.0)]), card([row("t", P, 8.0)]))
+    assert result.only_in_baseline == ["s"] and not result.regressed
+    assert result.exit_code == EXIT_OK
+
+
+def test_require_complete_fails_on_missing_and_unmeasured_scenarios():
+    baseline = card([row("fails", F, 4.0), row("ok", P, 8.0), row("skip", P, 8.0)])
+    current = card(
+        [
+            row("ok", P, 8.0),
+            row("skip", Status.SKIPPED_NO_DOCUMENT, None),
+            row("blocked", Status.BLOCKED_BY_ARCHITECTURE, 3.0),
+        ]
+    )
+    assert compare(baseline, current).exit_code == EXIT_OK
+    strict = compare(baseline, current, require_complete=True)
+    assert strict.exit_code == EXIT_REGRESSION and strict.has_regression
+    assert strict.incomplete == [
+        "fails: in the baseline, missing from this run",
+        "skip: SKIPPED_NO_DOCUMENT, no quality measurement",
+        "blocked: BLOCKED_BY_ARCHITECTURE, no quality measurement",
+    ]
+    assert "incomplete (3):" in strict.render()
+
+
+def test_require_complete_passes_a_complete_run():
+    result = compare(card([row("s", P, 8.0)]), card([row("s", P, 8.5)]), require_complete=True)
+    assert result.exit_code == EXIT_OK and result.incomplete == []
+
+
+def test_a_targeted_run_is_judged_only_on_its_selection():
+    targeted = JUDGE.model_copy(update={"scenario_filter": ["a", "c"]})
+    baseline = card([row("a", P, 8.0), row("b", P, 8.0)])
+    result = compare(baseline, card([row("a", P, 8.0)], targeted), require_complete=True)
+    # b was never selected: not run, not a regression; c was selected and never ran.
+    assert result.not_run == ["b"] and not result.regressed
+    assert result.incomplete == ["c: selected for this run, no result"]
+    assert result.exit_code == EXIT_REGRESSION
+
+
+def test_trials_fold_to_the_worst_trial_when_only_one_side_has_trials():
+    trials = [row("s", P, 9.0), row("s", F, 4.0), row("s", P, 8.0)]
+    for index, result_row in enumerate(trials, start=1):
+        result_row.trial = index
+    result = compare(card([row("s", P, 8.0)]), card(trials))
+    assert [e.key for e in result.regressed] == ["s"] and result.regressed[0].current_score == 4.0
+    assert not result.only_in_baseline and not result.only_in_current
+
+
+def test_served_model_decides_and_a_bare_name_matches_its_checkpoint():
+    lemonade = JUDGE.model_copy(
+        update={
+            "agent_model": "Gemma-4-E4B-it-GGUF",
+            "served_model": "Gemma-4-E4B-it-GGUF (unsloth/gemma-4-E4B-it-GGUF:Q4_K_M) by "
+            "Lemonade Server 9.1.4",
+        }
+    )
+    newer = lemonade.model_copy(
+        update={"served_model": lemonade.served_model.replace("9.1.4", "9.2.0")}
+    )
+    gaia_side = JUDGE.model_copy(update={"agent_model": "Gemma-4-E4B-it-GGUF"})
+    same = [row("s", P, 8.0)]
+    # Another Lemonade build serving the same model: comparable (that is a driver comparison).
+    assert compare(card(same, lemonade), card(same, newer)).exit_code == EXIT_OK
+    # GAIA records the bare name; it is the same model.
+    assert compare(card(same, gaia_side), card(same, lemonade)).exit_code == EXIT_OK
+    # trialbox llm-cpu answers Gemma's name with SmolLM2: a different model.
+    cpu = JUDGE.model_copy(
+        update={
+            "agent_model": "Gemma-4-E4B-it-GGUF",
+            "served_model": "SmolLM2-135M-Instruct Q4_1 by trialbox llm-cpu",
+        }
+    )
+    result = compare(card(same, gaia_side), card(same, cpu))
+    assert result.exit_code == EXIT_MODELS_DIFFER
+    assert result.model_mismatch == [
+        "agent model: Gemma-4-E4B-it-GGUF → SmolLM2-135M-Instruct Q4_1"
+    ]

@@ -143,3 +143,35 @@ def test_scorecard_file_is_gaia_shaped(tmp_path):
     } <= set(data["summary"])
     assert "estimated_total_usd" in data["cost"]
     assert Scorecard.model_validate(data).scenarios[0].status is Status.PASS
+
+
+def test_every_write_refreshes_scorecard_gaia_json_with_the_same_rows(tmp_path):
+    w = writer(tmp_path)
+    run = tmp_path / "run-1"
+    for count, result in enumerate([passing(), failing(), infra("m1", Status.TIMEOUT)], 1):
+        w.add(trace(result))
+        gaia = json.loads((run / "scorecard.gaia.json").read_text())
+        ours = read_scorecard(run / "scorecard.json")
+        assert [r["scenario_id"] for r in gaia["scenarios"]] == [r.id for r in ours.scenarios]
+        assert len(gaia["scenarios"]) == count
+        assert [r["status"] for r in gaia["scenarios"]] == [r.status.value for r in ours.scenarios]
+    assert leftovers(run) == []
+
+
+def test_a_failed_gaia_write_keeps_the_previous_gaia_file(tmp_path, monkeypatch):
+    w = writer(tmp_path)
+    w.add(trace(passing()))
+    run = tmp_path / "run-1"
+    real_replace = os.replace
+
+    def refuse_gaia(src, dst):
+        if str(dst).endswith("scorecard.gaia.json"):
+            raise OSError("disk full")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", refuse_gaia)
+    with pytest.raises(OSError, match="disk full"):
+        w.add(trace(failing()))
+    gaia = json.loads((run / "scorecard.gaia.json").read_text())
+    assert [r["scenario_id"] for r in gaia["scenarios"]] == ["budget_lookup"]
+    assert leftovers(run) == []

@@ -1,0 +1,153 @@
+"""Read any scorecard a user hands us: ours or GAIA's, a file or a run folder.
+
+Why one entry point: `trialbox compare` must accept a trialbox run, a GAIA run folder and GAIA's
+committed `eval/results/baseline.json` on either side. Every way the input can be wrong ends in
+one `ScorecardError` (a ValueError) naming the file, the field and the fix; the CLI maps it to
+exit 2 (unreadable input).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from runner.report._gaia import BaselineMeta, GaiaScorecard
+from runner.report._gaia_convert import gaia_to_scorecard
+from runner.report._models import Scorecard, Trace
+
+#: Looked for, in this order, when a folder is given.
+SCORECARD_NAMES = ("scorecard.json", "baseline.json", "scorecard.gaia.json")
+BASELINE_META = "meta.json"  # beside a baseline scorecard, as GAIA keeps it
+
+
+class ScorecardError(ValueError):
+    """A scorecard (or its meta.json) that cannot be read; the message says how to fix it."""
+
+
+def field_path(loc: tuple[int | str, ...]) -> str:
+    """pydantic's error location as a reader writes it: scenarios[3].scenario_id."""
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "(top level)"
+
+
+def _first_error(path: Path, exc: ValidationError, fix: str) -> ScorecardError:
+    first = exc.errors()[0]
+    return ScorecardError(f"{path}: {field_path(first['loc'])}: {first['msg']}; {fix}")
+
+
+def locate_scorecard(path: Path) -> Path:
+    """The scorecard file `path` names: itself, or the first known name inside a folder."""
+    path = Path(path)
+    if path.is_dir():
+        for name in SCORECARD_NAMES:
+            if (path / name).is_file():
+                return path / name
+        raise ScorecardError(
+            f"{path}: no {', '.join(SCORECARD_NAMES)} in this folder; pass a run folder "
+            f"(results/<run_id>) or a scorecard file"
+        )
+    if not path.exists():
+        raise ScorecardError(
+            f"{path}: no such file or folder; pass a run folder or its scorecard.json "
+            f"(trialbox's or GAIA's)"
+        )
+    return path
+
+
+def _json(path: Path, fix: str) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ScorecardError(
+            f"{path}: not JSON (line {exc.lineno} column {exc.colno}: {exc.msg}); {fix}"
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScorecardError(f"{path}: cannot be read ({exc}); check the path") from None
+
+
+def read_baseline_meta(folder: Path) -> BaselineMeta | None:
+    """meta.json in `folder`, when there is one."""
+    path = Path(folder) / BASELINE_META
+    if not path.is_file():
+        return None
+    data = _json(path, "fix or delete meta.json (it names the baseline's models)")
+    if not isinstance(data, dict):
+        raise ScorecardError(
+            f"{path}: top level is {type(data).__name__}, not an object; meta.json names the "
+            f"baseline's models (model, eval_model): fix or delete it"
+        )
+    try:
+        return BaselineMeta.model_validate(data)
+    except ValidationError as exc:
+        raise _first_error(
+            path, exc, "fix or delete meta.json (it names the baseline's models)"
+        ) from None
+
+
+def _validate(model: type[BaseModel], path: Path, data: dict[str, Any], fix: str) -> Any:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise _first_error(path, exc, fix) from None
+
+
+def is_ours(data: dict[str, Any]) -> bool:
+    """Ours always carries schema_version; GAIA's never does."""
+    return "schema_version" in data
+
+
+def read_any_scorecard(path: Path) -> Scorecard:
+    """Our Scorecard from a trialbox or GAIA scorecard file, or a folder holding one.
+
+    A GAIA scorecard is converted: the agent model comes from meta.json beside it when there is
+    one (it outranks the scorecard, as in GAIA), the judge model from config.model.
+    """
+    file = locate_scorecard(path)
+    data = _json(file, "pass the scorecard.json a run wrote (it may be cut short: re-run)")
+    if not isinstance(data, dict):
+        raise ScorecardError(
+            f"{file}: top level is {type(data).__name__}, not a scorecard object; pass the "
+            f"scorecard.json a run wrote"
+        )
+    if is_ours(data):
+        card: Scorecard = _validate(
+            Scorecard,
+            file,
+            data,
+            "the file is not a valid trialbox scorecard (schema "
+            "runner/report/schemas/scorecard.schema.json); re-run or restore it",
+        )
+        return card
+    gaia: GaiaScorecard = _validate(
+        GaiaScorecard,
+        file,
+        data,
+        "read as GAIA's scorecard format: every row needs scenario_id and status (a "
+        "`scenarios` list of them); fix that row or re-run `gaia eval agent`",
+    )
+    mtime = datetime.fromtimestamp(file.stat().st_mtime, UTC)
+    return gaia_to_scorecard(
+        gaia, meta=read_baseline_meta(file.parent), run_id=file.parent.name, timestamp=mtime
+    )
+
+
+def read_traces(run: Path) -> list[Trace]:
+    """Every trace of a run folder (traces/*.json); [] when it has none (e.g. GAIA's)."""
+    folder = Path(run)
+    if folder.is_file():
+        folder = folder.parent
+    traces = []
+    for path in sorted((folder / "traces").glob("*.json")):
+        data = _json(path, "delete the trace or re-run its scenario")
+        if not isinstance(data, dict):
+            raise ScorecardError(f"{path}: not a trace object; delete it or re-run the scenario")
+        traces.append(
+            _validate(Trace, path, data, "not a valid trialbox trace; delete it or re-run it")
+        )
+    return traces
