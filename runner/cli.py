@@ -134,6 +134,8 @@ def run(
         help="compare against this scorecard (ours or GAIA's) when the run ends")] = None,
     save_baseline: Annotated[Path | None, typer.Option(
         help="save the finished scorecard (+ meta.json) here as a baseline")] = None,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="progress on stderr; on stdout one JSON object: run folder, exit code, summary")] = False,
 ) -> None:
     """Run scenarios against the GAIA Agent UI, judge them and write results/<run_id>/."""
     from runner.launch import resume_settings
@@ -175,7 +177,27 @@ def run(
             agent_map=_agent_map(agent_map or []), agent_model=agent_model, gaia_spec=gaia,
             target_url=target_url, baseline=baseline, save_baseline=save_baseline,
         )
-    raise typer.Exit(execute(settings, resume=resume is not None))
+    if as_json:
+        _progress_to_stderr()
+    code = execute(settings, resume=resume is not None)
+    if as_json:
+        _print_run_json(settings, code)
+    raise typer.Exit(code)
+
+
+def _progress_to_stderr() -> None:
+    """--json: stdout carries only the JSON result, so progress and the summary go to stderr."""
+    global console
+    console = Console(highlight=False, stderr=True)
+
+
+def _print_run_json(settings: object, code: int) -> None:
+    import json
+
+    run_dir = settings.run_dir  # type: ignore[attr-defined]
+    card = run_dir / "scorecard.json"
+    summary = json.loads(card.read_text(encoding="utf-8"))["summary"] if card.is_file() else None
+    print(json.dumps({"run_dir": str(run_dir), "exit_code": code, "summary": summary}, indent=2))
 
 
 def _check_numbers(*, timeout: float | None, budget_usd: float | None, min_pass_rate: float | None) -> None:
@@ -413,12 +435,19 @@ def corpus_build(corpus: Corpus = EVAL / "corpus") -> None:
 
 
 @app.command()
-def doctor() -> None:
+def doctor(as_json: JsonOutput = False) -> None:
     """Check engine, compose, devices, images, LLM health and judge: each OK or a fix."""
     from runner.stack.doctor import format_checks, healthy, run_checks
 
     checks = run_checks()
-    say(format_checks(checks))
+    if as_json:
+        import json
+
+        print(json.dumps({"healthy": healthy(checks), "checks": [
+            {"name": c.name, "level": getattr(c.level, "value", str(c.level)), "detail": c.detail,
+             "fix": c.fix} for c in checks]}, indent=2))
+    else:
+        say(format_checks(checks))
     raise typer.Exit(0 if healthy(checks) else EXIT_INFRA)
 
 
