@@ -123,7 +123,7 @@ def run(
     judge_provider: Annotated[str, typer.Option(help="auto | anthropic | openai | none")] = "auto",
     judge_model: Annotated[str | None, typer.Option()] = None,
     judge_url: Annotated[str | None, typer.Option(help="OpenAI-compatible judge base URL")] = None,
-    simulator: Annotated[str, typer.Option(help="auto | scripted | local | anthropic | openai")] = "auto",
+    simulator: Annotated[str, typer.Option(help="auto | local | scripted | anthropic | openai")] = "auto",
     simulator_model: Annotated[str | None, typer.Option()] = None,
     simulator_url: Annotated[str | None, typer.Option()] = None,
     results: Annotated[Path, typer.Option(help="results root")] = Path("results"),

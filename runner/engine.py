@@ -24,7 +24,7 @@ from runner.sandbox import SandboxBackend
 from runner.scenarios import Manifest, Scenario, default_timeout_s, missing_documents
 from runner.scoring import judge_cost_usd, scenario_status
 from runner.settings import RunSettings
-from runner.simulate import Simulator
+from runner.simulate import Simulator, SimulatorError, SimulatorUnavailable, preflight
 from runner.status import Status
 from runner.target import run_conversation
 from runner.transcript import Transcript
@@ -94,6 +94,13 @@ class LiveConversations:
         if lacking:
             return Outcome(infra=Status.SKIPPED_NO_MODEL,
                            error=f"the served model has no {' or '.join(sorted(lacking))} input")
+        try:
+            # Before any sandbox: a turn nobody can write (no script, no model) is known now.
+            await preflight(self.simulator, scenario)
+        except SimulatorUnavailable as exc:
+            return Outcome(infra=Status.SKIPPED_NO_MODEL, error=str(exc))
+        except SimulatorError as exc:
+            return Outcome(infra=Status.ERRORED, error=str(exc))
         timeout_s = self.settings.timeout_s or default_timeout_s(scenario)
         artifacts = self.settings.run_dir / "artifacts" / job.key
         collect_error: str | None = None
@@ -110,6 +117,8 @@ class LiveConversations:
             return Outcome(infra=Status.TIMEOUT, error=f"no result within {timeout_s:.0f} s")
         except asyncio.CancelledError:
             raise
+        except SimulatorUnavailable as exc:
+            return Outcome(infra=Status.SKIPPED_NO_MODEL, error=str(exc))
         except Exception as exc:  # noqa: BLE001 — any failure to converse is an infrastructure error
             return Outcome(infra=Status.INFRA_ERROR, error=_describe(exc))
         outcome = _classify(scenario, transcript, self.manifest)

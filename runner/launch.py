@@ -148,6 +148,7 @@ async def prepare_judge(settings: RunSettings, say: Callable[[str], None]) -> tu
             simulator=settings.simulator_mode if settings.simulator_mode != "auto" else None,
             simulator_model=settings.simulator_model,
             simulator_url=settings.simulator_url,
+            llm_url=f"{settings.llm_url}/api/v1",
         )
         simulator = make_simulator(choices.simulator)
     except ProviderConfigError as exc:

@@ -84,6 +84,11 @@ class AnthropicBackend:
             max_retries=max_retries,
         )
 
+    @property
+    def identity(self) -> dict[str, Any]:
+        """The API endpoint (ANTHROPIC_BASE_URL may point at a proxy or gateway) and the model."""
+        return {"url": str(self._client.base_url), "model": self.model}
+
     async def ready(self) -> None:
         """Nothing to discover: the model is always named."""
 
@@ -123,7 +128,8 @@ class AnthropicBackend:
             raise JudgeError(
                 f"anthropic judge: HTTP {error.status_code} from the Messages API: {error.message}"
             ) from error
-        return BackendReply(text=_reply_text(message, request.schema_name), usage=self._usage(message))
+        return BackendReply(text=_reply_text(message, request.schema_name), usage=self._usage(message),
+                            served_model=message.model or None)
 
     def _usage(self, message: anthropic.types.Message) -> JudgeUsage:
         used = message.usage

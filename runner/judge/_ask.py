@@ -47,6 +47,7 @@ class StructuredRequest:
 class BackendReply:
     text: str  # the structured reply as JSON text (or whatever the model produced instead)
     usage: JudgeUsage = field(default_factory=JudgeUsage)
+    served_model: str | None = None  # the model the reply says answered (OpenAI `model` field)
 
 
 class StructuredBackend(Protocol):
@@ -66,8 +67,13 @@ class StructuredBackend(Protocol):
     def narrow_claim_schema(self) -> bool:
         """Whether to put the claim names into the schema (see claims_schema)."""
 
+    @property
+    def identity(self) -> dict[str, Any] | None:
+        """Who answers: the server's URL and what it reports about the model (after ready()).
+        Part of every cache key. None while unknown: the cache is then not read."""
+
     async def ready(self) -> None:
-        """Resolve anything the cache key needs (e.g. which model the server serves)."""
+        """Resolve anything the cache key needs (which model the server serves, its identity)."""
 
     async def complete(self, request: StructuredRequest) -> BackendReply: ...
 
@@ -125,6 +131,7 @@ async def ask(
 class _Reply:
     text: str
     from_cache: bool
+    served_model: str | None = None
 
 
 def _key(backend: StructuredBackend, request: StructuredRequest) -> str:
@@ -135,6 +142,7 @@ def _key(backend: StructuredBackend, request: StructuredRequest) -> str:
         request.messages,
         request.schema,
         backend.temperature,
+        backend.identity,
     )
 
 
@@ -145,13 +153,15 @@ async def _reply(
     usage: JudgeUsage,
 ) -> _Reply:
     await backend.ready()
-    if cache is not None:
+    # A server whose identity is not known yet (no /models route, no reply so far) is never
+    # served from the cache: its answers could be another server's.
+    if cache is not None and backend.identity is not None:
         cached = cache.get(_key(backend, request))
         if cached is not None:
             return _Reply(cached, from_cache=True)
     fresh = await backend.complete(request)
     add_usage(usage, fresh.usage)
-    return _Reply(fresh.text, from_cache=False)
+    return _Reply(fresh.text, from_cache=False, served_model=fresh.served_model)
 
 
 def _accept(
@@ -162,6 +172,7 @@ def _accept(
     parse: Callable[[str], T],
 ) -> T:
     value = parse(reply.text)
-    if cache is not None and not reply.from_cache:
-        cache.put(_key(backend, request), backend.provider, backend.model, reply.text)
+    if cache is not None and not reply.from_cache and backend.identity is not None:
+        cache.put(_key(backend, request), backend.provider, backend.model, reply.text,
+                  server=backend.identity, served_model=reply.served_model)
     return value

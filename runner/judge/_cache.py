@@ -1,9 +1,14 @@
-"""The judge-call cache: the same question to the same model at the same temperature is asked once.
+"""The judge-call cache: the same question to the same server and model at the same temperature
+is asked once.
 
 Judging is the slow and (with a hosted judge) the paid part of a run. A rerun of an unchanged
 scenario, or the calibration gate before every run, asks byte-identical questions; at temperature 0
 the answer is the same, so it is read from disk. Only replies that passed validation are stored,
 so a cached reply never carries a transient malformed answer into a later run.
+
+The key includes the server's identity (its URL and what it reports about the model it serves),
+not just the model name: two OpenAI-compatible servers can serve different weights under the same
+name, and a judge that passed calibration on one must never lend its answers to the other.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 
 def default_cache_dir() -> Path:
@@ -25,15 +30,19 @@ def default_cache_dir() -> Path:
 class CacheStats(BaseModel):
     """Counters for the run report: how much judging was served from disk."""
 
-    hits: int = 0
-    misses: int = 0
-    directory: str
+    hits: int = Field(default=0, description="questions answered from disk")
+    misses: int = Field(default=0, description="questions asked of the judge")
+    directory: str = Field(description="the cache folder")
 
 
 class _Entry(BaseModel):
-    provider: str
-    model: str
-    reply: str
+    provider: str = Field(description="judge provider (anthropic, openai)")
+    model: str = Field(description="the model name the request asked for")
+    reply: str = Field(description="the validated reply text")
+    server: dict[str, Any] | None = Field(
+        default=None, description="the server identity the key was made with (URL, reported model)")
+    served_model: str | None = Field(
+        default=None, description="the model the server's reply said answered, when it said")
 
 
 def cache_key(
@@ -43,11 +52,14 @@ def cache_key(
     messages: list[dict[str, str]],
     schema: dict[str, Any],
     temperature: float | None,
+    server: dict[str, Any] | None = None,
 ) -> str:
-    """sha256 over everything that determines the reply (canonical JSON, sorted keys)."""
+    """sha256 over everything that determines the reply (canonical JSON, sorted keys), including
+    the server's identity."""
     material = {
         "provider": provider,
         "model": model,
+        "server": server,
         "system": system,
         "messages": messages,
         "schema": schema,
@@ -79,11 +91,19 @@ class JudgeCache:
         self.hits += 1
         return entry.reply
 
-    def put(self, key: str, provider: str, model: str, reply: str) -> None:
+    def put(
+        self,
+        key: str,
+        provider: str,
+        model: str,
+        reply: str,
+        server: dict[str, Any] | None = None,
+        served_model: str | None = None,
+    ) -> None:
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_suffix(".tmp")
-        entry = _Entry(provider=provider, model=model, reply=reply)
+        temporary = path.with_suffix(f".{os.getpid()}.tmp")
+        entry = _Entry(provider=provider, model=model, reply=reply, server=server, served_model=served_model)
         temporary.write_text(entry.model_dump_json(), encoding="utf-8")
         temporary.replace(path)  # atomic: concurrent scenarios never read half a file
 

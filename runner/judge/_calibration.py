@@ -121,6 +121,9 @@ class ExampleResult(BaseModel):
 
 class CalibrationReport(BaseModel):
     judge_model: str
+    judge_server: str | None = Field(
+        default=None, description="the URL of the server that answered (the same model name on "
+        "another server is another judge, calibrated on its own)")
     passed: bool
     deadline_s: float
     elapsed_s: float
@@ -133,9 +136,10 @@ class CalibrationReport(BaseModel):
 
     def __str__(self) -> str:
         total = len(self.results)
+        who = self.judge_model + (f" at {self.judge_server}" if self.judge_server else "")
         if self.passed:
-            return f"judge {self.judge_model} passed calibration ({total} examples, {self.elapsed_s:.1f}s)"
-        lines = [f"judge {self.judge_model} failed calibration: {self.failure}"]
+            return f"judge {who} passed calibration ({total} examples, {self.elapsed_s:.1f}s)"
+        lines = [f"judge {who} failed calibration: {self.failure}"]
         for miss in self.misses:
             said = miss.error if miss.got is None else f"got {miss.got}"
             lines.append(f"  - {miss.kind} {miss.id}: expected {miss.expected}, {said}")
@@ -237,6 +241,7 @@ async def calibrate(
         failure = f"{wrong} of {len(plan)} examples wrong"
     return CalibrationReport(
         judge_model=judge.judge_model,
+        judge_server=getattr(judge, "judge_server", None),
         passed=failure is None,
         deadline_s=deadline_s,
         elapsed_s=round(elapsed, 3),
@@ -266,6 +271,10 @@ class CalibratedJudge:
     @property
     def judge_model(self) -> str:
         return self._judge.judge_model
+
+    @property
+    def judge_server(self) -> str | None:
+        return getattr(self._judge, "judge_server", None)
 
     async def judge(self, scenario: Any, transcript: Transcript) -> Judgments:
         return await self._judge.judge(scenario, transcript)

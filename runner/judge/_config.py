@@ -2,8 +2,10 @@
 
 DESIGN 1.5's defaults: judge = anthropic when ANTHROPIC_API_KEY is set, else openai when a judge
 URL is configured, else none (verdicts NOT_JUDGED). Simulator = the judge's provider when there is
-a judge, else scripted. Flags beat environment; every choice comes with a sentence saying why,
-for the run header and the scorecard.
+a judge, else `local`: each turn's user_message, else the question quoted in its objective, else
+the run's own LLM server (the one the agent uses) writes it — so a GAIA tree with unscripted turns
+runs offline. `scripted` (user_message only) stays available by name. Flags beat environment;
+every choice comes with a sentence saying why, for the run header and the scorecard.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from runner.judge._calibration import DEFAULT_DEADLINE_S, CalibratedJudge, calib
 from runner.judge._judge import ModelJudge
 from runner.judge._openai import OpenAIBackend
 from runner.simulate import SimulatorConfig
+
+SIMULATOR_PROVIDERS = ("local", "scripted", "anthropic", "openai")
 
 ENABLE_HINT = (
     "set ANTHROPIC_API_KEY, or pass --judge-url http://HOST:13305/api/v1 (TRIALBOX_JUDGE_URL) "
@@ -89,14 +93,28 @@ def _resolve_judge(
 
 
 def _resolve_simulator(
-    env: Mapping[str, str], judge: JudgeConfig, provider: str | None, model: str | None, url: str | None
+    env: Mapping[str, str],
+    judge: JudgeConfig,
+    provider: str | None,
+    model: str | None,
+    url: str | None,
+    llm_url: str | None,
 ) -> tuple[SimulatorConfig, str]:
-    if provider not in (None, "scripted", "anthropic", "openai"):
-        raise ProviderConfigError(f"simulator provider {provider!r}: choose scripted, anthropic or openai")
+    if provider not in (None, *SIMULATOR_PROVIDERS):
+        raise ProviderConfigError(
+            f"simulator provider {provider!r}: choose {', '.join(SIMULATOR_PROVIDERS)}")
     verbatim = "turns with a user_message are still sent verbatim"
-    if provider == "scripted" or (provider is None and judge.provider == "none"):
-        why = "chosen explicitly" if provider else "no judge provider is configured"
-        return SimulatorConfig(provider="scripted"), f"scripted: each turn's user_message ({why})"
+    if provider == "scripted":
+        return SimulatorConfig(provider="scripted"), "scripted: each turn's user_message (chosen explicitly)"
+    if provider == "local" or (provider is None and judge.provider == "none"):
+        why = "chosen explicitly" if provider else "no hosted judge or simulator is configured"
+        server = url or llm_url
+        chosen_local = SimulatorConfig(provider="local", model=model, url=server)
+        writer = (f"{model or 'its loaded chat model'} at {server}" if server
+                  else "nothing (no LLM server URL: such turns are SKIPPED_NO_MODEL)")
+        return chosen_local, (
+            f"local ({why}): each turn's user_message, else the question quoted in its objective, "
+            f"else the LLM server writes it from objective and persona — {writer}")
     if provider is None:
         same: Literal["anthropic", "openai"] = "anthropic" if judge.provider == "anthropic" else "openai"
         chosen = SimulatorConfig(provider=same, model=model or judge.model, url=url or judge.url)
@@ -123,8 +141,12 @@ def from_env_and_flags(
     simulator_model: str | None = None,
     simulator_url: str | None = None,
     cache_dir: Path | None = None,
+    llm_url: str | None = None,
 ) -> ProviderChoices:
-    """Resolve judge and simulator. Flags win over TRIALBOX_JUDGE*, TRIALBOX_SIMULATOR* variables."""
+    """Resolve judge and simulator. Flags win over TRIALBOX_JUDGE*, TRIALBOX_SIMULATOR* variables.
+
+    `llm_url` is the run's LLM server (the one the agent uses, e.g. http://127.0.0.1:13305/api/v1):
+    the `local` simulator writes unscripted turns with it unless --simulator-url names another."""
     env = os.environ if env is None else env
     judge_config, judge_reason = _resolve_judge(
         env,
@@ -139,6 +161,7 @@ def from_env_and_flags(
         _first(simulator, env.get("TRIALBOX_SIMULATOR")),
         _first(simulator_model, env.get("TRIALBOX_SIMULATOR_MODEL")),
         _first(simulator_url, env.get("TRIALBOX_SIMULATOR_URL")),
+        llm_url,
     )
     return ProviderChoices(
         judge=judge_config,

@@ -70,6 +70,12 @@ class ModelJudge:
     def judge_model(self) -> str:
         return f"{self.backend.provider}:{self.backend.model}"
 
+    @property
+    def judge_server(self) -> str | None:
+        """The URL of the server that answers (known once the backend is ready)."""
+        identity = getattr(self.backend, "identity", None)
+        return str(identity["url"]) if isinstance(identity, dict) and identity.get("url") else None
+
     async def judge(self, scenario: Any, transcript: Transcript) -> Judgments:
         usage = JudgeUsage()
         turns = [

@@ -3,6 +3,12 @@
 `response_format` carries a JSON Schema; llama.cpp turns it into a grammar, so even a tiny model
 produces well-formed JSON. Well-formed is not correct: every reply is still validated, and the
 model has to pass calibration before it judges anything.
+
+The backend's identity (part of every cache key) is the server's URL plus what its `/models`
+reports about the model (llama.cpp's `meta`, Lemonade's `checkpoint`, ...): the same model name on
+another server, or on the same address after a different model file was loaded, is a different
+judge. A server without `/models` is identified by the `model` its first reply names; until then
+nothing is read from the cache.
 """
 
 from __future__ import annotations
@@ -17,6 +23,16 @@ from runner.judge._ask import BackendReply, StructuredRequest
 from runner.judge._errors import JudgeError
 from runner.judgments import JudgeUsage
 
+# The /models fields that say which weights answer. Others change between calls (llama.cpp's
+# `created` is the time of the request) or with unrelated state (`downloaded`, `context_length`).
+IDENTITY_FIELDS = ("id", "owned_by", "checkpoint", "served_model", "recipe", "size", "meta", "type")
+# Routes a server may simply not have: the model must then be named, and identity comes from replies.
+NO_ROUTE = (404, 405, 501)
+
+
+def _stable(entry: dict[str, Any]) -> dict[str, Any]:
+    return {key: entry[key] for key in IDENTITY_FIELDS if key in entry}
+
 
 def api_base(url: str) -> str:
     """The `/v1`-style base from what a user typed: an origin gets `/v1` (Lemonade serves both
@@ -26,6 +42,10 @@ def api_base(url: str) -> str:
     if urlsplit(trimmed).path in ("", "/"):
         trimmed += "/v1"
     return trimmed
+
+
+class _NoRoute(Exception):
+    """The server does not have this GET route (it is optional for OpenAI-compatible servers)."""
 
 
 class OpenAIBackend:
@@ -51,25 +71,51 @@ class OpenAIBackend:
             headers["Authorization"] = f"Bearer {key}"
         self._client = http_client or httpx.AsyncClient(timeout=timeout_s)
         self._headers = headers
+        self._listing: list[dict[str, Any]] | None = None  # what GET /models said (None: no route)
+        self._asked = False  # whether GET /models was asked yet (once per backend)
+        self._identity: dict[str, Any] | None = None
 
     @property
     def model(self) -> str:
         """The model name; before ready() has asked the server, a placeholder for messages."""
         return self._model or "(the server's model)"
 
+    @property
+    def identity(self) -> dict[str, Any] | None:
+        """The server as the cache knows it: URL, model, and the stable fields /models reports for
+        that model (its whole listing when it does not list that name). None until known."""
+        return self._identity
+
     async def ready(self) -> None:
         await self.resolve_model()
 
     async def resolve_model(self) -> str:
         """The configured model, or the first one the server lists (a one-model llama.cpp or
-        Lemonade server needs no name)."""
+        Lemonade server needs no name). Also fixes the server's identity for the cache."""
+        if not self._asked:
+            self._listing = await self._models()
+            self._asked = True
         if self._model is None:
-            listing = await self._send("GET", "/models")
-            models = [entry.get("id") for entry in listing.get("data", []) if entry.get("id")]
+            models = [str(entry["id"]) for entry in self._listing or [] if entry.get("id")]
             if not models:
-                raise JudgeError(f"openai judge at {self.base}: GET /models lists no model")
-            self._model = str(models[0])
+                raise JudgeError(
+                    f"openai judge at {self.base}: GET /models lists no model; name one with --judge-model"
+                )
+            self._model = models[0]
+        if self._identity is None and self._listing is not None:
+            mine = [_stable(entry) for entry in self._listing if entry.get("id") == self._model]
+            reported = mine or sorted((_stable(e) for e in self._listing), key=lambda e: str(e.get("id")))
+            self._identity = {"url": self.base, "model": self._model, "models": reported}
         return self._model
+
+    async def _models(self) -> list[dict[str, Any]] | None:
+        """GET /models as a list of entries, or None when the server has no such route."""
+        try:
+            listing = await self._send("GET", "/models")
+        except _NoRoute:
+            return None
+        data = listing.get("data") if isinstance(listing, dict) else None
+        return [entry for entry in data if isinstance(entry, dict)] if isinstance(data, list) else []
 
     def request_body(self, request: StructuredRequest) -> dict[str, Any]:
         return {
@@ -99,7 +145,11 @@ class OpenAIBackend:
             output_tokens=int(used.get("completion_tokens") or 0),
             requests=1,
         )
-        return BackendReply(text=text, usage=usage)
+        served = body.get("model") if isinstance(body.get("model"), str) else None
+        if self._identity is None:
+            # No /models route: the reply's own word on which model answered identifies it.
+            self._identity = {"url": self.base, "model": self.model, "served_model": served}
+        return BackendReply(text=text, usage=usage, served_model=served)
 
     async def _send(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         url = self.base + path
@@ -112,6 +162,8 @@ class OpenAIBackend:
             ) from error
         except httpx.TimeoutException as error:
             raise JudgeError(f"openai judge: {url} did not answer in time ({error!r})") from error
+        if response.status_code in NO_ROUTE and method == "GET":
+            raise _NoRoute(url)
         if response.status_code >= 400:
             raise JudgeError(
                 f"openai judge: HTTP {response.status_code} from {url}: {response.text[:300]}"

@@ -24,7 +24,7 @@ from runner.judge import (
 )
 from runner.judgments import DIMENSIONS, ClaimLabel
 from runner.simulate import LLMSimulator
-from runner.transcript import TurnPerformance, TurnRecord
+from runner.transcript import TurnPerformance, TurnRecord, UserMessage
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -74,16 +74,27 @@ async def test_turn_grades_from_the_small_model_are_validated_or_rejected(judge_
     assert judgments.usage.requests >= 2 and judgments.usage.input_tokens > 0
 
 
-async def test_a_second_identical_question_is_served_from_the_cache(judge_url: str, tmp_path: Path) -> None:
+async def test_a_second_identical_question_is_served_from_the_cache_of_the_same_server_only(
+    judge_url: str, tmp_path: Path
+) -> None:
     claims = [{"name": "claim", "claim": "The pump is running."}]
     first = ModelJudge(OpenAIBackend(judge_url), JudgeCache(tmp_path))
     try:
         labels = await first.judge_claims(claims, "The pump is running.")
     except JudgeError:
-        pytest.skip("the small model's reply was rejected twice; nothing valid to cache")
-    unreachable = ModelJudge(OpenAIBackend("http://127.0.0.1:9", "SmolLM2-135M-Instruct-GGUF"), JudgeCache(tmp_path))
-    assert await unreachable.judge_claims(claims, "The pump is running.") == labels
-    assert unreachable.cache is not None and unreachable.cache.hits == 1
+        labels = None  # rejected twice: nothing valid was stored, so the next call asks again
+    again = ModelJudge(OpenAIBackend(judge_url), JudgeCache(tmp_path))
+    if labels is not None:
+        assert await again.judge_claims(claims, "The pump is running.") == labels
+        assert again.cache is not None and again.cache.hits == 1
+    # The same model name at another address is another judge: it is asked, never the cache.
+    from conftest import free_port
+
+    elsewhere = ModelJudge(OpenAIBackend(f"http://127.0.0.1:{free_port()}", "SmolLM2-135M-Instruct-GGUF"),
+                           JudgeCache(tmp_path))
+    with pytest.raises(JudgeError, match="cannot connect"):
+        await elsewhere.judge_claims(claims, "The pump is running.")
+    assert elsewhere.cache is not None and elsewhere.cache.hits == 0
 
 
 async def test_the_small_model_fails_calibration(judge_url: str) -> None:
@@ -99,7 +110,7 @@ async def test_a_judge_url_that_refuses_connections_is_one_clear_error() -> None
 
     port = free_port()  # bound and released: nothing listens there now
     judge = ModelJudge(OpenAIBackend(f"http://127.0.0.1:{port}", "any-model"))
-    with pytest.raises(JudgeError, match=rf"cannot connect to http://127.0.0.1:{port}/v1/chat/completions"):
+    with pytest.raises(JudgeError, match=rf"cannot connect to http://127.0.0.1:{port}/v1/models"):
         await judge.judge_claims([{"name": "c", "claim": "x"}], "an answer")
 
 
@@ -111,10 +122,12 @@ async def test_llm_simulator_writes_a_message_and_keeps_scripted_turns_verbatim(
     history = [TurnRecord(turn=1, user_message="What is the travel total?", answer="It is $412,000.",
                           performance=TurnPerformance(wall_s=1.0))]
     written = await simulator.user_message(scenario, unscripted, history)
-    assert written.strip() and not written.lower().startswith("user:")
+    assert written.source == "simulated" and written.model == "SmolLM2-135M-Instruct-GGUF"
+    assert written.text.strip() and not written.text.lower().startswith("user:")
 
     scripted: Any = type("T", (), {"turn": 3, "objective": "x", "user_message": "Exactly these words."})()
-    assert await simulator.user_message(scenario, scripted, history) == "Exactly these words."
+    assert await simulator.user_message(scenario, scripted, history) == UserMessage(
+        text="Exactly these words.", source="verbatim")
 
 
 if os.environ.get("TRIALBOX_SKIP_LOCAL_LLM"):

@@ -14,10 +14,11 @@ from runner.simulate import (
     LLMSimulator,
     ScriptedSimulator,
     SimulatorError,
+    SimulatorUnavailable,
     clean_message,
     situation,
 )
-from runner.transcript import TurnPerformance, TurnRecord
+from runner.transcript import TurnPerformance, TurnRecord, UserMessage
 
 pytestmark = pytest.mark.anyio
 
@@ -47,12 +48,15 @@ HISTORY = [TurnRecord(turn=1, user_message="What is the 2026 travel total?", ans
 
 
 async def test_scripted_simulator_sends_the_user_message_verbatim() -> None:
-    assert await ScriptedSimulator().user_message(SCENARIO, SCENARIO.turns[0], []) == "What is the 2026 travel total?"
+    sent = await ScriptedSimulator().user_message(SCENARIO, SCENARIO.turns[0], [])
+    assert sent == UserMessage(text="What is the 2026 travel total?", source="verbatim", model=None)
 
 
 async def test_scripted_turn_without_message_names_the_file_and_turn(tmp_path: Path) -> None:
-    with pytest.raises(SimulatorError, match=r"scenario budget_followup: turn 2 has no user_message.*--simulator"):
+    with pytest.raises(SimulatorError, match=r"scenario budget_followup: turn 2 has no user_message.*--simulator") as raised:
         await ScriptedSimulator().user_message(SCENARIO, SCENARIO.turns[1], HISTORY)
+    # A scripted run asked for no model: a missing message is the author's to fix, not a skip.
+    assert not isinstance(raised.value, SimulatorUnavailable)
 
     class FromFile:
         source_file = tmp_path / "eval/scenarios/context_retention/budget_followup.yaml"
@@ -92,10 +96,12 @@ async def test_llm_simulator_writes_unscripted_turns_and_sends_scripted_ones_ver
     client = httpx2.AsyncClient(transport=httpx2.MockTransport(api))
     simulator = LLMSimulator("anthropic", anthropic_http_client=client)
 
-    assert await simulator.user_message(SCENARIO, SCENARIO.turns[0], []) == "What is the 2026 travel total?"
+    scripted = await simulator.user_message(SCENARIO, SCENARIO.turns[0], [])
+    assert scripted == UserMessage(text="What is the 2026 travel total?", source="verbatim")
     assert api.bodies == []  # a scripted turn never reaches the model
     written = await simulator.user_message(SCENARIO, SCENARIO.turns[1], HISTORY)
-    assert written == "And how does that compare with 2025?"
+    assert written == UserMessage(text="And how does that compare with 2025?", source="simulated",
+                                  model="claude-sonnet-4-6")
     sent = json.dumps(api.bodies[0])
     assert "Ask how that compares to 2025." in sent and "SECRET-TRUTH-377" not in sent
     assert api.bodies[0]["model"] == "claude-sonnet-4-6"
@@ -103,7 +109,7 @@ async def test_llm_simulator_writes_unscripted_turns_and_sends_scripted_ones_ver
 
 async def test_llm_simulator_refuses_an_unreachable_server_with_one_clear_error() -> None:
     simulator = LLMSimulator("openai", model="m", url="http://127.0.0.1:9")
-    with pytest.raises(SimulatorError, match="cannot connect to http://127.0.0.1:9/v1/chat/completions"):
+    with pytest.raises(SimulatorUnavailable, match="cannot connect to http://127.0.0.1:9/v1/chat/completions"):
         await simulator.user_message(SCENARIO, SCENARIO.turns[1], HISTORY)
 
 
@@ -114,6 +120,8 @@ def test_llm_simulator_configuration_errors() -> None:
 
 @pytest.mark.parametrize(("raw", "clean"), [
     ("User: hi there", "hi there"), ('"quoted"', "quoted"), ("  plain  ", "plain"), ("'it's'", "it's"),
+    ('"Who leads it?"\n\nObjective for this message: Ask who leads.\nWrite the user\'s message now.',
+     "Who leads it?"),
 ])
 def test_clean_message(raw: str, clean: str) -> None:
     assert clean_message(raw) == clean
