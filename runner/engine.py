@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from runner.agents import AgentRegistry, needs_memory
 from runner.checks import run_all_checks
 from runner.evidence import Evidence
 from runner.judge import Judge, JudgeError
@@ -82,6 +83,9 @@ class LiveConversations:
     # What the served model can take besides text ("vision", "audio"): scenarios needing more
     # are SKIPPED_NO_MODEL. None = unknown (nothing is skipped for it).
     capabilities: frozenset[str] | None = None
+    # The agent ids the sandboxes have, and how GAIA agent types map to them (None: GAIA's own
+    # default agent for every scenario).
+    agents: AgentRegistry | None = None
     live: bool = True
 
     async def converse(self, job: Job) -> Outcome:
@@ -106,8 +110,10 @@ class LiveConversations:
         collect_error: str | None = None
         try:
             async with asyncio.timeout(timeout_s):
-                async with self.backend.open(job.key) as box:
-                    transcript = await run_conversation(box, scenario, self.simulator, self.settings.device)
+                async with self.backend.open(job.key, memory=needs_memory(scenario)) as box:
+                    agent_id = self.agents.resolve(scenario.agent_type) if self.agents else None
+                    transcript = await run_conversation(box, scenario, self.simulator,
+                                                        self.settings.device, agent_id=agent_id)
                     try:
                         await box.collect(artifacts)
                     except (OSError, RuntimeError, ValueError) as exc:

@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 
 from runner import __version__
+from runner.agents import AgentError, AgentRegistry
 from runner.engine import Engine, LiveConversations, ReplayedConversations
 from runner.judge import (
     CalibrationFailed,
@@ -111,17 +112,60 @@ def llm_identity(url: str) -> dict[str, Any]:
         return {"error": f"{type(exc).__name__}: {exc}"}
 
 
-def make_backend(settings: RunSettings) -> SandboxBackend:
+def make_backend(settings: RunSettings, image: str | None = None) -> SandboxBackend:
     corpus = settings.corpus_root.resolve()
+    if settings.target_url:
+        from runner.sandbox.attach import AttachBackend
+
+        return AttachBackend(settings.target_url, corpus, llm_url=settings.llm_url)
+    agent_dirs = [directory.resolve() for directory in settings.agent_dirs]
     if settings.backend is Backend.LOCAL:
         from runner.sandbox.local import LocalBackend
 
-        return LocalBackend(llm_url=settings.llm_url, corpus_root=corpus)
-    from runner.sandbox.docker import DockerBackend
+        return LocalBackend(llm_url=settings.llm_url, corpus_root=corpus, agent_dirs=agent_dirs,
+                            agent_model=settings.agent_model)
+    from runner.sandbox.docker import AGENT_UI_IMAGE, DockerBackend
 
     if not settings.llm_container:
         raise InfraError("the docker backend needs the LLM server's container — start it with `trialbox up`")
-    return DockerBackend(settings.run_id, settings.llm_container, host_path_of(corpus))
+    return DockerBackend(settings.run_id, settings.llm_container, host_path_of(corpus),
+                         image=image or AGENT_UI_IMAGE,
+                         agent_dirs=[host_path_of(d) for d in agent_dirs],
+                         agent_model=settings.agent_model)
+
+
+def agent_registry(settings: RunSettings, scenarios: list[Scenario]) -> AgentRegistry:
+    """The agent ids the sandboxes will have; an unknown agent type stops the run before
+    anything starts, naming the ids that exist."""
+    try:
+        registry = AgentRegistry(settings.agent_dirs, agent=settings.agent,
+                                 agent_map=settings.agent_map)
+    except AgentError as exc:
+        raise UsageError(str(exc)) from exc
+    problems = registry.problems(scenarios)
+    if problems:
+        raise UsageError(f"{len(problems)} scenario(s) name an agent type no agent has:\n"
+                         + "\n".join(problems))
+    return registry
+
+
+def agent_ui_image(settings: RunSettings, say: Callable[[str], None]) -> tuple[str | None, dict[str, str]]:
+    """--gaia SPEC: the Agent UI image built from that amd-gaia (None: the pinned default)."""
+    if not settings.gaia_spec or settings.backend is not Backend.DOCKER or settings.target_url:
+        return None, {}
+    from runner.stack.images import ImageBuildError, build_agent_ui_image, parse_gaia_spec
+
+    try:
+        parse_gaia_spec(settings.gaia_spec)
+    except ImageBuildError as exc:
+        raise UsageError(f"--gaia {settings.gaia_spec}: {exc}") from exc
+    say(f"building the Agent UI image from amd-gaia {settings.gaia_spec} ...")
+    try:
+        tag, version = build_agent_ui_image(settings.gaia_spec)
+    except ImageBuildError as exc:
+        raise InfraError(f"--gaia {settings.gaia_spec}: {exc}") from exc
+    say(f"Agent UI image {tag} (amd-gaia {version})")
+    return tag, {"agent_ui_image": tag, "gaia_version": version, "gaia_spec": settings.gaia_spec}
 
 
 def host_path_of(path: Path) -> Path:
@@ -297,11 +341,18 @@ async def run(settings: RunSettings, say: Callable[[str], None], resume: bool = 
     say(f"run {settings.run_id}: {len(scenarios)} scenario(s) × {settings.trials} trial(s), "
         f"backend {settings.backend.value}, device {settings.device} ({settings.device_reason or 'as requested'}), "
         f"concurrency {settings.concurrency}")
+    agents = agent_registry(settings, scenarios)
+    if settings.target_url:
+        settings.concurrency = 1  # GAIA's UI answers one request at a time: parallel gains nothing
+        say(f"warning: attached to the Agent UI at {settings.target_url}: no sandbox, so no "
+            "isolation and no clean RAG cache or chat history between scenarios")
     judge, simulator = await prepare_judge(settings, say)
+    image, image_info = agent_ui_image(settings, say)
     try:
-        backend = make_backend(settings)
+        backend = make_backend(settings, image)
     except SandboxError as exc:
         raise InfraError(str(exc)) from exc
+    extra = {**(extra or {}), **image_info, "agents": agents.describe()}
     if resume and settings.backend is Backend.DOCKER:
         _sweep(settings.run_id, say, "left over from the interrupted run")
     writer = open_writer(settings, resume, extra)
@@ -310,7 +361,8 @@ async def run(settings: RunSettings, say: Callable[[str], None], resume: bool = 
             writer.warn(REJECTED_WARNING + problem)
     say(f"results: {settings.run_dir}")
     conversations = LiveConversations(settings, backend, simulator, manifest=manifest,
-                                      capabilities=served_capabilities(settings.llm_url))
+                                      capabilities=served_capabilities(settings.llm_url),
+                                      agents=agents)
     engine = Engine(settings, scenarios, conversations, judge, writer, say=say,
                     llm_health=lambda: llm_health_probe(settings.llm_url))
     try:

@@ -19,15 +19,22 @@ import posixpath
 import re
 import time
 from pathlib import PurePath
-from typing import Any, Protocol
+from typing import Any
 
 import httpx
 
+from runner.agents import DEFAULT_AGENT_ID
 from runner.sandbox import Sandbox
-from runner.transcript import IndexedDocument, ToolCall, Transcript, TurnPerformance, TurnRecord
+from runner.simulate import Simulator
+from runner.transcript import (
+    IndexedDocument,
+    ToolCall,
+    Transcript,
+    TurnPerformance,
+    TurnRecord,
+    UserMessage,
+)
 
-#: The agent id of our reference agent (images/agent-ui/agent/agent.py).
-DEFAULT_AGENT_TYPE = "gaia"
 #: Longest a single wait_for_turn call may block (GAIA caps it at 10 minutes).
 WAIT_SLICE_MS = 60_000
 #: Default ceiling for one turn; the engine passes the scenario's own budget.
@@ -44,12 +51,6 @@ READ_TOOL_PREFIXES = ("read_", "search_", "query_", "list_", "index_", "preview_
 _PATH_KEY = re.compile(r"path|file|dir|folder", re.IGNORECASE)
 
 
-class Simulator(Protocol):
-    """The simulated user (runner/simulate.py): the next message, given the history so far."""
-
-    async def user_message(self, scenario: Any, turn: Any, history: list[TurnRecord]) -> str: ...
-
-
 class TargetError(RuntimeError):
     """The conversation could not start (session creation failed): an infrastructure failure."""
 
@@ -60,8 +61,14 @@ async def run_conversation(
     simulator: Simulator,
     device: str,
     turn_timeout_s: float = DEFAULT_TURN_TIMEOUT_S,
+    agent_id: str | None = None,
 ) -> Transcript:
-    """Run ``scenario`` against the Agent UI in ``box`` and return what happened, turn by turn."""
+    """Run ``scenario`` against the Agent UI in ``box`` and return what happened, turn by turn.
+
+    ``agent_id`` is the GAIA agent the session runs, as ``AgentRegistry.resolve`` picked it
+    from the scenario's ``agent_type``; without one, the scenario's own ``agent_type`` (or our
+    reference agent) is sent as written.
+    """
     from fastmcp import Client  # imported late: fastmcp is slow to import
     from fastmcp.client.transports import StreamableHttpTransport
 
@@ -70,23 +77,41 @@ async def run_conversation(
         gaia = _Gaia(client)
         status = await gaia.call("system_status")
         title = f"trialbox: {scenario.id}"
-        agent_type = getattr(scenario, "agent_type", None) or DEFAULT_AGENT_TYPE
-        session = await gaia.call("create_session", title=title, agent_type=agent_type)
+        agent_id = agent_id or getattr(scenario, "agent_type", None) or DEFAULT_AGENT_ID
+        session = await gaia.call("create_session", title=title, agent_type=agent_id)
         if _failed(session) or not session.get("id"):
-            raise TargetError(f"create_session failed for {scenario.id}: {_detail(session)}")
+            raise TargetError(
+                f"create_session (agent {agent_id!r}) failed for {scenario.id}: {_detail(session)}"
+            )
         transcript = Transcript(
             scenario_id=scenario.id,
             session_id=session["id"],
             agent_model=session.get("effective_model") or status.get("default_model_name"),
+            agent_id=str(session.get("agent_type") or agent_id),
+            gaia_version=status.get("version"),  # the Agent UI's own amd-gaia version
         )
         transcript.device = await _switch_device(box, session, device)
         for document in scenario.setup.index_documents:
             transcript.indexed.append(await _index(gaia, box, session["id"], document))
         for turn in scenario.turns:
-            message = await simulator.user_message(scenario, turn, list(transcript.turns))
-            record = await _run_turn(gaia, box, session["id"], turn.turn, message, turn_timeout_s)
+            said = as_user_message(await simulator.user_message(scenario, turn, list(transcript.turns)))
+            record = await _run_turn(gaia, box, session["id"], turn.turn, said.text, turn_timeout_s)
+            record.user_message_source = said.source
+            record.simulator_model = said.model
             transcript.turns.append(record)
     return transcript
+
+
+def as_user_message(said: UserMessage | str) -> UserMessage:
+    """The simulator's reply as a UserMessage.
+
+    The Simulator protocol is moving from ``str`` to ``UserMessage`` (runner/simulate.py is
+    being changed at the same time as this module); until every simulator returns a
+    UserMessage, a bare string is accepted and recorded as the scenario's words, verbatim.
+    """
+    if isinstance(said, UserMessage):
+        return said
+    return UserMessage(text=str(said), source="verbatim")
 
 
 class _Gaia:
@@ -135,7 +160,7 @@ async def _switch_device(box: Sandbox, session: dict[str, Any], device: str) -> 
 
 async def _index(gaia: _Gaia, box: Sandbox, session_id: str, document: Any) -> IndexedDocument:
     """Index one setup document into the session; failures are recorded, not raised."""
-    path = str(PurePath(box.corpus_root) / document.path)
+    path = str(PurePath(box.corpus_root) / document.relative_path)  # GAIA repo-relative and captured paths too
     started = time.perf_counter()
     reply = await gaia.call("index_document", filepath=path, session_id=session_id)
     if reply.get("indexing_status") in ("pending", "indexing") and reply.get("id"):

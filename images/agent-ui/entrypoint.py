@@ -7,7 +7,8 @@ this process's pid: signals reach it directly and ``GAIA_DAEMON_EXIT_WITH_PID`` 
 
     python entrypoint.py ui  --home DIR --llm-url URL [--host H] [--port P]
                              [--document-root DIR]... [--allowed-host NAME]...
-    python entrypoint.py mcp --ui-url URL [--host H] [--port P]
+                             [--agent-dir DIR]... [--memory]
+    python entrypoint.py mcp --ui-url URL [--host H] [--port P] [--memory]
     python entrypoint.py health     (the image's HEALTHCHECK: probes whichever mode runs)
 
 Every flag also reads an environment variable (shown in ``--help``; GAIA's own names where GAIA
@@ -62,20 +63,50 @@ def _env_list(name: str, separator: str = ",") -> list[str]:
     return [v.strip() for v in os.environ.get(name, "").split(separator) if v.strip()]
 
 
-def prepare_home(home: Path) -> None:
-    """Make ``home`` a fresh GAIA_HOME holding our agent and the first-run-done marker.
+def user_agents(agent_dirs: Sequence[str]) -> dict[str, Path]:
+    """``{id: folder}`` for every ``<dir>/<id>/agent.py`` in the user's agent folders.
 
-    A home with a chat database in it belongs to an earlier run: refuse rather than let one
-    scenario see another's sessions, documents or RAG cache.
+    The host (runner/agents.py) has already checked ids and clashes; this only repeats the
+    one check that keeps two folders from fighting over the same id here.
+    """
+    found: dict[str, Path] = {}
+    for given in agent_dirs:
+        root = Path(given)
+        if not root.is_dir():
+            raise SystemExit(f"entrypoint: --agent-dir {given} is not a directory")
+        for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+            if not (folder / "agent.py").is_file():
+                continue
+            if folder.name in found:
+                raise SystemExit(
+                    f"entrypoint: agent '{folder.name}' is in two --agent-dir folders "
+                    f"({found[folder.name]} and {folder}); keep one"
+                )
+            found[folder.name] = folder
+    return found
+
+
+def prepare_home(home: Path, agent_dirs: Sequence[str] = ()) -> None:
+    """Make ``home`` a fresh GAIA_HOME holding the agents and the first-run-done marker.
+
+    The agents are ours (copied) and the user's (linked: their folders stay read-only, as
+    mounted, and GAIA loads ``agents/<id>/agent.py`` through the link). A user agent named
+    like ours replaces it. A home with a chat database in it belongs to an earlier run:
+    refuse rather than let one scenario see another's sessions, documents or RAG cache.
     """
     if (home / "chat" / "gaia_chat.db").exists():
         raise SystemExit(
             f"entrypoint: GAIA_HOME {home} already holds a chat database; "
             "every sandbox needs an empty home (remove it or pass another --home)"
         )
-    agent_dir = home / "agents" / AGENT_ID
-    agent_dir.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(AGENT_SOURCE, agent_dir / "agent.py")
+    agents = home / "agents"
+    agents.mkdir(parents=True, exist_ok=True)
+    theirs = user_agents(agent_dirs)
+    for agent_id, folder in theirs.items():
+        (agents / agent_id).symlink_to(folder.resolve(), target_is_directory=True)
+    if AGENT_ID not in theirs:
+        (agents / AGENT_ID).mkdir(exist_ok=True)
+        shutil.copyfile(AGENT_SOURCE, agents / AGENT_ID / "agent.py")
     chat_dir = home / "chat"
     chat_dir.mkdir(parents=True, exist_ok=True)
     # Without this marker the UI runs its first-run setup (model downloads) on start.
@@ -88,7 +119,18 @@ def ui_environment(args: argparse.Namespace, pid: int) -> dict[str, str]:
     env["GAIA_HOME"] = str(args.home)
     env["LEMONADE_BASE_URL"] = args.llm_url
     env["PYTHON_KEYRING_BACKEND"] = "keyring.backends.null.Keyring"  # no desktop keyring here
-    env.setdefault("GAIA_MEMORY_DISABLED", "1")  # memory would add LLM calls of its own
+    if args.memory:
+        # Memory scenarios: GAIA's long-term memory on, in this (fresh) GAIA_HOME's memory.db,
+        # and its admin routes open so a scenario's setup may clear or seed the store.
+        env.pop("GAIA_MEMORY_DISABLED", None)
+        env.pop("GAIA_MEMORY_DB", None)  # a path set outside would outlive this sandbox
+        env["GAIA_MEMORY_ADMIN"] = "1"
+    else:
+        env.setdefault("GAIA_MEMORY_DISABLED", "1")  # memory would add LLM calls of its own
+    if args.agent_dir:
+        # GAIA imports the user's agent.py from their own folder (linked, not copied): no
+        # __pycache__ may be written into it (read-only in a container, the user's tree here).
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
     # With a loopback LLM URL the UI spawns GAIA's background daemon in its own session;
     # tie the daemon's life to this process (whose pid the UI server inherits via exec).
     env["GAIA_DAEMON_EXIT_WITH_PID"] = str(pid)
@@ -110,7 +152,7 @@ def run_ui(args: argparse.Namespace) -> NoReturn:
         if not Path(root).is_dir():
             raise SystemExit(f"entrypoint ui: --document-root {root} is not a directory")
     args.home = Path(args.home).resolve()
-    prepare_home(args.home)
+    prepare_home(args.home, args.agent_dir)
     env = ui_environment(args, os.getpid())
     record_health_probe(f"http://127.0.0.1:{args.port}/api/health", any_status=False)
     if args.document_root:
@@ -151,6 +193,11 @@ def run_mcp(args: argparse.Namespace) -> NoReturn:
         command.append("--allow-remote")
     env = dict(os.environ)
     env["PYTHON_KEYRING_BACKEND"] = "keyring.backends.null.Keyring"
+    if args.memory:
+        # GAIA registers its memory tools (memory_clear, memory_seed, ...) on the bridge only
+        # with these set; the UI side checks GAIA_MEMORY_ADMIN again.
+        env["GAIA_MEMORY_MCP_ALWAYS"] = "1"
+        env["GAIA_MEMORY_ADMIN"] = "1"
     # The bridge has no health route; any HTTP answer on /mcp (even 401/406) means it is up.
     record_health_probe(f"http://127.0.0.1:{args.port}/mcp", any_status=True)
     os.execve(sys.executable, command, env)
@@ -215,6 +262,19 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
         "(env GAIA_UI_ALLOWED_HOSTS, comma-separated)",
     )
     ui.add_argument(
+        "--agent-dir",
+        action="append",
+        default=_env_list("TRIALBOX_AGENT_DIRS", os.pathsep),
+        help="folder of <id>/agent.py agents to load besides ours; repeatable "
+        "(env TRIALBOX_AGENT_DIRS, os.pathsep-separated)",
+    )
+    ui.add_argument(
+        "--memory",
+        action="store_true",
+        default=os.environ.get("TRIALBOX_MEMORY") == "1",
+        help="turn GAIA's long-term memory on (env TRIALBOX_MEMORY=1); off by default",
+    )
+    ui.add_argument(
         "--tiktoken-cache",
         default=os.environ.get("TIKTOKEN_CACHE_DIR", ""),
         help="pre-seeded tiktoken cache folder (env TIKTOKEN_CACHE_DIR)",
@@ -230,6 +290,12 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     )
     mcp.add_argument("--host", default=os.environ.get("TRIALBOX_MCP_HOST", "127.0.0.1"))
     mcp.add_argument("--port", type=int, default=int(os.environ.get("TRIALBOX_MCP_PORT", "8766")))
+    mcp.add_argument(
+        "--memory",
+        action="store_true",
+        default=os.environ.get("TRIALBOX_MEMORY") == "1",
+        help="offer GAIA's memory tools over MCP (env TRIALBOX_MEMORY=1)",
+    )
     return parser.parse_args(argv)  # fmt: skip
 
 

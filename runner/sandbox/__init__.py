@@ -1,6 +1,15 @@
 """Fresh, isolated GAIA Agent UI + MCP bridge per scenario (see _protocol for the contract)."""
 
 from runner.sandbox._protocol import Sandbox, SandboxBackend, SandboxError
+from runner.sandbox.attach import AttachBackend, AttachedSandbox
 from runner.sandbox.local import LocalBackend, LocalSandbox
 
-__all__ = ["LocalBackend", "LocalSandbox", "Sandbox", "SandboxBackend", "SandboxError"]
+__all__ = [
+    "AttachBackend",
+    "AttachedSandbox",
+    "LocalBackend",
+    "LocalSandbox",
+    "Sandbox",
+    "SandboxBackend",
+    "SandboxError",
+]

@@ -38,10 +38,14 @@ class Sandbox(Protocol):
 
 
 class SandboxBackend(Protocol):
-    """Makes sandboxes: ``async with backend.open(scenario_id) as box: ...``.
+    """Makes sandboxes: ``async with backend.open(scenario_id, memory=...) as box: ...``.
 
-    Leaving the context tears everything down — processes or containers, temporary state —
-    also on error and on task cancellation.
+    ``memory=True`` runs the Agent UI with GAIA's long-term memory on (and its memory tools
+    offered over MCP); otherwise memory is off, as GAIA's extra memory calls would only slow
+    other scenarios down. Leaving the context tears everything down — processes or
+    containers, temporary state — also on error and on task cancellation.
     """
 
-    def open(self, scenario_id: str) -> AbstractAsyncContextManager[Sandbox]: ...
+    def open(
+        self, scenario_id: str, *, memory: bool = False
+    ) -> AbstractAsyncContextManager[Sandbox]: ...

@@ -24,7 +24,7 @@ import secrets
 import socket
 import tarfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -35,6 +35,7 @@ from docker.errors import APIError, DockerException, NotFound
 from docker.models.containers import Container
 from docker.models.networks import Network
 
+from runner.sandbox._configure import set_agent_model
 from runner.sandbox._protocol import SandboxError
 
 AGENT_UI_IMAGE = "trialbox/agent-ui:dev"
@@ -42,6 +43,9 @@ UI_PORT = 4200
 MCP_PORT = 8765
 LLM_PORT = 13305
 CORPUS_MOUNT = "/corpus"
+# Where the user's --agent-dir folders are mounted (read-only), one numbered folder each; the
+# entrypoint links their <id> sub-folders into $GAIA_HOME/agents, where GAIA loads agents.
+AGENT_DIRS_MOUNT = "/opt/trialbox/agent-dirs"
 # Where the agent-ui image keeps GAIA's state; the chat DB is collected from here.
 GAIA_HOME = "/home/gaia/.gaia"
 # GAIA's bridge accepts a non-loopback bind only with a bearer token of 32+ characters.
@@ -127,7 +131,11 @@ class DockerBackend:
         image: str = AGENT_UI_IMAGE,
         ready_timeout_s: float = 60.0,
         client: docker.DockerClient | None = None,
+        agent_dirs: Sequence[Path] = (),
+        agent_model: str | None = None,
     ) -> None:
+        """``agent_dirs`` and ``corpus_host_dir`` are paths on the Docker host (bind mounts);
+        ``agent_model`` is the chat model every turn asks for (None: GAIA's choice)."""
         self.run_id = run_id
         self.llm_container = llm_container
         self.corpus_host_dir = corpus_host_dir
@@ -136,15 +144,19 @@ class DockerBackend:
         self.client = client or docker.from_env()
         self.in_container = os.environ.get("TRIALBOX_IN_CONTAINER") == "1"
         self.labels = {"trialbox.run": run_id}
+        self.agent_dirs = [Path(d) for d in agent_dirs]
+        self.agent_model = agent_model
 
     @asynccontextmanager
-    async def open(self, scenario_id: str) -> AsyncIterator[DockerSandbox]:
+    async def open(self, scenario_id: str, *, memory: bool = False) -> AsyncIterator[DockerSandbox]:
         started = time.perf_counter()
         created: list[Container] = []
         network = await asyncio.to_thread(self._create_network, scenario_id)
         try:
-            box = await asyncio.to_thread(self._start, scenario_id, network, created)
+            box = await asyncio.to_thread(self._start, scenario_id, network, created, memory)
             await self._wait_ready(box)
+            if self.agent_model:
+                await set_agent_model(box.ui_url, self.agent_model)
             box.timings["cold_start_s"] = time.perf_counter() - started
             yield box
         finally:
@@ -170,7 +182,19 @@ class DockerBackend:
             raise SandboxError(f"could not create sandbox network {name}: {exc.explanation}") from exc
         return network
 
-    def _start(self, scenario_id: str, network: Network, created: list[Container]) -> DockerSandbox:
+    def _ui_mounts(self) -> tuple[dict[str, dict[str, str]], list[str]]:
+        """Read-only bind mounts (corpus, agent folders) and the entrypoint flags naming them."""
+        volumes = {str(self.corpus_host_dir): {"bind": CORPUS_MOUNT, "mode": "ro"}}
+        flags: list[str] = []
+        for number, folder in enumerate(self.agent_dirs):
+            inside = f"{AGENT_DIRS_MOUNT}/{number}"
+            volumes[str(folder)] = {"bind": inside, "mode": "ro"}
+            flags += ["--agent-dir", inside]
+        return volumes, flags
+
+    def _start(
+        self, scenario_id: str, network: Network, created: list[Container], memory: bool = False
+    ) -> DockerSandbox:
         base = f"tbx-{_slug(self.run_id)}-{_slug(scenario_id)}"
         token = secrets.token_hex(24)  # one per sandbox: a bridge only answers its own runner
         ui_name, mcp_name = f"{base}-ui", f"{base}-mcp"
@@ -180,19 +204,22 @@ class DockerBackend:
             network=network.name,
             labels=self.labels | {"trialbox.scenario": scenario_id},
         )
+        volumes, agent_flags = self._ui_mounts()
+        memory_flag = ["--memory"] if memory else []
         try:
             ui = self.client.containers.run(
                 self.image,
                 command=["ui", "--llm-url", f"http://llm:{LLM_PORT}", "--document-root", CORPUS_MOUNT,
-                         "--allowed-host", ui_name, "--allowed-host", "localhost"],
+                         "--allowed-host", ui_name, "--allowed-host", "localhost",
+                         *agent_flags, *memory_flag],
                 name=ui_name,
-                volumes={str(self.corpus_host_dir): {"bind": CORPUS_MOUNT, "mode": "ro"}},
+                volumes=volumes,
                 **common | {"labels": common["labels"] | {"trialbox.role": "agent-ui"}},
             )
             created.append(ui)
             mcp = self.client.containers.run(
                 self.image,
-                command=["mcp", "--ui-url", f"http://{ui_name}:{UI_PORT}"],
+                command=["mcp", "--ui-url", f"http://{ui_name}:{UI_PORT}", *memory_flag],
                 name=mcp_name,
                 environment={MCP_TOKEN_ENV: token},
                 **common | {"labels": common["labels"] | {"trialbox.role": "mcp"}},

@@ -21,13 +21,14 @@ import sqlite3
 import subprocess
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 
+from runner.sandbox._configure import set_agent_model
 from runner.sandbox._protocol import SandboxError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -101,8 +102,15 @@ class LocalBackend:
         gaia_python: Path | str = DEFAULT_GAIA_PYTHON,
         ready_timeout_s: float = 90.0,
         keep_state: bool = False,
+        agent_dirs: Sequence[Path] = (),
+        agent_model: str | None = None,
     ) -> None:
+        """``agent_dirs``: the user's folders of ``<id>/agent.py`` agents, linked (never copied
+        or written to) into each sandbox's GAIA_HOME; ``agent_model``: the chat model every
+        turn asks for (None: GAIA's own choice)."""
         self.llm_url = llm_url.rstrip("/")
+        self.agent_dirs = [Path(d).resolve() for d in agent_dirs]
+        self.agent_model = agent_model
         self.corpus_root = Path(corpus_root).resolve()
         self.gaia_python = Path(gaia_python)
         self.ready_timeout_s = ready_timeout_s
@@ -116,7 +124,7 @@ class LocalBackend:
             raise SandboxError(f"corpus root {self.corpus_root} is not a directory")
 
     @asynccontextmanager
-    async def open(self, scenario_id: str) -> AsyncIterator[LocalSandbox]:
+    async def open(self, scenario_id: str, *, memory: bool = False) -> AsyncIterator[LocalSandbox]:
         started = time.perf_counter()
         state = Path(tempfile.mkdtemp(prefix=f"trialbox-{_slug(scenario_id)}-"))
         processes: list[subprocess.Popen[bytes]] = []
@@ -134,10 +142,12 @@ class LocalBackend:
             # than the UI's start-up.
             mcp_port = _free_port()
             box.mcp_url = f"http://127.0.0.1:{mcp_port}/mcp"
-            processes.append(self._start_ui(box))
-            processes.append(self._start_mcp(box, mcp_port))
+            processes.append(self._start_ui(box, memory))
+            processes.append(self._start_mcp(box, mcp_port, memory))
             await self._wait_for_ui(box, processes[0], started)
             await self._wait_for_mcp(box, processes[1], started)
+            if self.agent_model:
+                await set_agent_model(box.ui_url, self.agent_model)
             box.timings["cold_start_s"] = time.perf_counter() - started
             yield box
         finally:
@@ -162,20 +172,26 @@ class LocalBackend:
                 cwd=log.parent,
             )
 
-    def _start_ui(self, box: LocalSandbox) -> subprocess.Popen[bytes]:
+    def _start_ui(self, box: LocalSandbox, memory: bool = False) -> subprocess.Popen[bytes]:
         port = box.ui_url.rsplit(":", 1)[1]
         args = [
             "ui", "--home", str(box.home), "--llm-url", self.llm_url,
             "--host", "127.0.0.1", "--port", port,
             "--document-root", str(self.corpus_root),
         ]  # fmt: skip
+        for folder in self.agent_dirs:
+            args += ["--agent-dir", str(folder)]
+        if memory:
+            args.append("--memory")
         tiktoken_cache = self.gaia_python.parent.parent / "share" / "tiktoken-cache"
         if tiktoken_cache.is_dir():
             args += ["--tiktoken-cache", str(tiktoken_cache)]
         return self._spawn(args, box.logs / "agent-ui.log")
 
-    def _start_mcp(self, box: LocalSandbox, port: int) -> subprocess.Popen[bytes]:
+    def _start_mcp(self, box: LocalSandbox, port: int, memory: bool = False) -> subprocess.Popen[bytes]:
         args = ["mcp", "--ui-url", box.ui_url, "--host", "127.0.0.1", "--port", str(port)]
+        if memory:
+            args.append("--memory")
         return self._spawn(args, box.logs / "mcp.log")
 
     async def _wait_for_ui(

@@ -101,10 +101,13 @@ def two_scenarios(tmp_path_factory: pytest.TempPathFactory, llm_container: str) 
 def test_one_scenario_runs_end_to_end_in_its_own_sandbox(two_scenarios: Path) -> None:
     card = json.loads((two_scenarios / "scorecard.json").read_text())
     result = next(s for s in card["scenarios"] if s["id"] == "lighthouse_fuel")
-    assert result["status"] == "NOT_JUDGED"
+    # No judge runs, so the exact checks decide (a 135M model usually answers wrongly): any
+    # quality status will do; an infrastructure status would mean the sandbox failed.
+    assert result["status"] in {"NOT_JUDGED", "PASS", "FAIL"}, result.get("error")
     assert len(result["turns"]) == 2 and all(t["answer"].strip() for t in result["turns"])
     trace = json.loads((two_scenarios / result["trace"]).read_text())
     assert trace["transcript"]["indexed"][0]["chunks"] >= 1
+    assert (trace["transcript"]["agent_id"], trace["transcript"]["gaia_version"]) == ("gaia", "0.25.1")
     stats = json.loads((two_scenarios / "artifacts" / "lighthouse_fuel" / "llm-stats.json").read_text())
     assert stats.get("output_tokens", 0) > 0, stats  # the LLM server answered
     for name in ("gaia_chat.db", "agent-ui.log", "mcp.log"):

@@ -17,7 +17,7 @@ import pytest
 from runner.sandbox import LocalBackend, LocalSandbox, Sandbox
 from runner.scenarios import Scenario
 from runner.target import run_conversation
-from runner.transcript import TurnRecord
+from runner.transcript import TurnRecord, UserMessage
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
@@ -67,14 +67,19 @@ def scenario() -> Scenario:
 
 
 class RecordingSimulator:
-    """Sends each turn's scripted message and remembers the history it was shown."""
+    """Sends each turn's scripted message and remembers the history it was shown.
+
+    Turn 1 comes back as a bare string (the Simulator protocol's old shape, still accepted),
+    later turns as a UserMessage that says a model wrote them."""
 
     def __init__(self) -> None:
         self.seen: list[list[TurnRecord]] = []
 
-    async def user_message(self, scenario: Scenario, turn, history: list[TurnRecord]) -> str:
+    async def user_message(self, scenario: Scenario, turn, history: list[TurnRecord]) -> str | UserMessage:
         self.seen.append(list(history))
-        return turn.user_message
+        if turn.turn == 1:
+            return turn.user_message
+        return UserMessage(text=turn.user_message, source="simulated", model="test-simulator")
 
 
 def processes_using(home: Path) -> list[int]:
@@ -172,6 +177,9 @@ def test_two_turn_conversation_over_an_indexed_document(
 
     assert [t.turn for t in transcript.turns] == [1, 2]
     assert [len(history) for history in simulator.seen] == [0, 1]
+    assert [(t.user_message_source, t.simulator_model) for t in transcript.turns] == [
+        ("verbatim", None), ("simulated", "test-simulator")]  # fmt: skip
+    assert (transcript.agent_id, transcript.gaia_version) == ("gaia", "0.25.1")
     for record, sent in zip(transcript.turns, scenario().turns):
         assert record.user_message == sent.user_message
         assert record.error is None, record.error
@@ -257,3 +265,112 @@ def test_agent_tool_calls_reach_the_transcript(
     assert "_detail" not in query.arguments  # read back as arguments, not as a label
     assert query.error is None and "chunk" in query.result_summary
     assert record.answer.strip()
+
+
+# -- the user's own agents, chat model and memory ---------------------------------------------
+
+FIXTURE_AGENTS = ROOT / "tests" / "fixtures" / "agents"
+CHAT_MODEL = "SmolLM2-135M-Instruct-GGUF"  # the llm-cpu server's own name for its chat model
+
+
+async def tool_names(box: Sandbox) -> set[str]:
+    from fastmcp import Client
+    from fastmcp.client.transports import StreamableHttpTransport
+
+    async with Client(StreamableHttpTransport(box.mcp_url, headers=box.mcp_headers)) as client:
+        return {tool.name for tool in await client.list_tools()}
+
+
+def test_user_agents_load_and_answer_under_their_own_id(
+    llm_url: str, gaia_python: Path, corpus: Path
+) -> None:
+    from runner.agents import AgentRegistry
+    from runner.evidence import Evidence
+
+    registry = AgentRegistry([FIXTURE_AGENTS], agent="plain_talker")
+    backend = LocalBackend(llm_url, corpus, gaia_python=gaia_python,
+                           agent_dirs=[FIXTURE_AGENTS], agent_model=CHAT_MODEL)
+    one_turn = scenario().model_copy(update={"turns": scenario().turns[:1]})
+    homes: list[Path] = []
+
+    async def converse():
+        async with backend.open("harbor_plain") as box, httpx.AsyncClient(timeout=5) as http:
+            homes.append(box.home)
+            listed = (await http.get(f"{box.ui_url}/api/agents")).json()["agents"]
+            assert {"gaia", "docs_helper", "plain_talker"} <= {a["id"] for a in listed}
+            assert (box.home / "agents" / "docs_helper").resolve() == FIXTURE_AGENTS / "docs_helper"
+            assert "memory_stats" not in await tool_names(box)  # memory is off unless asked for
+            return await run_conversation(box, one_turn, RecordingSimulator(), device="cpu",
+                                          turn_timeout_s=300, agent_id=registry.resolve(None))
+
+    transcript = asyncio.run(converse())
+    print(transcript.model_dump_json(indent=1))
+    assert transcript.agent_id == "plain_talker"
+    assert transcript.gaia_version == "0.25.1"
+    assert transcript.agent_model == CHAT_MODEL  # --agent-model reached the Agent UI
+    [record] = transcript.turns
+    assert record.error is None, record.error
+    assert record.answer.strip()
+    assert Evidence.from_transcript(transcript).turns[0].calls == []  # the agent has no tools
+    # Teardown removed the sandbox's link, never the user's folder; GAIA wrote nothing into it.
+    assert not homes[0].exists()
+    assert (FIXTURE_AGENTS / "plain_talker" / "agent.py").is_file()
+    assert not list(FIXTURE_AGENTS.rglob("__pycache__"))
+
+
+def test_a_memory_sandbox_has_gaias_memory_on_and_fresh(
+    llm_url: str, gaia_python: Path, corpus: Path
+) -> None:
+    backend = LocalBackend(llm_url, corpus, gaia_python=gaia_python)
+
+    async def check() -> None:
+        async with backend.open("memory_on", memory=True) as box, httpx.AsyncClient(timeout=10) as http:
+            assert {"memory_stats", "memory_clear"} <= await tool_names(box)
+            settings = (await http.get(f"{box.ui_url}/api/memory/settings")).json()
+            assert settings["memory_enabled"] is True
+            stats = await mcp_call(box, "memory_stats")
+            assert stats.get("status") != "error", stats
+            cleared = await mcp_call(box, "memory_clear", scope="all")
+            assert cleared.get("status") != "error", cleared  # the admin route is open
+            ui_env = [pid for pid in processes_using(box.home)
+                      if b"GAIA_MEMORY_ADMIN=1" in Path(f"/proc/{pid}/environ").read_bytes()]
+            assert ui_env, "no process of this sandbox runs with GAIA_MEMORY_ADMIN=1"
+
+    asyncio.run(check())
+
+
+def test_attach_drives_an_agent_ui_that_is_already_running(
+    backend: LocalBackend, llm_url: str, corpus: Path, tmp_path: Path
+) -> None:
+    """A running Agent UI + bridge (here a local sandbox, as a developer would start them by
+    hand) driven through AttachBackend: nothing created, nothing torn down."""
+    import json
+
+    from runner.agents import AgentRegistry, attached_agent_ids
+    from runner.sandbox import AttachBackend
+
+    one_turn = scenario().model_copy(update={"turns": scenario().turns[:1]})
+
+    async def converse():
+        async with backend.open("already_running") as running:
+            ids = await attached_agent_ids(running.ui_url)
+            assert ids == ["chat", "email", "gaia"], ids
+            assert AgentRegistry.attached(ids).problems([one_turn]) == []
+            attach = AttachBackend(running.mcp_url, corpus_root=corpus, ui_url=running.ui_url,
+                                   llm_url=llm_url)
+            async with attach.open("harbor_attached") as box:
+                transcript = await run_conversation(box, one_turn, RecordingSimulator(),
+                                                    device="cpu", turn_timeout_s=300)
+                await box.collect(tmp_path / "artifacts")
+            # The UI is still the owner's: it runs on, holding the session we made.
+            sessions = await mcp_call(running, "list_sessions")
+            return transcript, [s["id"] for s in sessions["sessions"]]
+
+    transcript, sessions = asyncio.run(converse())
+    assert transcript.session_id in sessions
+    assert transcript.gaia_version == "0.25.1" and transcript.agent_id == "gaia"
+    assert transcript.indexed[0].chunks >= 1
+    assert transcript.turns[0].error is None and transcript.turns[0].answer.strip()
+    artifacts = tmp_path / "artifacts"
+    assert json.loads((artifacts / "llm-stats.json").read_text()).get("output_tokens", 0) > 0
+    assert "gaia_chat.db" in json.loads((artifacts / "attached.json").read_text())["not_collected"]

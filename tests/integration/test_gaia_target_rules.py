@@ -84,3 +84,12 @@ def test_tool_calls_come_in_order_with_failures_and_denials() -> None:
 )
 def test_permission_rule_allows_only_reads_inside_the_corpus(prompt: dict, decision: str) -> None:
     assert permission_decision(prompt, PurePosixPath("/corpus")) == decision
+
+
+def test_a_simulators_reply_becomes_a_user_message_either_shape() -> None:
+    from runner.target import as_user_message
+    from runner.transcript import UserMessage
+
+    said = UserMessage(text="What is the budget?", source="extracted")
+    assert as_user_message(said) is said
+    assert as_user_message("Hello") == UserMessage(text="Hello", source="verbatim", model=None)

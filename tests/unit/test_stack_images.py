@@ -50,3 +50,69 @@ def test_cleanup_filters_by_the_run_label() -> None:
     assert label_filter("r1") == {"label": "trialbox.run=r1"}
     with pytest.raises(ValueError, match="must not be empty"):
         label_filter(" ")
+
+
+# -- the agent-ui image for a chosen amd-gaia (--gaia SPEC) ------------------------------------
+
+from runner.stack.images import (  # grouped with the tests that use them
+    GaiaSpec,
+    parse_gaia_spec,
+    pinned_gaia_version,
+)
+
+
+def test_the_default_gaia_is_the_pinned_one_under_the_dev_tag() -> None:
+    spec = parse_gaia_spec(None)
+    assert (spec.kind, spec.version, spec.tag) == ("pinned", "0.25.1", "trialbox/agent-ui:dev")
+    assert pinned_gaia_version() == "0.25.1"
+
+
+@pytest.mark.parametrize(
+    ("given", "tag"),
+    [("0.25.1", "trialbox/agent-ui:gaia-0.25.1"),
+     ("0.26.0rc1", "trialbox/agent-ui:gaia-0.26.0rc1"),
+     ("0.26.0.dev3+g12ab", "trialbox/agent-ui:gaia-0.26.0.dev3-g12ab")],  # '+' is no tag character
+)
+def test_a_version_gets_a_tag_of_its_own(given: str, tag: str) -> None:
+    spec = parse_gaia_spec(given)
+    assert (spec.kind, spec.version, spec.tag) == ("version", given, tag)
+    assert spec.requirement_lines() == (f"amd-gaia[ui,mcp]=={given}\n",) * 2
+
+
+def test_a_wheel_is_downloaded_by_path_and_installed_by_version(tmp_path: Path) -> None:
+    wheel = tmp_path / "amd_gaia-0.26.0-py3-none-any.whl"
+    wheel.write_bytes(b"not really a zip, but hashed all the same")
+    spec = parse_gaia_spec(str(wheel))
+    assert (spec.kind, spec.version, spec.wheel) == ("wheel", "0.26.0", wheel)
+    assert spec.tag.startswith("trialbox/agent-ui:gaia-0.26.0-wheel-")
+    download, install = spec.requirement_lines()
+    assert f"amd-gaia[ui,mcp] @ {wheel.as_uri()}" in download
+    assert install == "amd-gaia[ui,mcp]==0.26.0\n"  # the image sees no host paths
+    wheel.write_bytes(b"rebuilt")
+    assert parse_gaia_spec(str(wheel)).tag != spec.tag  # another wheel, another image
+
+
+def test_a_source_folder_is_recognised_by_its_project_file(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'amd-gaia'\n")
+    assert parse_gaia_spec(str(tmp_path)).kind == "source"
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [("latest", "neither an amd-gaia version"),
+     ("missing.whl", "no such wheel file"),
+     ("{tmp}", "not a Python project"),
+     ("{tmp}/other-1.0-py3-none-any.whl", "not an amd-gaia wheel")],
+)
+def test_a_bad_gaia_spec_is_one_clear_error(tmp_path: Path, given: str, message: str) -> None:
+    (tmp_path / "other-1.0-py3-none-any.whl").write_bytes(b"x")
+    with pytest.raises(ImageBuildError, match=message):
+        parse_gaia_spec(given.format(tmp=tmp_path))
+
+
+def test_a_requirements_file_without_the_gaia_pin_is_named(tmp_path: Path) -> None:
+    (tmp_path / "images" / "agent-ui").mkdir(parents=True)
+    (tmp_path / "images" / "agent-ui" / "requirements.txt").write_text("something-else==1\n")
+    with pytest.raises(ImageBuildError, match=r"no `amd-gaia\[...\]==VERSION` line"):
+        parse_gaia_spec(None, root=tmp_path)
+    assert isinstance(GaiaSpec("version", "1", "1"), GaiaSpec)
