@@ -1,6 +1,7 @@
 """`python -m runner.llm_server --host 0.0.0.0 --port 13305 --models-dir DIR [--threads N]
 [--chat-ctx TOKENS] [--drain-timeout SECONDS]`; the same two settings may come from the
-environment (`TRIALBOX_LLM_CHAT_CTX`, `TRIALBOX_LLM_DRAIN_TIMEOUT`), flags win."""
+environment (`TRIALBOX_LLM_CHAT_CTX`, `TRIALBOX_LLM_DRAIN_TIMEOUT`), flags win. The admin token
+comes only from the environment (`TRIALBOX_LLM_ADMIN_TOKEN`): a flag would show it in `ps`."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import os
 import sys
 from pathlib import Path
 
+from runner.llm_server.admin import AdminTokenError, token_from_environment
 from runner.llm_server.backend import BackendError
 from runner.llm_server.catalog import SMOLLM2
 from runner.llm_server.routes import DEFAULT_DRAIN_TIMEOUT_S
@@ -55,6 +57,10 @@ def parse_args(argv: list[str] | None) -> ServeOptions:
         "(default %(default)s: SmolLM2-135M rarely stops by itself; env TRIALBOX_LLM_MAX_OUTPUT_TOKENS)",
     )
     args = parser.parse_args(argv)
+    try:
+        admin_token = token_from_environment(os.environ)
+    except AdminTokenError as exc:
+        parser.error(str(exc))  # exits 2 with the message
     return ServeOptions(
         args.host,
         args.port,
@@ -64,6 +70,7 @@ def parse_args(argv: list[str] | None) -> ServeOptions:
         chat_ctx=args.chat_ctx,
         drain_timeout_s=args.drain_timeout,
         max_output_tokens=args.max_output_tokens or None,
+        admin_token=admin_token,
     )
 
 

@@ -23,6 +23,9 @@ request in mid-answer. So this server keeps its models resident and shared:
   again by their next request anyway; freeing its memory is never what a client of a shared
   server needs. The answer says so plainly instead of pretending the model is gone, and
   `/health` keeps listing it because it still runs.
+
+Requests that would change what the other clients use (a load that restarts a model,
+Lemonade's `params` and `delete`) need the admin token; see `admin` for which and why.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from runner.llm_server import stats as stats_extraction
+from runner.llm_server.admin import AdminGuard, AdminRequiredError
 from runner.llm_server.backend import BackendError, LlamaBackend, LoadedModel, effective_args
 from runner.llm_server.catalog import ModelKind, ModelSpec, UnknownModelError, alias_map, resolve
 from runner.llm_server.embedding_inputs import TokenizerError, fit_to_limit
@@ -111,6 +115,8 @@ class ServerState:
     last_stats: Stats = field(default_factory=Stats)
     last_loaded_chat: str | None = None
     drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S
+    #: Who may change shared state (`admin`); the default refuses everyone.
+    admin: AdminGuard = field(default_factory=AdminGuard)
     embedding_counts: EmbeddingCounts = field(default_factory=EmbeddingCounts)
     http: httpx.AsyncClient = field(
         default_factory=lambda: httpx.AsyncClient(timeout=_UPSTREAM_TIMEOUT)
@@ -267,6 +273,10 @@ async def load(request: Request) -> JSONResponse:
     model = await asyncio.to_thread(state.backend.reuse, spec, name, payload.ctx_size, args)
     started = model is None
     if model is None:  # nothing running satisfies this load: (re)start it, alone
+        state.admin.require(
+            request.headers.get("authorization"),
+            f"Loading {name} with settings the running model does not have (a restart)",
+        )
         model = await restart(state, spec, name, payload.ctx_size, args)
     if spec.kind is ModelKind.CHAT:
         state.last_loaded_chat = model.loaded_as
@@ -350,6 +360,21 @@ async def pull(request: Request) -> Response:
         f"event: complete\ndata: {json.dumps({'model_name': payload.name, 'message': message})}\n\n"
     )
     return Response(events, media_type="text/event-stream")
+
+
+async def not_implemented_admin(request: Request) -> JSONResponse:
+    """Lemonade's `params` and `delete`: they would change shared state, so only an admin
+    learns that this server does not implement them (its models are bundled and fixed)."""
+    state: ServerState = request.app.state.llm
+    route = request.url.path.rsplit("/", 1)[-1]
+    state.admin.require(request.headers.get("authorization"), f"POST /{route}")
+    raise ApiError(
+        501,
+        f"/{route} is not implemented by trialbox's llm-cpu: its models are bundled with the "
+        "image and their settings are changed with /load",
+        "not_implemented",
+        "not_implemented",
+    )
 
 
 # --- proxied inference ---------------------------------------------------------------------
@@ -534,6 +559,9 @@ def guarded(handler: Handler) -> Handler:
             return await handler(request)
         except ApiError as exc:
             return exc.response()
+        except AdminRequiredError as exc:
+            log.warning("refused without the admin token: %s", exc.action)
+            return ApiError(403, str(exc), "forbidden", "admin_token_required").response()
         except ModelBusyError as exc:
             return ApiError(409, str(exc), "model_busy", "model_busy").response()
         except TokenizerError as exc:
@@ -560,6 +588,8 @@ _ROUTES: list[tuple[str, Handler, list[str]]] = [
     ("/load", load, ["POST"]),
     ("/unload", unload, ["POST"]),
     ("/pull", pull, ["POST"]),
+    ("/params", not_implemented_admin, ["POST"]),
+    ("/delete", not_implemented_admin, ["POST"]),
     ("/chat/completions", chat_completions, ["POST"]),
     ("/embeddings", embeddings, ["POST"]),
 ]

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import uvicorn
 
+from runner.llm_server.admin import AdminGuard
 from runner.llm_server.backend import LlamaBackend
 from runner.llm_server.catalog import CATALOG
 from runner.llm_server.force_tool import from_environment
@@ -48,6 +49,8 @@ class ServeOptions:
     drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S
     #: `--max-output-tokens`: cap per completion (None = none).
     max_output_tokens: int | None = None
+    #: `TRIALBOX_LLM_ADMIN_TOKEN`: required for state-changing requests (None = refuse them).
+    admin_token: str | None = None
 
 
 def package_version(name: str) -> str:
@@ -77,6 +80,8 @@ def build_state(options: ServeOptions) -> ServerState:
     for spec in CATALOG:
         # Preload under the name GAIA asks for, so its first /health sees its model.
         backend.load(spec, spec.aliases[0] if spec.aliases else spec.name)
+    if options.admin_token is None:
+        log.info("no admin token: loads that would restart a model are refused for everyone")
     if force_tool:
         log.warning(
             "TRIALBOX_LLM_FORCE_TOOL is on: first call of each turn forced to %r", force_tool.tool
@@ -90,6 +95,7 @@ def build_state(options: ServeOptions) -> ServerState:
         last_loaded_chat=CATALOG[0].aliases[0],
         drain_timeout_s=options.drain_timeout_s,
         max_output_tokens=options.max_output_tokens,
+        admin=AdminGuard(options.admin_token),
     )
 
 

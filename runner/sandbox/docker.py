@@ -17,6 +17,7 @@ anything else. Docker SDK calls block, so they run in worker threads.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import io
 import os
 import re
@@ -36,6 +37,8 @@ from docker.models.containers import Container
 from docker.models.networks import Network
 
 from runner.sandbox._configure import set_agent_model
+from runner.sandbox._firewall import FirewallError, isolate_network, release_network
+from runner.sandbox._hardening import container_options, read_file
 from runner.sandbox._protocol import SandboxError
 
 AGENT_UI_IMAGE = "trialbox/agent-ui:dev"
@@ -50,6 +53,13 @@ AGENT_DIRS_MOUNT = "/opt/trialbox/agent-dirs"
 GAIA_HOME = "/home/gaia/.gaia"
 # GAIA's bridge accepts a non-loopback bind only with a bearer token of 32+ characters.
 MCP_TOKEN_ENV = "GAIA_AGENT_UI_MCP_TOKEN"
+
+
+def sandbox_name(run_id: str, job_key: str) -> str:
+    """Container and network names: a short hash of run + job makes them unique whatever the
+    id's length (a cut prefix made two long ids collide), and a readable part helps `docker ps`."""
+    digest = hashlib.sha256(f"{run_id}\0{job_key}".encode()).hexdigest()[:12]
+    return f"tbx-{digest}-{_slug(job_key)[:30]}"
 
 
 def _slug(text: str) -> str:
@@ -103,7 +113,10 @@ def _snapshot_chat_db(container: Container, dest: Path) -> None:
     if result.exit_code != 0:
         (dest / "gaia_chat.db.error").write_bytes(result.output)
         return
-    _copy_out(container, "/tmp/gaia_chat.db", dest)
+    # /tmp is a tmpfs in a hardened sandbox: `docker cp` cannot see into it on Docker 20.10.
+    data = read_file(container, "/tmp/gaia_chat.db")
+    if data is not None:
+        (dest / "gaia_chat.db").write_bytes(data)
 
 
 def _copy_out(container: Container, path: str, dest: Path) -> None:
@@ -167,12 +180,19 @@ class DockerBackend:
     # -- creation -------------------------------------------------------------------------
 
     def _create_network(self, scenario_id: str) -> Network:
-        name = f"tbx-{_slug(self.run_id)}-{_slug(scenario_id)}"
+        name = f"{sandbox_name(self.run_id, scenario_id)}-net"
         try:
             network = self.client.networks.create(
                 name, driver="bridge", internal=True, labels=self.labels | {"trialbox.scenario": scenario_id}
             )
             self.client.networks.get(network.id).connect(self.llm_container, aliases=["llm"])
+            if not self.in_container:
+                # The host's firewall keeps the sandbox from the host itself (internal networks
+                # only stop forwarding); inside the runner image there is no host firewall to set.
+                isolate_network(network.id, _slug(self.run_id))
+        except FirewallError as exc:
+            network.remove()
+            raise SandboxError(f"could not isolate sandbox network {name}: {exc}") from exc
         except NotFound as exc:
             raise SandboxError(
                 f"LLM server container '{self.llm_container}' is not running — start the stack "
@@ -195,15 +215,15 @@ class DockerBackend:
     def _start(
         self, scenario_id: str, network: Network, created: list[Container], memory: bool = False
     ) -> DockerSandbox:
-        base = f"tbx-{_slug(self.run_id)}-{_slug(scenario_id)}"
+        base = sandbox_name(self.run_id, scenario_id)
         token = secrets.token_hex(24)  # one per sandbox: a bridge only answers its own runner
         ui_name, mcp_name = f"{base}-ui", f"{base}-mcp"
-        common = dict(
-            detach=True,
-            init=True,
-            network=network.name,
-            labels=self.labels | {"trialbox.scenario": scenario_id},
-        )
+        common = {
+            "detach": True,
+            "init": True,
+            "network": network.name,
+            "labels": self.labels | {"trialbox.scenario": scenario_id},
+        }
         volumes, agent_flags = self._ui_mounts()
         memory_flag = ["--memory"] if memory else []
         try:
@@ -214,6 +234,7 @@ class DockerBackend:
                          *agent_flags, *memory_flag],
                 name=ui_name,
                 volumes=volumes,
+                **container_options("agent-ui"),
                 **common | {"labels": common["labels"] | {"trialbox.role": "agent-ui"}},
             )
             created.append(ui)
@@ -222,6 +243,7 @@ class DockerBackend:
                 command=["mcp", "--ui-url", f"http://{ui_name}:{UI_PORT}", *memory_flag],
                 name=mcp_name,
                 environment={MCP_TOKEN_ENV: token},
+                **container_options("mcp"),
                 **common | {"labels": common["labels"] | {"trialbox.role": "mcp"}},
             )
             created.append(mcp)
@@ -301,6 +323,9 @@ class DockerBackend:
             network.remove()
         except (NotFound, APIError):
             pass
+        finally:
+            if not self.in_container:
+                release_network(network.id)
 
 
 def _address(container: Container, network_name: str) -> str:

@@ -53,7 +53,19 @@ def cleanup(run_id: str | None = None, client: docker.DockerClient | None = None
         _remove(network.remove, network.name, report.networks, report)
     for volume in client.volumes.list(filters=filters):
         _remove(partial(volume.remove, force=True), volume.name, report.volumes, report)
+    _sweep_firewall(run_id, report)
     return report
+
+
+def _sweep_firewall(run_id: str | None, report: CleanupReport) -> None:
+    """Host firewall rules a crashed run left for its sandbox networks (they carry its label)."""
+    from runner.sandbox._firewall import FirewallError, sweep
+    from runner.sandbox.docker import _slug
+
+    try:
+        sweep(_slug(run_id) if run_id is not None else None)
+    except FirewallError as exc:
+        report.failures.append(f"firewall rules: {exc}")
 
 
 def _disconnect_all(network: Network) -> None:

@@ -2,6 +2,11 @@
 
 Compose (not the SDK) because the stack *is* the compose files: a user can run the same
 ``docker compose -f ... up`` by hand and get the same thing. Health is read through the SDK.
+
+The LLM server's admin token (``TRIALBOX_LLM_ADMIN_TOKEN``, see runner/llm_server/admin.py)
+is decided here: the caller's, else the one the running LLM container already has (so a second
+``up`` or ``compose run runner`` does not change the service's config and recreate it under a
+run), else a new random one. Sandboxes never see it.
 """
 
 from __future__ import annotations
@@ -9,16 +14,18 @@ from __future__ import annotations
 import errno
 import os
 import re
+import secrets
 import socket
 import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import docker
 from docker.errors import DockerException
 
+from runner.llm_server.admin import ADMIN_TOKEN_ENV, AdminTokenError, token_from_environment
 from runner.stack.hardware import DEVICES
 
 LLM_SERVICE = "llm"
@@ -39,6 +46,8 @@ class LlmStack:
     device: str
     container: str
     url: str
+    #: The LLM server's admin token (state-changing routes); never hand it to a sandbox.
+    admin_token: str = field(default="", repr=False)
 
 
 def compose_dir() -> Path:
@@ -70,17 +79,60 @@ def _socket_gid(path: str = "/var/run/docker.sock") -> str:
         return "0"
 
 
+def admin_token_of(container: str, client: docker.DockerClient | None = None) -> str | None:
+    """The admin token a (running) LLM container was started with; None when it has none."""
+    client = client or docker.from_env()
+    env = client.containers.get(container).attrs.get("Config", {}).get("Env") or []
+    for entry in env:
+        name, _, value = entry.partition("=")
+        if name == ADMIN_TOKEN_ENV and value.strip():
+            return value.strip()
+    return None
+
+
+def running_admin_token(project: str) -> str | None:
+    """The token of this compose project's running LLM container, if one runs."""
+    try:
+        client = docker.from_env()
+        try:
+            found = client.containers.list(
+                filters={
+                    "label": [f"com.docker.compose.project={project}", "trialbox.role=llm"],
+                    "status": "running",
+                }
+            )
+            return admin_token_of(found[0].id, client) if found else None
+        finally:
+            client.close()
+    except DockerException:
+        return None
+
+
 def stack_environment(
-    run_id: str | None, port: int, base: dict[str, str] | None = None
+    run_id: str | None,
+    port: int,
+    base: dict[str, str] | None = None,
+    token_lookup: Callable[[str], str | None] = running_admin_token,
 ) -> dict[str, str]:
-    """The variables compose.yaml reads, on top of the caller's environment (keys pass through)."""
+    """The variables compose.yaml reads, on top of the caller's environment (keys pass through).
+
+    `token_lookup(project)` finds the running LLM container's admin token (see the module
+    docstring); tests pass their own.
+    """
     env = dict(os.environ if base is None else base)
     repo = compose_dir().parent
+    try:
+        given = token_from_environment(env)
+    except AdminTokenError as exc:
+        raise ComposeError(str(exc)) from exc
     env.update(
         TRIALBOX_RUN_ID=run_id or DEFAULT_RUN_ID,
         TRIALBOX_LLM_PORT=str(port),
         TRIALBOX_DOCKER_GID=env.get("TRIALBOX_DOCKER_GID") or _socket_gid(),
         TRIALBOX_HOST_EVAL_DIR=env.get("TRIALBOX_HOST_EVAL_DIR") or str(repo / "eval"),
+        TRIALBOX_LLM_ADMIN_TOKEN=given
+        or token_lookup(project_name(run_id))
+        or secrets.token_urlsafe(32),
     )
     return env
 
@@ -201,7 +253,13 @@ def up_llm(
     container = _llm_container_id(project, env, device)
     wait_healthy(container, timeout_s)
     name = docker.from_env().containers.get(container).name
-    return LlmStack(project=project, device=device, container=name, url=f"http://127.0.0.1:{port}")
+    return LlmStack(
+        project=project,
+        device=device,
+        container=name,
+        url=f"http://127.0.0.1:{port}",
+        admin_token=env[ADMIN_TOKEN_ENV],
+    )
 
 
 def down(device: str, run_id: str | None = None, volumes: bool = False) -> None:

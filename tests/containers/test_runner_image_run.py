@@ -53,7 +53,10 @@ def test_a_run_from_the_runner_image_leaves_results_on_the_host(
     (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     card = json.loads((run_dir / "scorecard.json").read_text())
     (result,) = card["scenarios"]
-    assert result["status"] == "NOT_JUDGED" and all(t["answer"].strip() for t in result["turns"])
+    failed = [c for c in result["checks"] + [c for t in result["turns"] for c in t["checks"]]
+              if not c["passed"]]
+    assert result["status"] == ("FAIL" if failed else "NOT_JUDGED"), failed
+    assert all(t["answer"].strip() for t in result["turns"])
     assert (run_dir / "artifacts" / "budget_line_from_json" / "gaia_chat.db").is_file()
     assert (run_dir / "scorecard.json").stat().st_uid == os.getuid()  # the caller owns the results
     engine_run = card["run_id"]

@@ -29,6 +29,10 @@ EMBED_ALIAS, EMBED_REAL = "user.embeddinggemma-300m-GGUF", "all-MiniLM-L6-v2-GGU
 HELLO = [{"role": "user", "content": "Say hello in one short sentence."}]
 GAIA_CHAT_FLAGS = "--parallel 2 --kv-unified --cache-ram 0 --slot-prompt-similarity 0.5"
 GAIA_PYTHON = ROOT / ".venv-gaia" / "bin" / "python"
+# The admin token the servers here start with (TRIALBOX_LLM_ADMIN_TOKEN); GAIA never has it.
+ADMIN_TOKEN = "integration-admin-token-0123456789abcdef"
+ADMIN_ENV = {"TRIALBOX_LLM_ADMIN_TOKEN": ADMIN_TOKEN}
+ADMIN_HEADERS = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 # A finished tool round trip: the assistant's call (content null, as GAIA sends it) and its result.
 WEATHER_HISTORY = [
     {"role": "user", "content": "What is the weather in Paris?"},
@@ -117,14 +121,24 @@ def stop_server(process: subprocess.Popen) -> int:
 
 @pytest.fixture(scope="module")
 def server(models_dir, tmp_path_factory):
-    process, base = start_server(models_dir, tmp_path_factory.mktemp("llm") / "server.log")
+    process, base = start_server(
+        models_dir, tmp_path_factory.mktemp("llm") / "server.log", env=ADMIN_ENV
+    )
     yield base
     stop_server(process)
 
 
 @pytest.fixture(scope="module")
 def api(server):
+    """A client without the admin token, as every sandbox (and GAIA) is."""
     with httpx.Client(base_url=server + "/api/v1", timeout=120) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def admin_api(server):
+    """trialbox itself: the client that knows the admin token."""
+    with httpx.Client(base_url=server + "/api/v1", timeout=120, headers=ADMIN_HEADERS) as client:
         yield client
 
 
@@ -457,7 +471,7 @@ def long_chat(max_tokens: int) -> dict:
     }
 
 
-def test_a_restart_waits_for_the_stream_in_flight_which_completes(api):
+def test_a_restart_waits_for_the_stream_in_flight_which_completes(api, admin_api):
     """A load that needs a restart arrives mid-stream: the stream ends whole, then the model
     restarts (before, the restart broke the stream with a ReadError / HTTP 502)."""
     events: list[str] = []
@@ -465,7 +479,7 @@ def test_a_restart_waits_for_the_stream_in_flight_which_completes(api):
 
     def restart_with_another_flag() -> None:
         answers.append(
-            api.post(
+            admin_api.post(
                 "/load",
                 json={"model_name": CHAT_ALIAS, "llamacpp_args": "--slot-prompt-similarity 0.25"},
             )
@@ -488,8 +502,35 @@ def test_a_restart_waits_for_the_stream_in_flight_which_completes(api):
     entry = loaded(api, "llm")
     assert "--slot-prompt-similarity 0.25" in entry["recipe_options"]["llamacpp_args"]
     assert entry["recipe_options"]["ctx_size"] == 65536  # the restart kept the window
-    load(api, CHAT_ALIAS, llamacpp_args=GAIA_CHAT_FLAGS)  # back to GAIA's flags
+    load(admin_api, CHAT_ALIAS, llamacpp_args=GAIA_CHAT_FLAGS)  # back to GAIA's flags
     assert loaded(api, "llm")["recipe_options"]["llamacpp_args"] == GAIA_CHAT_FLAGS
+
+
+def test_without_the_admin_token_a_restart_is_403_and_the_model_runs_on(api):
+    before = loaded(api, "llm")
+    for body in (
+        {"model_name": CHAT_ALIAS, "llamacpp_args": "--slot-prompt-similarity 0.25"},
+        {"model_name": CHAT_ALIAS, "ctx_size": 131072},
+    ):
+        refused = api.post("/load", json=body)
+        assert refused.status_code == 403, refused.text
+        error = refused.json()["error"]
+        assert error["type"] == "forbidden" and error["code"] == "admin_token_required"
+    wrong = api.post(
+        "/load",
+        json={"model_name": CHAT_ALIAS, "ctx_size": 131072},
+        headers={"Authorization": "Bearer " + "x" * 40},
+    )
+    assert wrong.status_code == 403
+    assert loaded(api, "llm")["loaded_at"] == before["loaded_at"]
+    assert loaded(api, "llm")["recipe_options"]["llamacpp_args"] == GAIA_CHAT_FLAGS
+    assert chat(api).status_code == 200  # inference never needs the token
+
+
+@pytest.mark.parametrize("route", ["params", "delete"])
+def test_lemonade_state_changing_routes_we_lack_are_403_then_501(api, admin_api, route):
+    assert api.post(f"/{route}", json={}).status_code == 403
+    assert admin_api.post(f"/{route}", json={}).status_code == 501
 
 
 @pytest.mark.parametrize("model", [CHAT_ALIAS, EMBED_ALIAS, CHAT_REAL])
@@ -555,9 +596,9 @@ def impatient_api(models_dir, tmp_path_factory):
     """A server that waits only one second for requests in flight, at a small chat window."""
     log = tmp_path_factory.mktemp("impatient") / "server.log"
     process, base = start_server(
-        models_dir, log, extra_args=("--chat-ctx", "8192", "--drain-timeout", "1")
+        models_dir, log, env=ADMIN_ENV, extra_args=("--chat-ctx", "8192", "--drain-timeout", "1")
     )
-    with httpx.Client(base_url=base + "/api/v1", timeout=180) as client:
+    with httpx.Client(base_url=base + "/api/v1", timeout=180, headers=ADMIN_HEADERS) as client:
         yield client
     stop_server(process)
 
@@ -660,3 +701,13 @@ def test_call_after_the_tool_result_is_answered_normally(forced_api):
     response = chat(forced_api, messages=WEATHER_HISTORY, tools=WEATHER_TOOL)
     assert response.status_code == 200, response.text
     assert response.json()["choices"][0]["finish_reason"] != "tool_calls"
+
+
+def test_a_short_admin_token_stops_the_server_at_startup(models_dir):
+    done = subprocess.run(
+        [sys.executable, "-m", "runner.llm_server", "--models-dir", str(models_dir)],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+        env={**os.environ, "TRIALBOX_LLM_ADMIN_TOKEN": "too-short"},
+    )
+    assert done.returncode == 2
+    assert "TRIALBOX_LLM_ADMIN_TOKEN is 9 characters long" in done.stderr

@@ -53,7 +53,8 @@ def test_project_names_are_valid_compose_names(run_id: str | None, expected: str
 
 def test_stack_environment_sets_run_label_port_and_keeps_caller_keys() -> None:
     env = stack_environment(
-        "r1", 14000, base={"ANTHROPIC_API_KEY": "k", "TRIALBOX_DOCKER_GID": "123"}
+        "r1", 14000, base={"ANTHROPIC_API_KEY": "k", "TRIALBOX_DOCKER_GID": "123"},
+        token_lookup=no_running_stack,
     )
     assert env["TRIALBOX_RUN_ID"] == "r1"
     assert env["TRIALBOX_LLM_PORT"] == "14000"
@@ -63,7 +64,8 @@ def test_stack_environment_sets_run_label_port_and_keeps_caller_keys() -> None:
 
 
 def test_default_run_id_is_stack() -> None:
-    assert stack_environment(None, 13305, base={})["TRIALBOX_RUN_ID"] == "stack"
+    env = stack_environment(None, 13305, base={}, token_lookup=no_running_stack)
+    assert env["TRIALBOX_RUN_ID"] == "stack"
 
 
 def test_port_in_use_sees_a_listener_and_a_free_port() -> None:
@@ -73,3 +75,96 @@ def test_port_in_use_sees_a_listener_and_a_free_port() -> None:
         port = listener.getsockname()[1]
         assert port_in_use(port)
     assert not port_in_use(port)
+
+
+# --- the LLM server's admin token ----------------------------------------------------------
+
+TOKEN = "a" * 43
+
+
+def no_running_stack(project: str) -> None:
+    return None
+
+
+def test_admin_token_is_the_callers_when_given() -> None:
+    env = stack_environment(
+        "r1", 13305, base={"TRIALBOX_LLM_ADMIN_TOKEN": TOKEN}, token_lookup=no_running_stack
+    )
+    assert env["TRIALBOX_LLM_ADMIN_TOKEN"] == TOKEN
+
+
+def test_admin_token_is_kept_from_the_running_llm_container() -> None:
+    # Another token would change the service's config, and compose would recreate the LLM
+    # container under whatever run is using it.
+    asked: list[str] = []
+
+    def running(project: str) -> str:
+        asked.append(project)
+        return TOKEN
+
+    env = stack_environment("r1", 13305, base={}, token_lookup=running)
+    assert env["TRIALBOX_LLM_ADMIN_TOKEN"] == TOKEN
+    assert asked == ["trialbox-r1"]
+
+
+def test_a_new_admin_token_is_long_and_random() -> None:
+    first = stack_environment(None, 13305, base={}, token_lookup=no_running_stack)
+    second = stack_environment(None, 13305, base={}, token_lookup=no_running_stack)
+    assert len(first["TRIALBOX_LLM_ADMIN_TOKEN"]) >= 32
+    assert first["TRIALBOX_LLM_ADMIN_TOKEN"] != second["TRIALBOX_LLM_ADMIN_TOKEN"]
+
+
+def test_a_short_admin_token_is_one_clear_compose_error() -> None:
+    with pytest.raises(ComposeError, match="TRIALBOX_LLM_ADMIN_TOKEN is 5 characters long"):
+        stack_environment(
+            None, 13305, base={"TRIALBOX_LLM_ADMIN_TOKEN": "short"}, token_lookup=no_running_stack
+        )
+
+
+def compose_config(device: str, env: dict[str, str]) -> str:
+    import subprocess
+
+    return subprocess.run(
+        compose_command(device, "trialbox-render-test", "--profile", "run", "config"),
+        env=env, capture_output=True, text=True, check=True, timeout=60,
+    ).stdout
+
+
+@pytest.mark.parametrize("device", ["cpu", "rocm", "npu"])
+def test_every_overlay_hardens_the_llm_and_passes_the_token(device: str) -> None:
+    import yaml
+
+    env = stack_environment(
+        "render", 13305, base={"PATH": __import__("os").environ["PATH"],
+                              "TRIALBOX_LLM_ADMIN_TOKEN": TOKEN},
+        token_lookup=no_running_stack,
+    )
+    config = yaml.safe_load(compose_config(device, env))
+    llm = config["services"]["llm"]
+    assert llm["environment"]["TRIALBOX_LLM_ADMIN_TOKEN"] == TOKEN
+    assert llm["cap_drop"] == ["ALL"] and "cap_add" not in llm
+    assert llm["security_opt"] == ["no-new-privileges:true"]
+    assert llm["logging"] == {"driver": "json-file", "options": {"max-size": "10m", "max-file": "3"}}
+    assert int(llm["pids_limit"]) > 0
+    if device == "cpu":
+        assert llm["read_only"] is True and llm["tmpfs"][0].startswith("/tmp:")
+        assert int(llm["mem_limit"]) == 4 * 1024**3
+    else:  # the real Lemonade image keeps its devices, groups (and the NPU its memlock)
+        assert llm["devices"] and llm["group_add"]
+        assert not llm.get("read_only")
+    if device == "npu":
+        assert llm["ulimits"]["memlock"] == {"soft": -1, "hard": -1}
+    runner = config["services"]["runner"]
+    assert runner["environment"]["TRIALBOX_LLM_ADMIN_TOKEN"] == TOKEN
+
+
+def test_memory_and_pid_ceilings_are_overridable() -> None:
+    import yaml
+
+    env = stack_environment(
+        "render", 13305, base={"PATH": __import__("os").environ["PATH"],
+                              "TRIALBOX_LLM_MEM_LIMIT": "6g", "TRIALBOX_LLM_PIDS_LIMIT": "300"},
+        token_lookup=no_running_stack,
+    )
+    llm = yaml.safe_load(compose_config("cpu", env))["services"]["llm"]
+    assert int(llm["mem_limit"]) == 6 * 1024**3 and int(llm["pids_limit"]) == 300

@@ -1,0 +1,170 @@
+"""How every sandbox container runs: no capabilities, no privilege gain, a read-only image,
+bounded memory/processes/CPU and bounded logs — one definition, passed to ``containers.run``.
+
+Why each option:
+
+- ``cap_drop=["ALL"]``: GAIA's Agent UI and MCP bridge are Python web servers on ports above
+  1024 running as an unprivileged user; none needs a capability. Dropping NET_RAW (in Docker's
+  default set) also stops raw-socket tricks (ARP/ICMP crafting) on the sandbox network. Nothing
+  is added back: tests/containers/test_isolation.py starts both with exactly these options,
+  and three scenarios ran through the real engine under them.
+- ``no-new-privileges``: no setuid binary in the image can raise the user's privileges.
+- ``read_only=True`` with tmpfs where GAIA writes: ``/tmp`` and the user's home (GAIA_HOME
+  ``~/.gaia`` with the chat DB, RAG cache and agents; ``~/.cache``). Checked by running the
+  image with a read-only root through whole scenarios: no write elsewhere was refused. A fresh tmpfs is also exactly the "fresh
+  GAIA_HOME per scenario" the design asks for. tmpfs pages count against the memory limit.
+- memory / pids / CPU limits: one runaway sandbox (a tool loop, a fork bomb in a shell tool)
+  must not starve the shared LLM server or the other sandboxes. Defaults are measured (see
+  ``ROLE_LIMITS``); every one is overridable by environment variable.
+- ``json-file`` logs with ``max-size``/``max-file``: an agent stuck printing cannot fill the
+  host's disk. ``container.logs()`` (how the engine collects ``agent-ui.log``) still works.
+
+Files on tmpfs are not visible to ``docker cp`` / ``get_archive`` on Docker Engine 20.10 (it
+reads the image layers, not the container's mounts), so ``read_file`` reads a file through
+``exec`` instead.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from docker.models.containers import Container
+from docker.types import LogConfig
+
+Role = Literal["agent-ui", "mcp"]
+ROLES: tuple[Role, ...] = ("agent-ui", "mcp")
+
+#: The agent-ui image's user (images/agent-ui/Dockerfile: useradd --uid 10002, HOME=/home/gaia).
+IMAGE_UID = 10002
+IMAGE_HOME = "/home/gaia"
+
+#: Logs kept per container: 3 files of 10 MB (a whole GAIA scenario logs well under 1 MB).
+LOG_MAX_SIZE = "10m"
+LOG_MAX_FILES = 3
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource ceilings of one container (Docker's units)."""
+
+    memory: str  # e.g. "1536m"; memory+swap is set to the same, so no swap beyond it
+    pids: int
+    cpus: float  # CPUs' worth of time per second, e.g. 1.5
+
+
+#: Measured on 2 cores (`docker stats` every 0.3 s, hardened, through the real engine) over
+#: budget_line_from_json, two_documents_recall and needle_in_long_report (a long generated
+#: report indexed into the RAG cache on the tmpfs): peak Agent UI 176 MiB / 17 pids / 78 % of a
+#: CPU, MCP bridge 98 MiB / 11 pids / 76 %. Ceilings: ~6x the memory (bigger corpora), ~15x the
+#: pids, and CPU enough that one sandbox never holds both cores the LLM server needs.
+ROLE_LIMITS: dict[Role, Limits] = {
+    "agent-ui": Limits(memory="1g", pids=256, cpus=1.5),
+    "mcp": Limits(memory="384m", pids=128, cpus=1.0),
+}
+
+#: tmpfs mounts (kernel tmpfs options). `size` caps each; usage counts against the memory limit.
+TMPFS: dict[str, str] = {
+    "/tmp": "rw,nosuid,nodev,noexec,size=256m",
+    IMAGE_HOME: f"rw,nosuid,nodev,size=512m,uid={IMAGE_UID},gid={IMAGE_UID},mode=0700",
+}
+
+_MEMORY = re.compile(r"^[1-9][0-9]*[kmg]?$")
+
+
+class HardeningConfigError(ValueError):
+    """A limit override in the environment is malformed; the message names it and the fix."""
+
+
+def _env_name(role: Role, what: str) -> str:
+    return f"TRIALBOX_SANDBOX_{role.upper().replace('-', '_')}_{what}"
+
+
+def limits_for(role: Role, env: Mapping[str, str] | None = None) -> Limits:
+    """The role's limits, each overridable: ``TRIALBOX_SANDBOX_AGENT_UI_MEMORY`` (``2g``),
+    ``..._PIDS`` (``512``), ``..._CPUS`` (``2``); the same with ``MCP`` for the bridge."""
+    if role not in ROLE_LIMITS:
+        raise HardeningConfigError(f"unknown sandbox role {role!r}; use one of {', '.join(ROLES)}")
+    env = os.environ if env is None else env
+    default = ROLE_LIMITS[role]
+    memory = env.get(_env_name(role, "MEMORY"), default.memory).strip().lower()
+    if not _MEMORY.fullmatch(memory):
+        raise HardeningConfigError(
+            f"{_env_name(role, 'MEMORY')}={memory!r} is not a memory size: use e.g. 1536m or 2g"
+        )
+    pids_text = env.get(_env_name(role, "PIDS"), str(default.pids)).strip()
+    cpus_text = env.get(_env_name(role, "CPUS"), str(default.cpus)).strip()
+    pids = int(pids_text) if pids_text.isdigit() else 0
+    try:
+        cpus = float(cpus_text)
+    except ValueError:
+        cpus = 0.0
+    if pids < 16:
+        raise HardeningConfigError(
+            f"{_env_name(role, 'PIDS')}={pids_text!r}: use a whole number of at least 16 "
+            "(GAIA's servers run tens of threads)"
+        )
+    if not 0.1 <= cpus <= 64:
+        raise HardeningConfigError(
+            f"{_env_name(role, 'CPUS')}={cpus_text!r}: use a number of CPUs from 0.1 to 64"
+        )
+    return Limits(memory=memory, pids=pids, cpus=cpus)
+
+
+def container_options(role: Role, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Keyword arguments for ``client.containers.run``/``create`` of a sandbox container.
+
+    Merge them with the call's own (image, command, name, network, labels, volumes, ...);
+    none of these keys is one the sandbox backend sets itself.
+    """
+    limits = limits_for(role, env)
+    return {
+        "cap_drop": ["ALL"],
+        "security_opt": ["no-new-privileges:true"],
+        "read_only": True,
+        "tmpfs": dict(TMPFS),
+        "mem_limit": limits.memory,
+        "memswap_limit": limits.memory,
+        "pids_limit": limits.pids,
+        "nano_cpus": int(limits.cpus * 1e9),
+        "log_config": LogConfig(
+            type=LogConfig.types.JSON,
+            config={"max-size": LOG_MAX_SIZE, "max-file": str(LOG_MAX_FILES)},
+        ),
+    }
+
+
+#: Print a file's bytes base64-encoded (exec output is text-safe that way), or exit 3 if absent.
+_READ = (
+    "import base64, sys\n"
+    "try:\n"
+    "    data = open(sys.argv[1], 'rb').read()\n"
+    "except FileNotFoundError:\n"
+    "    sys.exit(3)\n"
+    "sys.stdout.write(base64.b64encode(data).decode())\n"
+)
+
+
+class ReadError(RuntimeError):
+    """A file could not be read out of a container."""
+
+
+def read_file(container: Container, path: str) -> bytes | None:
+    """A file's bytes from inside a running container, tmpfs included; None when absent.
+
+    Use instead of ``get_archive`` for anything under ``/tmp`` or the home (tmpfs).
+    """
+    result = container.exec_run(["python", "-c", _READ, path], demux=True)
+    stdout, stderr = result.output
+    if result.exit_code == 3:
+        return None
+    if result.exit_code != 0:
+        raise ReadError(
+            f"reading {path} in {container.name} failed (exit {result.exit_code}): "
+            f"{(stderr or b'').decode(errors='replace').strip()[-500:]}"
+        )
+    return base64.b64decode(stdout or b"")

@@ -1,0 +1,453 @@
+"""A sandbox network cannot reach the host once `isolate_network` has run (real engine, real
+iptables), and everything a sandbox needs still works.
+
+The setup mirrors runner/sandbox/docker.py: labelled `internal` networks, a sandbox container on
+one, and a stand-in for the shared LLM server that lives on another network and is attached to
+the sandbox's under the alias `llm`. A canary HTTP server on the host, bound to 0.0.0.0, is
+what a sandbox must not reach. Probes go only to the host's own addresses and to containers
+this test created; "no internet" is shown from the container's routing table and resolver
+configuration and the host's forwarding rules, never by sending traffic out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import os
+import secrets
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import httpx
+import pytest
+
+from runner.sandbox import _firewall
+from runner.sandbox._firewall import Firewall, FirewallError, bridge_name
+from runner.sandbox._hardening import IMAGE_HOME, ReadError, container_options, read_file
+
+docker = pytest.importorskip("docker")
+
+pytestmark = pytest.mark.containers
+
+RUN_ID = f"pytest-isolation-{secrets.token_hex(4)}"
+LABELS = {"trialbox.run": RUN_ID}
+#: Any locally built image with python3 will do; no image can be pulled here.
+IMAGES = ("trialbox/agent-ui:dev", "trialbox/base:bookworm")
+LLM_PORT = 8000
+PROBE_TIMEOUT_S = 2.0
+
+# Runs inside a container: one TCP connection and an HTTP GET; prints what happened.
+PROBE = """
+import socket, sys
+host, port, timeout = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+try:
+    with socket.create_connection((host, port), timeout=timeout) as s:
+        s.sendall(b"GET / HTTP/1.0\\r\\nHost: x\\r\\n\\r\\n")
+        s.settimeout(timeout)
+        print("open:" + s.recv(200).decode(errors="replace").split("\\r\\n")[0])
+except ConnectionRefusedError:
+    print("refused")
+except socket.timeout:
+    print("timeout")
+except OSError as exc:
+    print("error:" + type(exc).__name__ + ":" + str(exc.errno))
+"""
+
+
+class Canary(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # http.server's name for the GET handler
+        body = b"canary"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        return None
+
+
+@dataclass
+class Setup:
+    client: object
+    sandbox_net: object  # the isolated network
+    other_net: object  # another sandbox's network (its gateway is a target too)
+    box: object  # the sandbox container
+    llm: object  # the LLM stand-in: on other_net, attached to sandbox_net as `llm`
+    canary_port: int
+
+    @property
+    def network_id(self) -> str:
+        return self.sandbox_net.id
+
+
+def gateway(network: object) -> str:
+    network.reload()
+    return network.attrs["IPAM"]["Config"][0]["Gateway"]
+
+
+def host_addresses() -> list[str]:
+    """The host's own IPv4 addresses that are not on a Docker bridge (read, not probed out)."""
+    out = subprocess.run(
+        ["ip", "-4", "-o", "addr", "show", "scope", "global"],
+        capture_output=True, text=True, check=True,
+    ).stdout
+    found = []
+    for line in out.splitlines():
+        fields = line.split()
+        name, address = fields[1], fields[3].split("/")[0]
+        if name == "docker0" or name.startswith(("br-", "veth")):
+            continue
+        found.append(address)
+    return found
+
+
+def docker0_address() -> str | None:
+    out = subprocess.run(
+        ["ip", "-4", "-o", "addr", "show", "dev", "docker0"],
+        capture_output=True, text=True, check=False,  # no docker0: None
+    ).stdout.split()
+    return out[3].split("/")[0] if len(out) > 3 else None
+
+
+def probe(container: object, host: str, port: int) -> str:
+    result = container.exec_run(["python3", "-c", PROBE, host, str(port), str(PROBE_TIMEOUT_S)])
+    return result.output.decode().strip()
+
+
+def host_targets(setup: Setup) -> dict[str, str]:
+    """Every way a sandbox could reach the host (DESIGN 2.9)."""
+    targets = {
+        "own gateway": gateway(setup.sandbox_net),
+        "other sandbox's gateway": gateway(setup.other_net),
+    }
+    if docker0_address():
+        targets["docker0 (172.17.0.1)"] = docker0_address()
+    for i, address in enumerate(host_addresses()):
+        targets[f"host address {i}"] = address
+    return targets
+
+
+def local_image(client: object) -> str:
+    for image in IMAGES:
+        try:
+            client.images.get(image)
+            return image
+        except docker.errors.ImageNotFound:
+            continue
+    pytest.fail(f"none of {IMAGES} is built — run `trialbox images` (make test builds them)")
+
+
+@pytest.fixture(scope="module")
+def setup() -> Iterator[Setup]:
+    client = docker.from_env()
+    image = local_image(client)
+    server = ThreadingHTTPServer(("0.0.0.0", 0), Canary)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        sandbox_net = client.networks.create(
+            f"tbx-{RUN_ID}-a", driver="bridge", internal=True, labels=LABELS
+        )
+        other_net = client.networks.create(
+            f"tbx-{RUN_ID}-b", driver="bridge", internal=True, labels=LABELS
+        )
+        common = {"detach": True, "init": True, "labels": LABELS, "user": "65534"}
+        box = client.containers.run(
+            image, ["sleep", "3600"], name=f"tbx-{RUN_ID}-box", network=sandbox_net.name,
+            entrypoint=[], **common,
+        )
+        llm = client.containers.run(
+            image, ["python3", "-m", "http.server", str(LLM_PORT), "--directory", "/"],
+            name=f"tbx-{RUN_ID}-llm", network=other_net.name, entrypoint=[], **common,
+        )
+        sandbox_net.connect(llm, aliases=["llm"])  # as DockerBackend attaches the LLM server
+        yield Setup(client, sandbox_net, other_net, box, llm, server.server_address[1])
+    finally:
+        server.shutdown()
+        _firewall.sweep(RUN_ID)
+        for container in client.containers.list(all=True, filters={"label": f"trialbox.run={RUN_ID}"}):
+            container.remove(force=True)
+        for network in client.networks.list(filters={"label": f"trialbox.run={RUN_ID}"}):
+            network.remove()
+        client.close()
+
+
+@pytest.fixture
+def isolated(setup: Setup) -> Iterator[Setup]:
+    _firewall.isolate_network(setup.network_id, RUN_ID)
+    try:
+        yield setup
+    finally:
+        _firewall.release_network(setup.network_id)
+
+
+def test_the_canary_answers_a_sandbox_until_its_network_is_isolated(setup: Setup) -> None:
+    targets = host_targets(setup)
+    assert {"own gateway", "other sandbox's gateway", "docker0 (172.17.0.1)"} <= set(targets)
+    before = {name: probe(setup.box, ip, setup.canary_port) for name, ip in targets.items()}
+    # The hole this module closes is real here: every way in answers.
+    assert all(result.startswith("open:HTTP/1.0 200") for result in before.values()), before
+
+    _firewall.isolate_network(setup.network_id, RUN_ID)
+    try:
+        after = {name: probe(setup.box, ip, setup.canary_port) for name, ip in targets.items()}
+        assert all(result == "timeout" for result in after.values()), after
+    finally:
+        assert _firewall.release_network(setup.network_id) == 2
+
+    again = probe(setup.box, targets["own gateway"], setup.canary_port)
+    assert again.startswith("open:"), "release_network must undo isolate_network"
+
+
+def test_the_llm_stand_in_is_still_reachable_by_its_alias(isolated: Setup) -> None:
+    assert probe(isolated.box, "llm", LLM_PORT).startswith("open:HTTP/1.0 200")
+
+
+def test_the_host_still_reaches_the_sandbox_containers(isolated: Setup) -> None:
+    # The engine on the host talks to the containers by address: the replies come back in on
+    # the bridge and must pass (conntrack ESTABLISHED).
+    isolated.llm.reload()
+    address = isolated.llm.attrs["NetworkSettings"]["Networks"][isolated.sandbox_net.name]["IPAddress"]
+    with socket.create_connection((address, LLM_PORT), timeout=5) as conn:
+        conn.sendall(b"GET / HTTP/1.0\r\n\r\n")
+        assert conn.recv(100).startswith(b"HTTP/1.0 200")
+
+
+def test_no_route_out_and_no_outside_resolver(setup: Setup) -> None:
+    routes = setup.box.exec_run(["cat", "/proc/net/route"]).output.decode().splitlines()[1:]
+    gateways = set()
+    for line in routes:
+        fields = line.split()
+        assert fields[0] == "eth0", line  # one interface: the sandbox network
+        gateways.add(str(ipaddress.IPv4Address(bytes.fromhex(fields[2])[::-1])))
+    # Every route leaves through the sandbox network's gateway (the host's bridge) or is
+    # on-link: the host bridge is the only way out ...
+    assert gateways <= {"0.0.0.0", gateway(setup.sandbox_net)}, gateways
+    # ... and Docker drops whatever the host would forward off an internal network (read from
+    # the host's rules, not tested by sending traffic out).
+    bridge = bridge_name(setup.network_id)
+    rules = subprocess.run(
+        ["iptables", "-S", "DOCKER-ISOLATION-STAGE-1"], capture_output=True, text=True, check=True
+    ).stdout
+    subnet = setup.sandbox_net.attrs["IPAM"]["Config"][0]["Subnet"]
+    assert f"-A DOCKER-ISOLATION-STAGE-1 ! -d {subnet} -i {bridge} -j DROP" in rules, rules
+    resolv = setup.box.exec_run(["cat", "/etc/resolv.conf"]).output.decode()
+    servers = [line.split()[1] for line in resolv.splitlines() if line.startswith("nameserver")]
+    assert servers == ["127.0.0.11"], resolv  # Docker's resolver, inside the container only
+    # No IPv6 inside the sandbox, so no link-local path to the host that iptables misses.
+    inet6 = setup.box.exec_run(["cat", "/proc/net/if_inet6"])
+    assert inet6.exit_code != 0 or not inet6.output.strip(), inet6.output
+
+
+# --- the rules themselves ------------------------------------------------------------------
+
+
+def test_isolate_is_idempotent_and_sweep_removes_a_crashed_runs_rules(setup: Setup) -> None:
+    firewall = Firewall()
+    for _ in range(3):
+        firewall.isolate_network(setup.network_id, RUN_ID)
+    rules = firewall.rules(RUN_ID)
+    assert len(rules) == 2
+    accept, drop = rules  # ACCEPT of replies must sit above the DROP
+    assert accept[-1] == "ACCEPT" and "ESTABLISHED" in " ".join(accept)
+    assert drop[-1] == "DROP"
+    listing = subprocess.run(
+        ["iptables", "-S", "INPUT"], capture_output=True, text=True, check=True
+    ).stdout
+    ours = [line for line in listing.splitlines() if f"trialbox.run={RUN_ID} " in line]
+    assert ours[0].endswith("ACCEPT") and ours[1].endswith("DROP")
+    # A crash leaves the rules behind: only their comment is needed to remove them.
+    assert _firewall.sweep(RUN_ID) == 2
+    assert firewall.rules(RUN_ID) == []
+    assert _firewall.sweep(RUN_ID) == 0
+
+
+def test_release_removes_only_that_networks_rules(setup: Setup) -> None:
+    firewall = Firewall()
+    firewall.isolate_network(setup.network_id, RUN_ID)
+    firewall.isolate_network(setup.other_net.id, RUN_ID)
+    try:
+        assert firewall.release_network(setup.network_id) == 2
+        remaining = firewall.rules(RUN_ID)
+        assert len(remaining) == 2
+        assert all(bridge_name(setup.other_net.id) in rule for rule in remaining)
+        assert firewall.release_network(setup.network_id) == 0  # idempotent
+    finally:
+        firewall.sweep(RUN_ID)
+
+
+# --- clear errors ----------------------------------------------------------------------------
+
+
+def test_missing_iptables_is_one_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_firewall.shutil, "which", lambda name: None)
+    with pytest.raises(FirewallError, match="iptables is not installed"):
+        _firewall.sweep(RUN_ID)
+
+
+def test_not_root_is_one_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_firewall.os, "geteuid", lambda: 1000)
+    with pytest.raises(FirewallError, match="needs root"):
+        _firewall.isolate_network("a" * 64, RUN_ID)
+
+
+@pytest.mark.parametrize(
+    ("network_id", "label", "message"),
+    [
+        ("tbx-run-a", RUN_ID, "not a Docker network id"),
+        ("a" * 64, "run id; rm -rf", "cannot go into a firewall comment"),
+    ],
+)
+def test_bad_ids_and_labels_are_refused_before_iptables_runs(
+    network_id: str, label: str, message: str
+) -> None:
+    ran: list[list[str]] = []
+    firewall = Firewall(runner=lambda args: ran.append(list(args)))  # type: ignore[arg-type,return-value]
+    with pytest.raises(FirewallError, match=message):
+        firewall.isolate_network(network_id, label)
+    assert ran == []
+
+
+def test_an_iptables_failure_names_the_command_and_its_message() -> None:
+    def failing(args: object) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess(args, 4, "", "iptables: Resource temporarily unavailable.")
+
+    with pytest.raises(FirewallError, match=r"`iptables -I INPUT 1 .*exit 4.*temporarily"):
+        Firewall(runner=failing).isolate_network("a" * 64, RUN_ID)
+
+
+def test_the_engine_can_run_iptables_here() -> None:
+    # These tests change the host firewall: they need what the engine needs.
+    assert os.geteuid() == 0, "run the container tests as root (the Docker host's firewall)"
+
+
+# --- hardened sandbox containers (runner/sandbox/_hardening.py) ----------------------------
+
+AGENT_UI_IMAGE = "trialbox/agent-ui:dev"
+UI_PORT, MCP_PORT = 4200, 8765
+
+
+def address_on(container: object, network: str) -> str:
+    container.reload()
+    return container.attrs["NetworkSettings"]["Networks"][network]["IPAddress"]
+
+
+def wait_http(url: str, container: object, deadline_s: float = 90) -> httpx.Response:
+    deadline = time.monotonic() + deadline_s
+    while True:
+        try:
+            response = httpx.get(url, timeout=2)
+            if response.status_code == 200:
+                return response
+        except httpx.HTTPError:
+            pass
+        container.reload()
+        assert container.status != "exited", container.logs(tail=30).decode(errors="replace")
+        assert time.monotonic() < deadline, container.logs(tail=30).decode(errors="replace")
+        time.sleep(0.5)
+
+
+@pytest.fixture(scope="module")
+def hardened(setup: Setup) -> Iterator[tuple[object, object, str]]:
+    """A hardened Agent UI and MCP bridge on the isolated sandbox network, as DockerBackend
+    starts them, plus the bridge's token."""
+    client = setup.client
+    try:
+        client.images.get(AGENT_UI_IMAGE)
+    except docker.errors.ImageNotFound:
+        pytest.fail(f"{AGENT_UI_IMAGE} is not built — run `trialbox images`")
+    token = secrets.token_hex(24)
+    ui_name = f"tbx-{RUN_ID}-ui"
+    ui = client.containers.run(
+        AGENT_UI_IMAGE,
+        ["ui", "--llm-url", f"http://llm:{LLM_PORT}", "--allowed-host", ui_name,
+         "--allowed-host", "localhost"],
+        name=ui_name, detach=True, init=True, network=setup.sandbox_net.name,
+        labels=LABELS | {"trialbox.role": "agent-ui"}, **container_options("agent-ui"),
+    )
+    mcp = client.containers.run(
+        AGENT_UI_IMAGE, ["mcp", "--ui-url", f"http://{ui_name}:{UI_PORT}"],
+        name=f"tbx-{RUN_ID}-mcp", detach=True, init=True, network=setup.sandbox_net.name,
+        environment={"GAIA_AGENT_UI_MCP_TOKEN": token},
+        labels=LABELS | {"trialbox.role": "mcp"}, **container_options("mcp"),
+    )
+    _firewall.isolate_network(setup.network_id, RUN_ID)
+    try:
+        yield ui, mcp, token
+    finally:
+        _firewall.release_network(setup.network_id)
+        for container in (ui, mcp):
+            container.remove(force=True)
+
+
+def test_hardened_containers_carry_every_option(hardened) -> None:
+    for container, role in zip(hardened[:2], ("agent-ui", "mcp"), strict=True):
+        container.reload()
+        host = container.attrs["HostConfig"]
+        expected = container_options(role)
+        assert host["CapDrop"] == ["ALL"] and not host["CapAdd"]
+        assert host["SecurityOpt"] == ["no-new-privileges:true"]
+        assert host["ReadonlyRootfs"] is True
+        assert host["Tmpfs"] == expected["tmpfs"]
+        assert host["Memory"] == host["MemorySwap"] > 0
+        assert host["PidsLimit"] == expected["pids_limit"]
+        assert host["NanoCpus"] == expected["nano_cpus"]
+        assert host["LogConfig"] == {"Type": "json-file", "Config": {"max-size": "10m", "max-file": "3"}}
+        status = container.exec_run(["cat", "/proc/self/status"]).output.decode()
+        fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
+        assert fields["CapEff"].strip() == "0" * 16 and fields["CapBnd"].strip() == "0" * 16
+        assert fields["NoNewPrivs"].strip() == "1"
+
+
+def test_gaia_agent_ui_and_bridge_serve_under_the_hardening(setup: Setup, hardened) -> None:
+    ui, mcp, token = hardened
+    health = wait_http(f"http://{address_on(ui, setup.sandbox_net.name)}:{UI_PORT}/api/health", ui)
+    assert health.json()["status"] == "ok"
+
+    from fastmcp import Client
+    from fastmcp.client.transports import StreamableHttpTransport
+
+    async def tools() -> list[str]:
+        url = f"http://{address_on(mcp, setup.sandbox_net.name)}:{MCP_PORT}/mcp"
+        transport = StreamableHttpTransport(url, headers={"Authorization": f"Bearer {token}"})
+        async with Client(transport, timeout=10) as client:
+            return [tool.name for tool in await client.list_tools()]
+
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            names = asyncio.run(tools())
+            break
+        except Exception:  # noqa: BLE001 — not ready yet
+            mcp.reload()
+            assert mcp.status != "exited", mcp.logs(tail=30).decode(errors="replace")
+            assert time.monotonic() < deadline, mcp.logs(tail=30).decode(errors="replace")
+            time.sleep(0.5)
+    assert {"system_status", "create_session", "send_message"} <= set(names)
+    for container in (ui, mcp):  # nothing GAIA does at start-up tried to write the image
+        assert b"Read-only file system" not in container.logs()
+
+
+def test_gaia_state_lives_on_tmpfs_and_is_read_through_exec(setup: Setup, hardened) -> None:
+    ui = hardened[0]
+    wait_http(f"http://{address_on(ui, setup.sandbox_net.name)}:{UI_PORT}/api/health", ui)
+    # GAIA's home was prepared by the entrypoint on the tmpfs, as the image's user.
+    marker = read_file(ui, f"{IMAGE_HOME}/.gaia/chat/initialized")
+    assert marker == b"ready"
+    assert read_file(ui, "/tmp/does-not-exist") is None
+    # The image itself cannot be changed, by GAIA or by anything the agent runs.
+    denied = ui.exec_run(["touch", "/opt/venv/x"])
+    assert denied.exit_code != 0 and b"Read-only file system" in denied.output
+    # Why read_file exists: Docker 20.10's archive API does not see tmpfs contents.
+    with pytest.raises(docker.errors.NotFound):
+        ui.get_archive(f"{IMAGE_HOME}/.gaia/chat/initialized")
+
+
+def test_read_file_reports_a_failure_clearly(hardened) -> None:
+    with pytest.raises(ReadError, match="reading /proc/1/mem .* failed"):
+        read_file(hardened[0], "/proc/1/mem")

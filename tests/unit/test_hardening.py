@@ -1,0 +1,94 @@
+"""The sandbox containers' hardening options: one definition, measured defaults, env overrides.
+
+A real container started with these options (and GAIA's Agent UI answering under them) is in
+tests/containers/test_isolation.py; this file checks the definition itself.
+"""
+
+from __future__ import annotations
+
+import pytest
+from docker.types import LogConfig
+
+from runner.sandbox._hardening import (
+    IMAGE_HOME,
+    IMAGE_UID,
+    ROLE_LIMITS,
+    ROLES,
+    TMPFS,
+    HardeningConfigError,
+    container_options,
+    limits_for,
+)
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_every_sandbox_container_drops_everything_and_gains_nothing(role) -> None:
+    options = container_options(role, env={})
+    assert options["cap_drop"] == ["ALL"] and "cap_add" not in options
+    assert options["security_opt"] == ["no-new-privileges:true"]
+    assert options["read_only"] is True
+    assert "privileged" not in options
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_gaia_writes_only_to_tmpfs_owned_by_the_image_user(role) -> None:
+    tmpfs = container_options(role, env={})["tmpfs"]
+    assert set(tmpfs) == {"/tmp", IMAGE_HOME}
+    assert f"uid={IMAGE_UID}" in tmpfs[IMAGE_HOME] and "mode=0700" in tmpfs[IMAGE_HOME]
+    for options in tmpfs.values():
+        assert "nosuid" in options and "nodev" in options and "size=" in options
+    # The returned dict is a copy: a caller changing it cannot change the next sandbox's.
+    tmpfs["/tmp"] = "rw"
+    assert TMPFS["/tmp"] != "rw"
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_limits_default_to_the_measured_ceilings(role) -> None:
+    options = container_options(role, env={})
+    limits = ROLE_LIMITS[role]
+    assert options["mem_limit"] == options["memswap_limit"] == limits.memory
+    assert options["pids_limit"] == limits.pids
+    assert options["nano_cpus"] == int(limits.cpus * 1e9)
+
+
+def test_logs_are_bounded_json_files() -> None:
+    log_config = container_options("agent-ui", env={})["log_config"]
+    assert isinstance(log_config, LogConfig)
+    assert log_config.type == "json-file"
+    assert log_config.config == {"max-size": "10m", "max-file": "3"}
+
+
+def test_each_limit_is_overridable_per_role() -> None:
+    env = {
+        "TRIALBOX_SANDBOX_AGENT_UI_MEMORY": "3G",
+        "TRIALBOX_SANDBOX_AGENT_UI_PIDS": "1024",
+        "TRIALBOX_SANDBOX_AGENT_UI_CPUS": "2",
+        "TRIALBOX_SANDBOX_MCP_MEMORY": "256m",
+    }
+    ui = limits_for("agent-ui", env)
+    assert (ui.memory, ui.pids, ui.cpus) == ("3g", 1024, 2.0)
+    mcp = limits_for("mcp", env)
+    assert mcp.memory == "256m" and mcp.pids == ROLE_LIMITS["mcp"].pids
+    assert container_options("agent-ui", env)["nano_cpus"] == 2_000_000_000
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        ("TRIALBOX_SANDBOX_AGENT_UI_MEMORY", "lots", "not a memory size: use e.g. 1536m or 2g"),
+        ("TRIALBOX_SANDBOX_AGENT_UI_MEMORY", "0", "not a memory size"),
+        ("TRIALBOX_SANDBOX_AGENT_UI_PIDS", "8", "at least 16"),
+        ("TRIALBOX_SANDBOX_AGENT_UI_PIDS", "many", "at least 16"),
+        ("TRIALBOX_SANDBOX_AGENT_UI_CPUS", "0", "from 0.1 to 64"),
+        ("TRIALBOX_SANDBOX_AGENT_UI_CPUS", "two", "from 0.1 to 64"),
+    ],
+)
+def test_a_bad_override_is_one_clear_error_naming_the_variable(variable, value, message) -> None:
+    with pytest.raises(HardeningConfigError, match=variable) as raised:
+        limits_for("agent-ui", {variable: value})
+    assert message in str(raised.value)
+
+
+def test_an_unknown_role_is_refused() -> None:
+    with pytest.raises(HardeningConfigError, match="agent-ui, mcp"):
+        limits_for("llm", {})  # type: ignore[arg-type]
