@@ -102,7 +102,7 @@ async def test_the_small_model_fails_calibration(judge_url: str) -> None:
     report = await calibrate(ModelJudge(OpenAIBackend(judge_url)), deadline_s=90, examples=_goa_only())
     print(report)
     assert not report.passed
-    assert report.misses and all(r.got in {l.value for l in ClaimLabel} or r.error for r in report.misses)
+    assert report.misses and all(r.got in {label.value for label in ClaimLabel} or r.error for r in report.misses)
 
 
 async def test_a_judge_url_that_refuses_connections_is_one_clear_error() -> None:

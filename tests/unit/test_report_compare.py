@@ -51,7 +51,9 @@ def test_every_bucket():
         ]
     )
     result = compare(baseline, current)
-    keys = lambda bucket: [e.key for e in bucket]
+    def keys(bucket: list) -> list[str]:
+        return [e.key for e in bucket]
+
     assert keys(result.improved) == ["better"]
     # Stricter than GAIA: a PASS lost to TIMEOUT, or not run at all, is a regression.
     assert keys(result.regressed) == ["broke_infra", "worse", "gone"]

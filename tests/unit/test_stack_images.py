@@ -54,7 +54,7 @@ def test_cleanup_filters_by_the_run_label() -> None:
 
 # -- the agent-ui image for a chosen amd-gaia (--gaia SPEC) ------------------------------------
 
-from runner.stack.images import (  # grouped with the tests that use them
+from runner.stack.images import (  # noqa: E402 — grouped with the tests that use them
     GaiaSpec,
     parse_gaia_spec,
     pinned_gaia_version,
