@@ -17,11 +17,10 @@ import time
 from pathlib import Path
 
 from runner.bench import find_llm_container
+from runner.paths import eval_root
 from runner.report import percentile
 from runner.sandbox.docker import DockerBackend
 from runner.settings import Backend, RunSettings, Selection, new_run_id
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 async def cold_starts(backend: DockerBackend, count: int) -> tuple[list[float], list[float]]:
@@ -42,7 +41,7 @@ def one_scenario(llm_container: str, llm_url: str, scenario: str, results: Path)
     from runner.launch import run_blocking
 
     settings = RunSettings(
-        run_id=new_run_id(), suite_paths=[ROOT / "eval" / "scenarios"], corpus_root=ROOT / "eval" / "corpus",
+        run_id=new_run_id(), suite_paths=[eval_root() / "scenarios"], corpus_root=eval_root() / "corpus",
         results_root=results, selection=Selection(ids=[scenario]), backend=Backend.DOCKER,
         device="cpu", llm_url=llm_url, llm_container=llm_container,
         judge_provider="none", simulator_mode="scripted",
@@ -69,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     if llm is None:
         print("no running LLM server container — start the stack with `make up` first", file=sys.stderr)
         return 3
-    backend = DockerBackend(f"bench-{new_run_id()}", llm, ROOT / "eval" / "corpus")
+    backend = DockerBackend(f"bench-{new_run_id()}", llm, eval_root() / "corpus")
     starts, teardowns = asyncio.run(cold_starts(backend, args.sandboxes))
     print(describe("sandbox cold start", starts))
     print(describe("sandbox teardown", teardowns))

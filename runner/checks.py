@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
@@ -43,6 +44,7 @@ from runner.scenarios import (
     ToolStep,
     Turn,
 )
+from runner.scenarios._checks import CHECK_MODELS
 from runner.transcript import IndexedDocument, Transcript, TurnRecord
 
 __all__ = [
@@ -166,7 +168,7 @@ def run_all_checks(scenario: Scenario, transcript: Transcript,
 
 
 def _decide(item: Planned, context: _Context) -> CheckResult:
-    passed, diagnostic = _REGISTRY[item.check.type](item.check, context)
+    passed, diagnostic = _DECIDERS[type(item.check)](item.check, context)
     return CheckResult(type=item.label, turn=context.turn, passed=passed, derived=item.derived,
                        diagnostic="" if passed else item.origin + diagnostic)
 
@@ -182,7 +184,7 @@ MAX_LITERAL_WORDS = 4
 correct agent paraphrases; a substring test on it would fail right answers, so it is left to
 the judge. Names, codes, dates and values with a unit (at most 4 words) are written one way."""
 
-_OWN_ANSWER_CHECKS = frozenset({"answer_contains", "answer_number"})
+_OWN_ANSWER_CHECKS = (AnswerContains, AnswerNumber)
 """A turn that declares one of these already says how its answer is verified. (A declared
 answer_not_contains, e.g. "I cannot", says nothing about the expected answer.)"""
 
@@ -222,7 +224,7 @@ def derived_checks(turn: Turn) -> list[AnswerContains | AnswerNumber]:
     truth = turn.ground_truth
     if truth is None or not has_expected_answer(truth):
         return []
-    if any(check.type in _OWN_ANSWER_CHECKS for check in turn.checks):
+    if any(isinstance(check, _OWN_ANSWER_CHECKS) for check in turn.checks):
         return []
     expected = truth.expected_answer
     items = expected if isinstance(expected, list) else [expected]
@@ -516,15 +518,15 @@ def _same_document(item: IndexedDocument, corpus_doc: str | None,
     return parts[-len(relative_path.parts):] == relative_path.parts
 
 
-_REGISTRY: dict[str, Callable[[Any, _Context], tuple[bool, str]]] = {
-    "tool_called": _tool_called,
-    "tool_not_called": _tool_not_called,
-    "tools_in_order": _tools_in_order,
-    "tools_exact": _tools_exact,
-    "max_tool_calls": _max_tool_calls,
-    "answer_contains": _answer_contains,
-    "answer_not_contains": _answer_not_contains,
-    "answer_number": _answer_number,
-    "documents_indexed": _documents_indexed,
+Decider = Callable[[Any, _Context], tuple[bool, str]]
+
+# One decider per check model, each found by the model its `check` parameter is typed with: the
+# union in runner/scenarios/_checks.py stays the one list of check types, and the assertion
+# proves every model of it has exactly one decider here.
+_DECIDERS: dict[type[Any], Decider] = {
+    typing.get_type_hints(decider)["check"]: decider
+    for decider in (_tool_called, _tool_not_called, _tools_in_order, _tools_exact,
+                    _max_tool_calls, _answer_contains, _answer_not_contains, _answer_number,
+                    _documents_indexed)
 }
-assert set(_REGISTRY) == set(CHECK_TYPES), "every check type has exactly one decider"
+assert set(_DECIDERS) == set(CHECK_MODELS.values()), "every check type has exactly one decider"

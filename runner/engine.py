@@ -23,7 +23,7 @@ from runner.judgments import Judgments
 from runner.report import RunWriter, Scorecard, Trace, scenario_result, trace_of
 from runner.sandbox import SandboxBackend
 from runner.scenarios import Manifest, Scenario, default_timeout_s, missing_documents
-from runner.scoring import judge_cost_usd, scenario_status
+from runner.scoring import judgings_cost_usd, scenario_status
 from runner.settings import RunSettings
 from runner.simulate import Simulator, SimulatorError, SimulatorUnavailable, preflight
 from runner.status import Status
@@ -262,7 +262,7 @@ class Engine:
             outcome.error = f"judge reply rejected: {exc}"
             return
         outcome.judgments = outcome.rejudged[0]
-        spent = sum(judge_cost_usd(j.usage, j.judge_model) for j in outcome.rejudged)
+        spent = judgings_cost_usd(outcome.rejudged)
         budget = self.settings.budget_usd
         if budget is not None and spent > budget:
             outcome.infra = Status.BUDGET_EXCEEDED

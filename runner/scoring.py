@@ -31,11 +31,15 @@ from runner.judgments import (
     ClaimJudgment,
     ClaimLabel,
     DimensionScores,
-    JudgeUsage,
     Judgments,
     TurnJudgment,
 )
 from runner.outcomes import CheckResult
+
+# Judge cost: the one price table (exact model ids) is runner/prices.py; re-exported because the
+# engine's budget check and the report ask scoring for a scenario's cost.
+from runner.prices import judge_cost_usd as judge_cost_usd
+from runner.prices import judgings_cost_usd as judgings_cost_usd
 from runner.status import JUDGED, Status
 
 WEIGHTS: Mapping[str, float] = MappingProxyType(
@@ -123,9 +127,16 @@ class _Record(BaseModel):
 class QualityGates(_Record):
     """The three things a PASS needs. None = that gate could not be evaluated (no judge)."""
 
-    rubric_ok: bool | None = None  # GAIA's rubric: mean ≥ 6.0 and every turn correctness ≥ 4
-    checks_ok: bool = True  # every exact check passed (vacuously true with no checks)
-    claims_ok: bool | None = None  # every claim judged `entailed`
+    rubric_ok: bool | None = Field(
+        default=None,
+        description="GAIA's rubric: mean ≥ 6.0 and every turn correctness ≥ 4; None unjudged",
+    )
+    checks_ok: bool = Field(
+        default=True, description="every exact check passed (vacuously true with no checks)"
+    )
+    claims_ok: bool | None = Field(
+        default=None, description="every claim judged `entailed`; None when not judged"
+    )
     checks_run: int = Field(
         default=0,
         description="how many exact checks were decided (declared, expected_tools and derived); "
@@ -148,20 +159,28 @@ checks alone when no judge ran (they can only FAIL a scenario, never PASS it).""
 
 
 class ScoredTurn(_Record):
-    turn: int
-    score: float
-    passed: bool
-    mismatch_note: str | None = None
+    """One judged turn as scoring recomputed it."""
+
+    turn: int = Field(description="1-based turn number")
+    score: float = Field(description="weighted sum of the clamped dimensions, 0-10")
+    passed: bool = Field(description="correctness ≥ 4 and score ≥ 6.0")
+    mismatch_note: str | None = Field(
+        default=None, description="set when the judge's own total was off by more than 0.25"
+    )
 
 
 class ScenarioOutcome(_Record):
     """What scoring decided about one scenario run, and why."""
 
-    status: Status
-    score: float | None = None  # None when nothing was judged
-    gates: QualityGates
-    turns: list[ScoredTurn] = Field(default_factory=list)
-    notes: list[str] = Field(default_factory=list)  # why the status is what it is
+    status: Status = Field(description="the scenario's status")
+    score: float | None = Field(
+        default=None, description="mean of the turn scores; None when nothing was judged"
+    )
+    gates: QualityGates = Field(description="the three things a PASS needs")
+    turns: list[ScoredTurn] = Field(default_factory=list, description="judged turns, in order")
+    notes: list[str] = Field(
+        default_factory=list, description="why the status is what it is, one line each"
+    )
     decided_by: Decider | None = Field(
         default=None, description="judge | checks for PASS/FAIL/BLOCKED; None for other statuses"
     )
@@ -326,8 +345,21 @@ def scenario_status(
 # --- run summary -------------------------------------------------------------------------
 
 
+class SourcedTurn(Protocol):
+    """What the user-message counts need from a turn (report.TurnResult has these)."""
+
+    @property
+    def user_message_source(self) -> str | None: ...
+
+    @property
+    def simulator_model(self) -> str | None: ...
+
+
 class Scored(Protocol):
     """What summarize() needs from a scenario result (report.ScenarioResult has these)."""
+
+    @property
+    def turns(self) -> Sequence[SourcedTurn]: ...
 
     @property
     def category(self) -> str: ...
@@ -348,16 +380,20 @@ class Scored(Protocol):
 class StatusCounts(_Record):
     """GAIA's counters, plus ours (not_judged). Every scenario is in exactly one of them."""
 
-    passed: int = 0
-    failed: int = 0  # every FAIL, judged or decided by checks (see checks_failed)
-    blocked: int = 0
-    timeout: int = 0
-    budget_exceeded: int = 0
-    infra_error: int = 0
-    skipped: int = 0
-    not_run: int = 0
-    errored: int = 0
-    not_judged: int = 0  # every NOT_JUDGED (see checks_passed_not_judged)
+    passed: int = Field(default=0, description="PASS")
+    failed: int = Field(
+        default=0, description="every FAIL, judged or decided by checks (see checks_failed)"
+    )
+    blocked: int = Field(default=0, description="BLOCKED_BY_ARCHITECTURE")
+    timeout: int = Field(default=0, description="TIMEOUT")
+    budget_exceeded: int = Field(default=0, description="BUDGET_EXCEEDED")
+    infra_error: int = Field(default=0, description="INFRA_ERROR and SETUP_ERROR (as GAIA)")
+    skipped: int = Field(default=0, description="SKIPPED_NO_DOCUMENT and SKIPPED_NO_MODEL")
+    not_run: int = Field(default=0, description="NOT_RUN (a stopped or interrupted run)")
+    errored: int = Field(default=0, description="ERRORED")
+    not_judged: int = Field(
+        default=0, description="every NOT_JUDGED (see checks_passed_not_judged)"
+    )
 
 
 class Totals(StatusCounts):
@@ -382,24 +418,87 @@ class Totals(StatusCounts):
     checks_all_passed: int = Field(
         default=0, description="of `checked`, the scenarios whose exact checks all passed"
     )
-    judged_pass_rate: float | None = None  # passed / judged; None when nothing was judged
+    judged_pass_rate: float | None = Field(
+        default=None, description="passed / judged; None when nothing was judged"
+    )
     checks_pass_rate: float | None = Field(
         default=None, description="checks_all_passed / checked; None when no check ran"
     )
-    avg_score: float | None = None  # judge-scored scenarios only, FAIL capped at 5.99
+    avg_score: float | None = Field(
+        default=None, description="mean score of judge-scored scenarios, FAIL capped at 5.99"
+    )
 
 
 class CategorySummary(Totals):
-    total: int = 0
+    """The counters and rates of one category."""
+
+    total: int = Field(default=0, description="rows in this category (trials count)")
+
+
+class UserMessageCounts(_Record):
+    """Where the user turns of a run came from (offline runs have no hosted simulator)."""
+
+    verbatim: int = Field(default=0, description="turns sent as the scenario's user_message")
+    extracted: int = Field(
+        default=0, description="turns sent as the one question quoted in the turn's objective"
+    )
+    simulated: int = Field(
+        default=0, description="turns a simulator model wrote from the objective and persona"
+    )
+    not_recorded: int = Field(
+        default=0,
+        description="turns whose source is not recorded (a GAIA scorecard, an older scorecard)",
+    )
+    simulated_by: dict[str, int] = Field(
+        default_factory=dict,
+        description="simulated turns per simulator model ('unknown' when none was recorded)",
+    )
+
+    @property
+    def total(self) -> int:
+        return self.verbatim + self.extracted + self.simulated + self.not_recorded
+
+
+UNKNOWN_SIMULATOR = "unknown"
+
+
+def count_user_messages(results: Iterable[Scored]) -> UserMessageCounts:
+    """Count every turn of every result (every trial) by where its user message came from."""
+    counts = UserMessageCounts()
+    by_model: dict[str, int] = {}
+    for result in results:
+        for turn in result.turns:
+            source = turn.user_message_source
+            if source == "verbatim":
+                counts.verbatim += 1
+            elif source == "extracted":
+                counts.extracted += 1
+            elif source == "simulated":
+                counts.simulated += 1
+                model = turn.simulator_model or UNKNOWN_SIMULATOR
+                by_model[model] = by_model.get(model, 0) + 1
+            else:
+                counts.not_recorded += 1
+    counts.simulated_by = dict(sorted(by_model.items()))
+    return counts
 
 
 class Summary(Totals):
     """GAIA's summary fields (scorecard.json `summary`) plus judged/checks/infrastructure totals."""
 
-    total_scenarios: int = 0
-    infrastructure: int = 0  # every status that is not PASS/FAIL/BLOCKED: never quality
-    pass_rate: float = 0.0  # passed / total_scenarios
-    by_category: dict[str, CategorySummary] = Field(default_factory=dict)
+    total_scenarios: int = Field(default=0, description="rows in the scorecard (trials count)")
+    infrastructure: int = Field(
+        default=0, description="every status that is not PASS/FAIL/BLOCKED: never quality"
+    )
+    pass_rate: float = Field(default=0.0, description="passed / total_scenarios")
+    by_category: dict[str, CategorySummary] = Field(
+        default_factory=dict, description="the same counters per category"
+    )
+    user_messages: UserMessageCounts = Field(
+        default_factory=UserMessageCounts,
+        description="turns by where their user message came from: verbatim, extracted from "
+        "the objective, or simulated (and by which model)",
+    )
 
 
 _JUDGED_BUCKETS = {Status.PASS: "passed", Status.FAIL: "failed"}
@@ -472,6 +571,7 @@ class _Tally:
 
 def summarize(results: Iterable[Scored]) -> Summary:
     """GAIA's summary over a run: counts per status bucket, rates, averages, by category."""
+    results = list(results)  # read twice: the tallies and the user-message counts
     overall = _Tally.empty()
     categories: dict[str, _Tally] = {}
     for result in results:
@@ -489,6 +589,7 @@ def summarize(results: Iterable[Scored]) -> Summary:
             "infrastructure": overall.total - quality,
             "pass_rate": overall.counts["passed"] / overall.total if overall.total else 0.0,
             "by_category": by_category,
+            "user_messages": count_user_messages(results),
         }
     )
 
@@ -505,61 +606,3 @@ def decided_pass_rate(summary: Summary) -> tuple[float | None, str]:
     if summary.checked and summary.checks_pass_rate is not None:
         return summary.checks_pass_rate, "checks pass rate"
     return None, "no pass rate (no judge decided a scenario and no exact check ran)"
-
-
-# --- judge cost --------------------------------------------------------------------------
-
-
-class Price(_Record):
-    """US dollars per million tokens."""
-
-    input: float
-    output: float
-    cache_read: float
-    cache_write: float
-
-
-def _anthropic(input_price: float, output_price: float) -> Price:
-    # Anthropic bills a 5-minute cache write at 1.25x and a cache read at 0.1x the input price.
-    return Price(
-        input=input_price,
-        output=output_price,
-        cache_read=round(input_price * 0.1, 4),
-        cache_write=round(input_price * 1.25, 4),
-    )
-
-
-PRICES: tuple[tuple[str, Price], ...] = (
-    # Most specific first: the first family whose key occurs in the model name wins.
-    ("opus-4-5", _anthropic(5.0, 25.0)),
-    ("opus-4-6", _anthropic(5.0, 25.0)),
-    ("opus", _anthropic(15.0, 75.0)),
-    ("sonnet", _anthropic(3.0, 15.0)),
-    ("haiku-4", _anthropic(1.0, 5.0)),
-    ("haiku-3-5", _anthropic(0.8, 4.0)),
-    ("3-5-haiku", _anthropic(0.8, 4.0)),
-    ("haiku", _anthropic(0.25, 1.25)),
-)
-"""Estimates for the cost section; a model matching no family (a local model) costs 0."""
-
-
-def price_of(model: str) -> Price | None:
-    name = model.lower()
-    for key, price in PRICES:
-        if key in name:
-            return price
-    return None
-
-
-def judge_cost_usd(usage: JudgeUsage, model: str) -> float:
-    """Estimated dollars for one scenario's judging; 0 for local (unpriced) models."""
-    price = price_of(model)
-    if price is None:
-        return 0.0
-    dollars = (
-        usage.input_tokens * price.input
-        + usage.output_tokens * price.output
-        + usage.cache_read_tokens * price.cache_read
-        + usage.cache_write_tokens * price.cache_write
-    ) / 1_000_000
-    return round(dollars, 6)

@@ -23,7 +23,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import anthropic
@@ -31,6 +30,7 @@ import httpx
 import httpx2
 from pydantic import BaseModel, ConfigDict, Field
 
+from runner.paths import eval_root
 from runner.transcript import TurnRecord, UserMessage
 
 PROMPT_FILE = "user_simulator.md"
@@ -151,8 +151,7 @@ def extracted(turn: Any) -> UserMessage | None:
 
 
 def _prompt_text() -> str:
-    root = os.environ.get("TRIALBOX_EVAL_ROOT") or str(Path(__file__).resolve().parents[1] / "eval")
-    path = Path(root) / "prompts" / PROMPT_FILE
+    path = eval_root() / "prompts" / PROMPT_FILE
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -18,21 +18,16 @@ from runner.corpus._build import (
 )
 from runner.corpus._content import DocumentContent, normalise, numbers_in, read_content
 from runner.corpus._generated import GENERATED, GeneratedDocument
-from runner.corpus._manifest import (
-    CorpusEntry,
-    CorpusFact,
-    CorpusManifest,
-    read_manifest,
-    write_checksums,
-)
+from runner.corpus._manifest import read_manifest, write_checksums
 from runner.corpus._pdf import PdfFormatError, extract_pdf_text, write_pdf
 from runner.corpus._real_world import REAL_WORLD, RealWorldDocument, SourceUnavailable
 from runner.corpus._verify import FactReport, fact_problem, verify_facts
 from runner.corpus._xlsx import read_xlsx_rows, write_xlsx
+from runner.paths import eval_root
 
 __all__ = [
     "GENERATED", "REAL_WORLD",
-    "BuildReport", "CorpusEntry", "CorpusFact", "CorpusManifest", "DocumentContent",
+    "BuildReport", "DocumentContent",
     "DocumentResult", "FactReport", "GeneratedDocument", "Outcome", "PdfFormatError",
     "RealWorldDocument", "SourceUnavailable",
     "build", "build_corpus", "default_corpus_root", "extract_pdf_text", "fact_problem", "normalise",
@@ -42,6 +37,5 @@ __all__ = [
 
 
 def default_corpus_root() -> Path:
-    """``eval/corpus`` of the source tree this package runs from (a checkout), else ./eval/corpus."""
-    checkout = Path(__file__).resolve().parents[2] / "eval" / "corpus"
-    return checkout if checkout.is_dir() else Path("eval") / "corpus"
+    """Our corpus, ``<eval root>/corpus`` (runner/paths.py), from any working directory."""
+    return eval_root() / "corpus"

@@ -18,8 +18,10 @@ from enum import Enum
 from pathlib import Path
 
 from runner.corpus._generated import GENERATED
-from runner.corpus._manifest import CorpusEntry, CorpusManifest, read_manifest, write_checksums
+from runner.corpus._manifest import read_manifest, write_checksums
 from runner.corpus._real_world import REAL_WORLD, SourceUnavailable
+from runner.paths import cache_root
+from runner.scenarios import CorpusDocument, Manifest
 
 
 class Outcome(str, Enum):
@@ -84,7 +86,8 @@ class BuildReport:
 
 
 def default_cache_dir() -> Path:
-    return Path(os.environ.get("TRIALBOX_CACHE", ".cache")) / "corpus"
+    """Downloaded sdists, kept between builds: under the project's cache root (runner/paths.py)."""
+    return cache_root() / "corpus"
 
 
 def build_corpus(corpus_root: Path, *, real_world: bool = True, cache_dir: Path | None = None,
@@ -100,7 +103,7 @@ def build_corpus(corpus_root: Path, *, real_world: bool = True, cache_dir: Path 
     report = BuildReport(corpus_root)
     report.results += _registry_problems(manifest)
     actual: dict[str, str] = {}
-    for entry in manifest.entries:
+    for entry in manifest.all_documents:
         if entry.id in GENERATED:
             result = _build_generated(entry, corpus_root)
         elif entry.real_world:
@@ -131,12 +134,12 @@ def sha256_of(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _registry_problems(manifest: CorpusManifest) -> list[DocumentResult]:
+def _registry_problems(manifest: Manifest) -> list[DocumentResult]:
     """Generated/real-world documents the code knows must be in the manifest, and agree."""
     problems = []
     for registry, kind in ((GENERATED, "generated"), (REAL_WORLD, "real-world")):
         for doc_id, spec in registry.items():
-            entry = manifest.entry(doc_id)
+            entry = manifest.document(doc_id)
             if entry is None:
                 problems.append(DocumentResult(doc_id, spec.filename, Outcome.UNKNOWN,
                                                detail=f"{kind} document missing from manifest"))
@@ -145,7 +148,7 @@ def _registry_problems(manifest: CorpusManifest) -> list[DocumentResult]:
                     doc_id, entry.filename, Outcome.UNKNOWN,
                     detail=f"manifest filename {entry.filename!r} but the {kind} source "
                            f"writes {spec.filename!r}"))
-    for entry in manifest.entries:
+    for entry in manifest.all_documents:
         if entry.real_world and entry.id not in REAL_WORLD:
             problems.append(DocumentResult(entry.id, entry.filename, Outcome.UNKNOWN,
                                            detail="real_world document without a source in "
@@ -153,7 +156,7 @@ def _registry_problems(manifest: CorpusManifest) -> list[DocumentResult]:
     return problems
 
 
-def _build_generated(entry: CorpusEntry, corpus_root: Path) -> DocumentResult:
+def _build_generated(entry: CorpusDocument, corpus_root: Path) -> DocumentResult:
     data = GENERATED[entry.id].make()
     digest = sha256_of(data)
     _write_if_changed(corpus_root / entry.filename, data)
@@ -166,7 +169,7 @@ def _build_generated(entry: CorpusEntry, corpus_root: Path) -> DocumentResult:
     return DocumentResult(entry.id, entry.filename, Outcome.GENERATED, digest)
 
 
-def _fetch_real_world(entry: CorpusEntry, corpus_root: Path, cache: Path, enabled: bool,
+def _fetch_real_world(entry: CorpusDocument, corpus_root: Path, cache: Path, enabled: bool,
                       update_checksums: bool) -> DocumentResult:
     target = corpus_root / entry.filename
     spec = REAL_WORLD.get(entry.id)
@@ -191,7 +194,7 @@ def _fetch_real_world(entry: CorpusEntry, corpus_root: Path, cache: Path, enable
                           spec.source.describe())
 
 
-def _check_committed(entry: CorpusEntry, corpus_root: Path) -> DocumentResult:
+def _check_committed(entry: CorpusDocument, corpus_root: Path) -> DocumentResult:
     path = corpus_root / entry.filename
     if not path.is_file():
         return DocumentResult(entry.id, entry.filename, Outcome.MISSING,

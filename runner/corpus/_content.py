@@ -1,10 +1,10 @@
 """What a document says, as text and numbers, whatever its format.
 
 The quality gate compares manifest answers with this. Text formats are read as text (HTML also
-with its tags removed); CSV and XLSX also give their cells; PDF goes through our own reader
-(the corpus only holds PDFs our writer made). A file that cannot be read as its extension
-claims (the corrupt adversarial document) falls back to its raw bytes, so "this term is
-absent" can still be checked.
+with its tags removed); CSV and XLSX also give their cells; PDF goes through pypdf, the reader
+GAIA's RAG uses, so a fact is proved against the text an agent gets. A file that cannot be
+read as its extension claims (the corrupt adversarial document) falls back to its raw bytes,
+so "this term is absent" can still be checked.
 """
 
 from __future__ import annotations

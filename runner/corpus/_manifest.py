@@ -1,14 +1,7 @@
-"""The corpus manifest as the corpus build and its quality gate read it.
+"""Reading and updating the corpus manifest for the build and its quality gate.
 
-The manifest's format is owned by ``runner.scenarios`` (``Manifest``, ``CorpusDocument``,
-``Fact``). The corpus adds two fields those models do not need for running scenarios:
-
-- ``Fact.absent_terms``: for a fact whose answer is null (the document does not say), words
-  that must NOT occur in the document — the gate's proof that the answer really is absent.
-- ``CorpusDocument.expected_behavior``: GAIA's note on what an agent should do with an
-  adversarial document.
-
-They are declared here by extending the owner's models, so there is still one format.
+The manifest's format is the one model in ``runner.scenarios`` (``Manifest``,
+``CorpusDocument``, ``Fact``), including what only the build needs (``Fact.absent_terms``).
 """
 
 from __future__ import annotations
@@ -16,44 +9,28 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import ValidationError
 
-from runner.scenarios import CorpusDocument, Fact, Manifest
-
-MANIFEST_NAME = "manifest.json"
-
-
-class CorpusFact(Fact):
-    absent_terms: list[str] = Field(default_factory=list)
+from runner.scenarios import Manifest
+from runner.scenarios._manifest_load import MANIFEST_NAME
 
 
-class CorpusEntry(CorpusDocument):
-    facts: list[CorpusFact] = Field(default_factory=list)  # type: ignore[assignment]
-    expected_behavior: str | None = None
-
-
-class CorpusManifest(Manifest):
-    documents: list[CorpusEntry] = Field(default_factory=list)  # type: ignore[assignment]
-    adversarial_documents: list[CorpusEntry] = Field(  # type: ignore[assignment]
-        default_factory=list)
-
-    @property
-    def entries(self) -> list[CorpusEntry]:
-        return [*self.documents, *self.adversarial_documents]
-
-    def entry(self, doc_id: str) -> CorpusEntry | None:
-        return next((doc for doc in self.entries if doc.id == doc_id), None)
-
-
-def read_manifest(corpus_root: Path) -> CorpusManifest:
-    """Parse ``<corpus_root>/manifest.json``; a broken file is an error naming the file."""
+def read_manifest(corpus_root: Path) -> Manifest:
+    """Parse ``<corpus_root>/manifest.json`` alone (the build writes the documents that the
+    scenario loader's checks look for); a broken file is an error naming the file."""
     file = Path(corpus_root) / MANIFEST_NAME
     try:
-        return CorpusManifest.model_validate_json(file.read_bytes())
+        return Manifest.model_validate_json(file.read_bytes())
     except FileNotFoundError as error:
         raise ValueError(f"{file}: corpus manifest not found; give the corpus folder") from error
-    except ValueError as error:
-        raise ValueError(f"{file}: not a valid corpus manifest: {error}") from error
+    except ValidationError as error:
+        problems = error.errors(include_url=False)
+        first = problems[0]
+        field = ".".join(str(part) for part in first["loc"]) or "(whole file)"
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise ValueError(
+            f"{file}: not a valid corpus manifest: {field}: {first['msg']}{more}; run "
+            "`trialbox validate` to see every problem with its line") from error
 
 
 def write_checksums(corpus_root: Path, checksums: dict[str, str]) -> list[str]:

@@ -27,7 +27,7 @@ from runner.corpus._content import (
     read_content,
 )
 from runner.corpus._derived import DERIVED
-from runner.corpus._manifest import CorpusEntry, CorpusFact, CorpusManifest
+from runner.scenarios import CorpusDocument, Fact, Manifest
 
 _WORD = re.compile(r"[^\W\d_]{3,}")
 
@@ -43,9 +43,9 @@ class FactReport:
         return not self.problems
 
 
-def verify_facts(manifest: CorpusManifest, corpus_root: Path) -> FactReport:
+def verify_facts(manifest: Manifest, corpus_root: Path) -> FactReport:
     report = FactReport()
-    for entry in manifest.entries:
+    for entry in manifest.all_documents:
         path = Path(corpus_root) / entry.filename
         if not path.is_file():
             report.not_on_disk.append(entry.id)
@@ -60,7 +60,7 @@ def verify_facts(manifest: CorpusManifest, corpus_root: Path) -> FactReport:
     return report
 
 
-def fact_problem(entry: CorpusEntry, fact: CorpusFact, path: Path,
+def fact_problem(entry: CorpusDocument, fact: Fact, path: Path,
                  content: DocumentContent) -> str | None:
     """Why the document does not support the fact as written, or None when it does."""
     if fact.answer is None:
@@ -84,7 +84,7 @@ def fact_problem(entry: CorpusEntry, fact: CorpusFact, path: Path,
     return _pieces_problem(answer, content)
 
 
-def _absent_problem(fact: CorpusFact, content: DocumentContent) -> str | None:
+def _absent_problem(fact: Fact, content: DocumentContent) -> str | None:
     if not fact.absent_terms:
         return ("answer is null but no absent_terms are listed; list words that would have "
                 "to appear if the document answered the question")

@@ -17,18 +17,9 @@ import httpx2
 from runner.judge._ask import BackendReply, StructuredRequest
 from runner.judge._errors import JudgeError
 from runner.judgments import JudgeUsage
+from runner.prices import judge_cost_usd
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
-
-# US dollars per million tokens: input, output, cache write (5-minute), cache read. List prices
-# when this was written; a model missing here is reported with cost 0 rather than a guess.
-PRICES_PER_MTOK: dict[str, tuple[float, float, float, float]] = {
-    "claude-sonnet-4-6": (3.0, 15.0, 3.75, 0.30),
-    "claude-sonnet-4-5": (3.0, 15.0, 3.75, 0.30),
-    "claude-opus-4-1": (15.0, 75.0, 18.75, 1.50),
-    "claude-haiku-4-5": (1.0, 5.0, 1.25, 0.10),
-}
-
 
 # The judge wants temperature 0: at the default temperature, verdicts on borderline items flip
 # between runs (DESIGN 2.7). API version 2026-10-21, which the SDK 2.x sends by default, rejects
@@ -140,15 +131,8 @@ class AnthropicBackend:
             cache_write_tokens=used.cache_creation_input_tokens or 0,
             requests=1,
         )
-        prices = PRICES_PER_MTOK.get(self.model)
-        if prices is not None:
-            per_input, per_output, per_write, per_read = prices
-            usage.cost_usd = (
-                usage.input_tokens * per_input
-                + usage.output_tokens * per_output
-                + usage.cache_write_tokens * per_write
-                + usage.cache_read_tokens * per_read
-            ) / 1_000_000
+        # Priced from the one table (runner/prices.py), as the budget and the scorecard are.
+        usage.cost_usd = judge_cost_usd(usage, self.model)
         return usage
 
 

@@ -1,24 +1,15 @@
 """Where the judge's prompts and calibration examples live on disk.
 
 They are project files under `eval/` (not package data) so that a reader can review them next to
-the scenarios. TRIALBOX_EVAL_ROOT points elsewhere (the runner image copies `eval/` to its own
-place); otherwise the repository checkout that holds this package is used.
+the scenarios; runner/paths.py says where `eval/` is (TRIALBOX_EVAL_ROOT, else the checkout).
 """
 
 from __future__ import annotations
 
-import os
 from functools import cache
-from pathlib import Path
 
 from runner.judge._errors import JudgeError
-
-
-def eval_root() -> Path:
-    configured = os.environ.get("TRIALBOX_EVAL_ROOT")
-    if configured:
-        return Path(configured)
-    return Path(__file__).resolve().parents[2] / "eval"
+from runner.paths import eval_root
 
 
 @cache

@@ -12,13 +12,26 @@ so unknown keys inside a check are errors.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+import typing
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+Placement = Literal["anywhere", "turn", "scenario"]
+"""Where a check may be declared: "anywhere" (in a turn it sees that turn's tool calls, at
+scenario level the whole trajectory), only in a "turn" (it reads that turn's answer), or only
+at "scenario" level (it reads the scenario's setup)."""
+
+
+class _CheckModel(_Strict):
+    placement: ClassVar[Placement] = "anywhere"
 
 
 class ArgumentMatcher(_Strict):
@@ -64,7 +77,11 @@ def _steps_from_names(value: Any) -> Any:
     return value
 
 
-class ToolCalled(_Strict):
+Steps = Annotated[list[ToolStep], BeforeValidator(_steps_from_names)]
+"""A trajectory of expected calls; in YAML a step may be a bare tool name."""
+
+
+class ToolCalled(_CheckModel):
     """At least one call of `tool` (whose arguments match, when given)."""
 
     type: Literal["tool_called"]
@@ -72,7 +89,7 @@ class ToolCalled(_Strict):
     arguments: Arguments = Field(default_factory=dict)
 
 
-class ToolNotCalled(_Strict):
+class ToolNotCalled(_CheckModel):
     """No call of `tool` at all (or none with matching arguments, when given)."""
 
     type: Literal["tool_not_called"]
@@ -80,31 +97,21 @@ class ToolNotCalled(_Strict):
     arguments: Arguments = Field(default_factory=dict)
 
 
-class ToolsInOrder(_Strict):
+class ToolsInOrder(_CheckModel):
     """The declared calls appear in this order; other calls may come before, between, after."""
 
     type: Literal["tools_in_order"]
-    tools: list[ToolStep] = Field(min_length=1)
-
-    @field_validator("tools", mode="before")
-    @classmethod
-    def _bare_names(cls, value: Any) -> Any:
-        return _steps_from_names(value)
+    tools: Steps = Field(min_length=1)
 
 
-class ToolsExact(_Strict):
+class ToolsExact(_CheckModel):
     """The whole trajectory is exactly these calls, call for call (an empty list = no calls)."""
 
     type: Literal["tools_exact"]
-    tools: list[ToolStep]
-
-    @field_validator("tools", mode="before")
-    @classmethod
-    def _bare_names(cls, value: Any) -> Any:
-        return _steps_from_names(value)
+    tools: Steps
 
 
-class MaxToolCalls(_Strict):
+class MaxToolCalls(_CheckModel):
     """At most `max` tool calls (of `tool` only, when given) — catches tool loops."""
 
     type: Literal["max_tool_calls"]
@@ -112,23 +119,25 @@ class MaxToolCalls(_Strict):
     tool: str | None = None
 
 
-class AnswerContains(_Strict):
+class AnswerContains(_CheckModel):
     """The final answer contains `text` (case-insensitively when `ignore_case`)."""
 
     type: Literal["answer_contains"]
+    placement: ClassVar[Placement] = "turn"
     text: str = Field(min_length=1)
     ignore_case: bool = False
 
 
-class AnswerNotContains(_Strict):
+class AnswerNotContains(_CheckModel):
     """The final answer does not contain `text` (case-insensitively when `ignore_case`)."""
 
     type: Literal["answer_not_contains"]
+    placement: ClassVar[Placement] = "turn"
     text: str = Field(min_length=1)
     ignore_case: bool = False
 
 
-class AnswerNumber(_Strict):
+class AnswerNumber(_CheckModel):
     """Some number in the final answer is within `tolerance` (relative) of `value`.
 
     "$14.2 million", "14,200,000" and "14.2M" all read as 14200000; "12.5%" reads as 12.5
@@ -136,14 +145,16 @@ class AnswerNumber(_Strict):
     """
 
     type: Literal["answer_number"]
+    placement: ClassVar[Placement] = "turn"
     value: float
     tolerance: float = Field(default=0.01, ge=0)
 
 
-class DocumentsIndexed(_Strict):
+class DocumentsIndexed(_CheckModel):
     """Scenario-level: every setup document was indexed into at least one chunk."""
 
     type: Literal["documents_indexed"]
+    placement: ClassVar[Placement] = "scenario"
 
 
 Check = Annotated[
@@ -152,14 +163,17 @@ Check = Annotated[
     Field(discriminator="type"),
 ]
 
-CHECK_TYPES: tuple[str, ...] = (
-    "tool_called", "tool_not_called", "tools_in_order", "tools_exact", "max_tool_calls",
-    "answer_contains", "answer_not_contains", "answer_number", "documents_indexed",
-)
-TOOL_CHECKS = frozenset({"tool_called", "tool_not_called", "tools_in_order", "tools_exact",
-                         "max_tool_calls"})
-ANSWER_CHECKS = frozenset({"answer_contains", "answer_not_contains", "answer_number"})
-SCENARIO_ONLY_CHECKS = frozenset({"documents_indexed"})
-"""Where a check may be declared: tool checks in a turn (that turn's calls) or at scenario
-level (the whole trajectory); answer checks only in a turn; documents_indexed only at
-scenario level."""
+
+
+# Everything below is derived from the union above, so a new check type is declared once.
+def _type_name(model: type[BaseModel]) -> str:
+    (name,) = typing.get_args(model.model_fields["type"].annotation)  # Literal["…"]'s one value
+    return str(name)
+
+
+CHECK_MODELS: Mapping[str, type[_CheckModel]] = MappingProxyType({
+    _type_name(model): model for model in typing.get_args(typing.get_args(Check)[0])
+})
+"""Check type name (the YAML `type:`) → its model, in the union's order."""
+
+CHECK_TYPES: tuple[str, ...] = tuple(CHECK_MODELS)

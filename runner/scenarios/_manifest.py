@@ -15,30 +15,47 @@ filename holding a folder ("real_world/x.pdf") is simply relative to the corpus 
 
 
 class Fact(BaseModel):
+    """One thing a document says (or, with `answer: null`, does not say)."""
+
     model_config = ConfigDict(extra="ignore")
 
-    id: str = Field(min_length=1)
-    question: str | None = None
-    answer: str | int | float | list[str] | None = None  # null: the document does not say
-    difficulty: str | None = None
-    note: str | None = None
-    # For a fact whose answer is null: words that must NOT occur in the document, so the
-    # corpus build can prove the answer really is absent (runner/corpus checks them).
-    absent_terms: list[str] = Field(default_factory=list)
+    id: str = Field(min_length=1, description="unique within its document; scenarios name it "
+                    "in ground_truth.fact_id")
+    question: str | None = Field(default=None, description="the question the fact answers")
+    answer: str | int | float | list[str] | None = Field(
+        default=None, description="the answer as the document writes it; null: the document "
+        "does not say (the agent must say it does not know)")
+    difficulty: str | None = Field(default=None, description="GAIA's difficulty label, "
+                                   "informational")
+    note: str | None = Field(default=None, description="where or how the document says it")
+    absent_terms: list[str] = Field(default_factory=list, description=(
+        "for a fact whose answer is null: words that must NOT occur in the document, so the "
+        "corpus build can prove the answer really is absent (runner/corpus/_verify.py)"))
 
 
 class CorpusDocument(BaseModel):
+    """One document of the corpus and the facts scenarios may ask about."""
+
     model_config = ConfigDict(extra="ignore")
 
-    id: str = Field(min_length=1)
-    filename: str = Field(min_length=1)
-    format: str | None = None
-    domain: str | None = None
-    sha256: str | None = None
-    generated: bool | None = None
-    real_world: bool = False  # not committed: a missing file skips the scenario, no error
-    expected_behavior: str | None = None  # GAIA: what an agent should do with this document
-    facts: list[Fact] = Field(default_factory=list)
+    id: str = Field(min_length=1, description="unique across the corpus; scenarios name it "
+                    "in setup.index_documents[].corpus_doc and ground_truth.doc_id")
+    filename: str = Field(min_length=1, description=(
+        "the file, relative to the corpus root (or to documents/, adversarial/, or the folder "
+        "of the manifest.json that lists it)"))
+    format: str | None = Field(default=None, description="pdf, xlsx, csv, markdown, image, …; "
+                               "how the corpus gate reads it (else the file extension)")
+    domain: str | None = Field(default=None, description="subject area, informational")
+    sha256: str | None = Field(default=None, description=(
+        "hex digest of the file's bytes, checked when the corpus is loaded and built (the "
+        "facts were written against these bytes)"))
+    generated: bool | None = Field(default=None, description=(
+        "written by runner/corpus/_generated.py at build time rather than committed"))
+    real_world: bool = Field(default=False, description=(
+        "fetched at build time, not committed: a missing file skips the scenario, no error"))
+    expected_behavior: str | None = Field(default=None, description=(
+        "GAIA: what an agent should do with this (adversarial) document"))
+    facts: list[Fact] = Field(default_factory=list, description="what the document says")
 
     _folder: Path | None = PrivateAttr(default=None)  # where its manifest.json is
 
@@ -61,10 +78,15 @@ class CorpusDocument(BaseModel):
 
 
 class Manifest(BaseModel):
+    """`<corpus>/manifest.json`: the one model of it, for the scenario loader and the corpus
+    build alike."""
+
     model_config = ConfigDict(extra="ignore")
 
-    documents: list[CorpusDocument] = Field(default_factory=list)
-    adversarial_documents: list[CorpusDocument] = Field(default_factory=list)
+    documents: list[CorpusDocument] = Field(default_factory=list,
+                                            description="the documents scenarios index")
+    adversarial_documents: list[CorpusDocument] = Field(default_factory=list, description=(
+        "documents meant to trip the agent up; they may index 0 chunks without SETUP_ERROR"))
     total_documents: int | None = Field(default=None, description=(
         "GAIA writes the document count here when it merges manifests; informational."))
 

@@ -20,19 +20,9 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from runner.scenarios._checks import (
-    ANSWER_CHECKS,
+    CHECK_MODELS,
     CHECK_TYPES,
-    SCENARIO_ONLY_CHECKS,
-    AnswerContains,
-    AnswerNotContains,
-    AnswerNumber,
     ArgumentMatcher,
-    DocumentsIndexed,
-    MaxToolCalls,
-    ToolCalled,
-    ToolNotCalled,
-    ToolsExact,
-    ToolsInOrder,
     ToolStep,
 )
 from runner.scenarios._models import KNOWN_PERSONAS, Scenario
@@ -47,13 +37,6 @@ SNAKE_CASE = re.compile(r"[a-z0-9]+(?:_[a-z0-9]+)*")
 MAX_ID_LENGTH = 64
 """An id becomes file names (traces/<id>.json), container and network names (Docker allows
 63-128 characters, plus our prefixes) and JUnit test names; 64 keeps all of them valid."""
-
-_CHECK_MODELS: dict[str, type[BaseModel]] = {
-    "tool_called": ToolCalled, "tool_not_called": ToolNotCalled, "tools_in_order": ToolsInOrder,
-    "tools_exact": ToolsExact, "max_tool_calls": MaxToolCalls, "answer_contains": AnswerContains,
-    "answer_not_contains": AnswerNotContains, "answer_number": AnswerNumber,
-    "documents_indexed": DocumentsIndexed,
-}
 
 SCENARIO_FIXES = {
     "id": "give a snake_case id, unique across the tree, e.g. `id: budget_lookup_basic`",
@@ -244,14 +227,15 @@ def _plain(error: Any) -> str:
 def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:
     """The keys a strict check model accepts at this location (for the suggestion)."""
     names = [part for part in loc if isinstance(part, str)]
-    check = next((name for name in reversed(names) if name in _CHECK_MODELS), None)
+    check = next((name for name in reversed(names) if name in CHECK_MODELS), None)
     if check is None:
         return []
+    model = CHECK_MODELS[check]
     if "arguments" in names[names.index(check):]:
         return list(ArgumentMatcher.model_fields)
-    if check in ("tools_in_order", "tools_exact") and names[-2:-1] == ["tools"]:
+    if "tools" in model.model_fields and names[-2:-1] == ["tools"]:  # a step of a trajectory
         return list(ToolStep.model_fields)
-    return list(_CHECK_MODELS[check].model_fields)
+    return list(model.model_fields)
 
 
 def _short(value: Any) -> str:
@@ -322,13 +306,13 @@ def _check_placement_rule(scenario: Scenario, source: SourceMap) -> list[Problem
     problems = []
     for index, turn in enumerate(scenario.turns):
         for position, check in enumerate(turn.checks):
-            if check.type in SCENARIO_ONLY_CHECKS:
+            if check.placement == "scenario":
                 problems.append(problem_at(
                     source, ("turns", index, "checks", position, "type"),
                     f"'{check.type}' is a scenario-level check, not a turn check",
                     "move it to the top-level `checks:` list"))
     for position, check in enumerate(scenario.checks):
-        if check.type in ANSWER_CHECKS:
+        if check.placement == "turn":
             problems.append(problem_at(
                 source, ("checks", position, "type"),
                 f"'{check.type}' checks one turn's answer and cannot be scenario-level",

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import typing
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from pydantic import TypeAdapter
 
 from runner.checks import Check, ToolsExact, run_all_checks, run_scenario_checks, run_turn_checks
 from runner.outcomes import CheckResult
-from runner.scenarios import Scenario, Turn
+from runner.scenarios import CHECK_TYPES, Level, Scenario, Turn, load_scenario_file
+from runner.scenarios._checks import CHECK_MODELS
 from runner.transcript import IndexedDocument, ToolCall, Transcript, TurnPerformance, TurnRecord
 
 CHECKS = TypeAdapter(list[Check])
@@ -286,3 +290,72 @@ def test_checks_validate_into_the_union() -> None:
     (parsed,) = CHECKS.validate_python([{"type": "tools_exact", "tools": ["a", "b"]}])
     assert isinstance(parsed, ToolsExact)
     assert [step.tool for step in parsed.tools] == ["a", "b"]
+
+
+# --- the vocabulary: the union in runner/scenarios/_checks.py is the one list ------------------
+
+# One declaration of every check type, with the scope it may be declared in. A new check type
+# fails the first test until it is added here (and so gets its placement and decider tested).
+ONE_OF_EACH: dict[str, tuple[dict[str, Any], str]] = {
+    "tool_called": ({"type": "tool_called", "tool": "query_documents"}, "anywhere"),
+    "tool_not_called": ({"type": "tool_not_called", "tool": "run_shell_command"}, "anywhere"),
+    "tools_in_order": ({"type": "tools_in_order", "tools": ["query_documents"]}, "anywhere"),
+    "tools_exact": ({"type": "tools_exact", "tools": ["query_documents"]}, "anywhere"),
+    "max_tool_calls": ({"type": "max_tool_calls", "max": 3}, "anywhere"),
+    "answer_contains": ({"type": "answer_contains", "text": "412,000"}, "turn"),
+    "answer_not_contains": ({"type": "answer_not_contains", "text": "I cannot"}, "turn"),
+    "answer_number": ({"type": "answer_number", "value": 412000}, "turn"),
+    "documents_indexed": ({"type": "documents_indexed"}, "scenario"),
+}
+
+
+def test_check_types_are_the_union_members_in_declaration_order() -> None:
+    members = typing.get_args(typing.get_args(Check)[0])
+    assert CHECK_TYPES == tuple(CHECK_MODELS) == tuple(ONE_OF_EACH)
+    assert tuple(CHECK_MODELS.values()) == members
+    for name, (declared, placement) in ONE_OF_EACH.items():
+        (model,) = CHECKS.validate_python([declared])
+        assert type(model) is CHECK_MODELS[name] and model.placement == placement
+
+
+def test_every_check_type_is_decided_where_it_may_be_declared() -> None:
+    turn_level = [d for d, where in ONE_OF_EACH.values() if where != "scenario"]
+    scenario_level = [d for d, where in ONE_OF_EACH.values() if where != "turn"]
+    s = scenario(turn_level, checks=scenario_level, docs=0)
+    ran = transcript(record([call("query_documents")], answer="The total is $412,000."))
+    results = run_all_checks(s, ran, derived=False)
+    assert [r.type for r in results] == [d["type"] for d in turn_level + scenario_level]
+    assert [r for r in results if not r.passed] == []
+
+
+@pytest.mark.parametrize("name", [n for n, (_, where) in ONE_OF_EACH.items() if where != "anywhere"])
+def test_placement_rule_comes_from_the_model(tmp_path: Path, name: str) -> None:
+    declared, placement = ONE_OF_EACH[name]
+    wrong = {"checks": [declared]} if placement == "turn" else {}
+    turn: dict[str, Any] = {"turn": 1, "objective": "o", "success_criteria": "s"}
+    if placement == "scenario":
+        turn["checks"] = [declared]
+    file = tmp_path / "placed.yaml"
+    file.write_text(yaml.safe_dump({"id": "placed", "name": "n", "category": "c",
+                                    "persona": "casual_user", "turns": [turn], **wrong}))
+    _, problems = load_scenario_file(file)
+    errors = [p for p in problems if p.level is Level.ERROR]
+    assert len(errors) == 1, [str(p) for p in problems]
+    where = "checks[0].type" if placement == "turn" else "turns[0].checks[0].type"
+    assert errors[0].field == where
+    assert ("cannot be scenario-level" if placement == "turn"
+            else "is a scenario-level check") in errors[0].message
+
+
+def test_an_unknown_key_in_a_trajectory_step_names_the_step_keys(tmp_path: Path) -> None:
+    file = tmp_path / "step.yaml"
+    file.write_text(yaml.safe_dump({"id": "step", "name": "n", "category": "c",
+                                    "persona": "casual_user", "turns": [{
+                                        "turn": 1, "objective": "o", "success_criteria": "s",
+                                        "checks": [{"type": "tools_exact", "tools": [
+                                            {"tool": "query_documents", "argumens": {}}]}]}]}))
+    _, problems = load_scenario_file(file)
+    (problem,) = problems
+    assert problem.field == "turns[0].checks[0].tools[0].argumens"
+    assert "did you mean 'arguments'?" in problem.message
+    assert problem.fix == "valid keys here: tool, arguments"

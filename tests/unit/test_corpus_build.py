@@ -24,9 +24,9 @@ from runner.corpus import (
     verify_facts,
 )
 from runner.corpus._generated import NEEDLE_SECTION, NEEDLE_SENTENCE, long_report_text
-from runner.corpus._manifest import CorpusFact
 from runner.corpus._real_world import LocalFile, PypiSdistMember, RealWorldDocument
 from runner.corpus._verify import fact_problem
+from runner.scenarios import Fact
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "eval" / "corpus"
@@ -69,7 +69,7 @@ def test_building_twice_gives_identical_bytes(built: Path, tmp_path: Path) -> No
 
 def test_every_document_on_disk_matches_its_manifest_checksum(built: Path) -> None:
     manifest = read_manifest(built)
-    for entry in manifest.entries:
+    for entry in manifest.all_documents:
         path = built / entry.filename
         if entry.real_world and not path.exists():
             continue  # not reachable from this machine: reported by the build, checked below
@@ -79,10 +79,10 @@ def test_every_document_on_disk_matches_its_manifest_checksum(built: Path) -> No
 def test_every_generated_and_real_world_source_is_in_the_manifest() -> None:
     manifest = read_manifest(CORPUS)
     for doc_id, spec in [*GENERATED.items(), *REAL_WORLD.items()]:
-        entry = manifest.entry(doc_id)
+        entry = manifest.document(doc_id)
         assert entry is not None and entry.filename == spec.filename, doc_id
-    assert {e.id for e in manifest.entries if e.real_world} == set(REAL_WORLD)
-    assert all(e.filename.startswith("real_world/") for e in manifest.entries if e.real_world)
+    assert {e.id for e in manifest.all_documents if e.real_world} == set(REAL_WORLD)
+    assert all(e.filename.startswith("real_world/") for e in manifest.all_documents if e.real_world)
 
 
 def test_generated_outputs_are_not_committed() -> None:
@@ -174,7 +174,7 @@ def test_update_checksums_rewrites_only_changed_entries(tmp_path: Path) -> None:
 def test_every_fact_is_proved_against_its_document(built: Path) -> None:
     report = verify_facts(read_manifest(built), built)
     assert report.problems == []
-    on_disk = [e for e in read_manifest(built).entries if (built / e.filename).is_file()]
+    on_disk = [e for e in read_manifest(built).all_documents if (built / e.filename).is_file()]
     assert report.verified == sum(len(e.facts) for e in on_disk)
     assert report.verified >= 100
 
@@ -182,7 +182,7 @@ def test_every_fact_is_proved_against_its_document(built: Path) -> None:
 def test_every_document_has_a_question_the_document_cannot_answer() -> None:
     """Each committed or generated document with facts teaches the agent to say "I don't know"."""
     manifest = read_manifest(CORPUS)
-    for entry in manifest.entries:
+    for entry in manifest.all_documents:
         if entry.real_world and entry.id in {"rw_lgpl_3", "rw_bsd_license",
                                              "rw_artistic_license", "rw_six_license",
                                              "rw_six_changes", "rw_cc0_1_0"}:
@@ -192,32 +192,32 @@ def test_every_document_has_a_question_the_document_cannot_answer() -> None:
 
 def test_the_gate_rejects_a_wrong_answer_and_a_present_absent_term(built: Path) -> None:
     manifest = read_manifest(built)
-    entry = manifest.entry("vellacourt_q2_fy2026_results")
+    entry = manifest.document("vellacourt_q2_fy2026_results")
     assert entry is not None
     path = built / entry.filename
     content = read_content(path, entry.format)
-    assert fact_problem(entry, CorpusFact(id="x", answer="$8.38 million"), path, content)
-    assert fact_problem(entry, CorpusFact(id="x", answer="Jane Doe"), path, content)
-    assert fact_problem(entry, CorpusFact(id="x", answer=None, absent_terms=["revenue"]),
+    assert fact_problem(entry, Fact(id="x", answer="$8.38 million"), path, content)
+    assert fact_problem(entry, Fact(id="x", answer="Jane Doe"), path, content)
+    assert fact_problem(entry, Fact(id="x", answer=None, absent_terms=["revenue"]),
                         path, content)
-    assert fact_problem(entry, CorpusFact(id="x", answer=None), path, content)  # no terms
-    sales = manifest.entry("sales_h1_2026")
+    assert fact_problem(entry, Fact(id="x", answer=None), path, content)  # no terms
+    sales = manifest.document("sales_h1_2026")
     assert sales is not None
     sales_path = built / sales.filename
-    wrong_rep = CorpusFact(id="top_sales_rep", answer="Priya Oyelaran with $68,830")
+    wrong_rep = Fact(id="top_sales_rep", answer="Priya Oyelaran with $68,830")
     assert "recomputed" in (fact_problem(sales, wrong_rep, sales_path,
                                          read_content(sales_path, "csv")) or "")
 
 
 def test_numbers_in_spreadsheets_and_pdfs_are_found_by_value(built: Path) -> None:
     manifest = read_manifest(built)
-    targets = manifest.entry("regional_sales_targets_fy2027")
+    targets = manifest.document("regional_sales_targets_fy2027")
     assert targets is not None
     path = built / targets.filename
     content = read_content(path, "xlsx")
-    assert fact_problem(targets, CorpusFact(id="x", answer="$1,610,000"), path, content) is None
-    assert fact_problem(targets, CorpusFact(id="x", answer="$1,620,000"), path, content)
-    pdf = manifest.entry("supplier_agreement_summary")
+    assert fact_problem(targets, Fact(id="x", answer="$1,610,000"), path, content) is None
+    assert fact_problem(targets, Fact(id="x", answer="$1,620,000"), path, content)
+    pdf = manifest.document("supplier_agreement_summary")
     assert pdf is not None
     text = read_content(built / pdf.filename, "pdf").text
     assert "VC-SA-2026-017" in text and "\u20ac42.80" in text
@@ -248,9 +248,9 @@ def test_committed_documents_are_small_enough_for_a_small_model() -> None:
 
 def test_corpus_covers_every_format_and_domain_asked_for() -> None:
     manifest = read_manifest(CORPUS)
-    formats = {e.format for e in manifest.entries}
+    formats = {e.format for e in manifest.all_documents}
     assert {"markdown", "text", "csv", "html", "python", "json", "pdf", "xlsx"} <= formats
-    domains = {e.domain for e in manifest.entries}
+    domains = {e.domain for e in manifest.all_documents}
     assert {"finance", "hr_policy", "sales", "product", "api_reference", "meeting_notes",
             "budget", "compliance"} <= domains
 
@@ -272,3 +272,32 @@ def test_the_command_line_exits_1_on_a_broken_corpus_and_0_on_a_good_one(tmp_pat
     assert "mismatch      sales_h1_2026" in broken.output and "FAILED" in broken.output
     failed_facts = runner.invoke(app, ["verify", "--corpus-root", str(root)])
     assert failed_facts.exit_code == 1 and "FAIL sales_h1_2026/" in failed_facts.output
+
+
+def test_default_folders_come_from_runner_paths_whatever_the_working_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from runner.corpus import default_corpus_root
+    from runner.corpus._build import default_cache_dir
+    from runner.paths import REPO_ROOT
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TRIALBOX_EVAL_ROOT", raising=False)
+    assert default_corpus_root() == CORPUS == REPO_ROOT / "eval" / "corpus"
+    assert default_cache_dir() == DOWNLOAD_CACHE
+    monkeypatch.setenv("TRIALBOX_EVAL_ROOT", str(tmp_path / "eval"))
+    assert default_corpus_root() == tmp_path / "eval" / "corpus"
+
+
+def test_a_manifest_that_is_not_valid_names_its_file(tmp_path: Path) -> None:
+    (tmp_path / "manifest.json").write_text('{"documents": [{"id": "x"}]}')
+    with pytest.raises(ValueError) as invalid:
+        read_manifest(tmp_path)
+    assert str(invalid.value) == (
+        f"{tmp_path / 'manifest.json'}: not a valid corpus manifest: documents.0.filename: "
+        "Field required; run `trialbox validate` to see every problem with its line")
+    (tmp_path / "manifest.json").write_text('{"documents": [')
+    with pytest.raises(ValueError, match=r"manifest.json: not a valid corpus manifest: "
+                                         r"\(whole file\): Invalid JSON"):
+        read_manifest(tmp_path)
+    with pytest.raises(ValueError, match="corpus manifest not found; give the corpus folder"):
+        read_manifest(tmp_path / "elsewhere")

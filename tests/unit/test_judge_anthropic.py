@@ -13,9 +13,11 @@ from typing import Any
 import httpx2 as httpx  # the anthropic SDK 2.x transport package (same API as httpx)
 import pytest
 
+from runner import scoring
 from runner.judge import AnthropicBackend, JudgeCache, JudgeError, ModelJudge
 from runner.judge._files import prompt
-from runner.judgments import ClaimLabel
+from runner.judgments import ClaimLabel, JudgeUsage, Judgments
+from runner.prices import cost_note, judge_cost_usd, judgings_cost_usd, price_of
 from runner.transcript import ToolCall, Transcript, TurnPerformance, TurnRecord
 
 pytestmark = pytest.mark.anyio
@@ -122,6 +124,65 @@ async def test_usage_and_cost_are_recorded_from_the_response() -> None:
     expected_cost = (824 * 3.0 + 176 * 15.0 + 2406 * 0.30) / 1_000_000
     assert judgments.usage.cost_usd == pytest.approx(expected_cost)
     assert judgments.judge_model == "anthropic:claude-sonnet-4-6"
+    # The backend prices from the same table as the budget check and the scorecard.
+    assert judge_cost_usd(judgments.usage, judgments.judge_model) == pytest.approx(expected_cost)
+
+
+async def test_an_anthropic_model_missing_from_the_table_is_unpriced_not_guessed() -> None:
+    api = FakeAnthropicAPI([message("turn_grades", GOOD_TURN), message("scenario_verdict", VERDICT)])
+    client = httpx.AsyncClient(transport=httpx.MockTransport(api))
+    backend = AnthropicBackend("claude-opus-9-preview", http_client=client, max_retries=0)
+    judgments = await ModelJudge(backend).judge(make_scenario(with_claims=False), TRANSCRIPT)
+    assert judgments.usage.input_tokens == 824 and judgments.usage.cost_usd == 0.0
+    assert "unpriced" in cost_note(judgments.judge_model)
+
+
+# --- the price table (runner/prices.py): exact ids, one table for budget and report ------------
+
+MILLION_EACH = JudgeUsage(input_tokens=1_000_000, output_tokens=1_000_000)
+
+
+@pytest.mark.parametrize("model", ["claude-sonnet-4-6", "anthropic:claude-sonnet-4-6",
+                                   "anthropic:claude-sonnet-4-5-20250929"])
+def test_anthropic_ids_are_priced_bare_or_as_recorded(model: str) -> None:
+    assert judge_cost_usd(MILLION_EACH, model) == pytest.approx(3.0 + 15.0)
+    assert "$3 in / $15 out" in cost_note(model)
+
+
+@pytest.mark.parametrize("model", [
+    "openai:my-opus-distill-q4",        # a local model whose name contains "opus"
+    "my-opus-distill-q4",
+    "openai:claude-opus-4-1",           # Claude's name behind an OpenAI-compatible server
+    "anthropic:claude-opus",            # a family, not a model id
+    "anthropic:claude-sonnet-4-6-turbo",
+    "openai:SmolLM2-135M-Instruct",
+])
+def test_names_that_are_not_exact_anthropic_ids_cost_nothing_and_say_unpriced(model: str) -> None:
+    assert price_of(model) is None
+    assert judge_cost_usd(MILLION_EACH, model) == 0.0
+    assert cost_note(model) == (f"{model}: unpriced (no list price in runner/prices.py; its cost "
+                                "counts as $0)")
+
+
+def test_opus_generations_have_their_own_prices() -> None:
+    assert judge_cost_usd(MILLION_EACH, "claude-opus-4-1") == pytest.approx(15.0 + 75.0)
+    assert judge_cost_usd(MILLION_EACH, "claude-opus-4-6") == pytest.approx(5.0 + 25.0)
+
+
+def test_every_judging_of_a_rejudged_scenario_is_counted() -> None:
+    usage = JudgeUsage(input_tokens=10_000, output_tokens=1_000)
+    one = Judgments(judge_model="anthropic:claude-sonnet-4-6", usage=usage)
+    local = Judgments(judge_model="openai:SmolLM2-135M-Instruct", usage=usage)
+    single = judge_cost_usd(usage, one.judge_model)
+    assert single == pytest.approx((10_000 * 3 + 1_000 * 15) / 1e6)
+    assert judgings_cost_usd([one, one, one]) == pytest.approx(3 * single)  # --rejudge 3
+    assert judgings_cost_usd([one, local]) == pytest.approx(single)
+    assert judgings_cost_usd([]) == 0.0
+
+
+def test_scoring_hands_out_the_same_functions() -> None:
+    assert scoring.judge_cost_usd is judge_cost_usd
+    assert scoring.judgings_cost_usd is judgings_cost_usd
 
 
 class _Spec:

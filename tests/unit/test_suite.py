@@ -120,7 +120,7 @@ def test_every_ground_truth_names_a_manifest_fact_with_the_same_answer(
             if truth is None:
                 continue
             where = f"{scenario.id} turn {turn.turn}"
-            entry = manifest.entry(truth.doc_id or "")
+            entry = manifest.document(truth.doc_id or "")
             assert entry is not None, where
             fact = next((f for f in entry.facts if f.id == truth.fact_id), None)
             assert fact is not None, where
@@ -133,7 +133,7 @@ def test_setup_documents_name_their_manifest_entry_and_its_path(
     manifest = read_manifest(CORPUS)
     for scenario in scenarios:
         for document in scenario.setup_documents:
-            entry = manifest.entry(document.corpus_doc or "")
+            entry = manifest.document(document.corpus_doc or "")
             assert entry is not None and entry.filename == document.path, scenario.id
 
 
@@ -203,7 +203,7 @@ def test_real_world_scenarios_use_only_real_world_documents(scenarios: list[Scen
             continue
         assert scenario.setup_documents, scenario.id
         for document in scenario.setup_documents:
-            entry = manifest.entry(document.corpus_doc or "")
+            entry = manifest.document(document.corpus_doc or "")
             assert entry is not None and entry.real_world, scenario.id
 
 
