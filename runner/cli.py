@@ -554,6 +554,18 @@ def _infra(step):  # type: ignore[no-untyped-def]
         fail(str(exc), EXIT_INFRA)
 
 
+def _register_tools() -> None:
+    """The agent developer's loop lives in its own packages; the CLI only names the commands."""
+    from runner.audit import audit_command
+    from runner.capture import capture_command
+
+    app.command("capture")(capture_command)
+    app.command("audit")(audit_command)
+
+
+_register_tools()
+
+
 def main() -> None:
     app()
 
