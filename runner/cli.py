@@ -227,7 +227,8 @@ def execute(settings: object, resume: bool = False, extra: dict | None = None) -
     from runner.launch import exit_code, run_blocking
 
     try:
-        card = run_blocking(settings, say, resume=resume, extra=extra)  # type: ignore[arg-type]
+        card = run_blocking(settings, say, resume=resume, extra=extra,  # type: ignore[arg-type]
+                            progress_stream=console.file)
     except UsageError as exc:
         fail(str(exc), EXIT_USAGE)
     except InfraError as exc:

@@ -13,13 +13,14 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TextIO
 
 from runner.agents import AgentRegistry, needs_memory
 from runner.checks import run_all_checks
 from runner.evidence import Evidence
 from runner.judge import Judge, JudgeError
 from runner.judgments import Judgments
+from runner.progress import Progress
 from runner.report import RunWriter, Scorecard, Trace, scenario_result, trace_of
 from runner.sandbox import SandboxBackend
 from runner.scenarios import Manifest, Scenario, default_timeout_s, missing_documents
@@ -158,6 +159,10 @@ class Engine:
     judge: Judge | None
     writer: RunWriter
     say: Callable[[str], None] = print
+    # Where the run's progress goes (a live line with an ETA on a terminal, one line per
+    # scenario in a log); None: plain `say` lines.
+    progress_stream: TextIO | None = None
+    _progress: Progress | None = None
     # Asked before each sandbox opens: None when the shared LLM server answers, else why not.
     # A dead server ends the run (exit 3) instead of failing every remaining scenario one by one.
     llm_health: Callable[[], Awaitable[str | None]] | None = None
@@ -193,6 +198,16 @@ class Engine:
     async def run(self) -> Scorecard:
         """Run the plan. On cancellation (Ctrl-C) the unfinished jobs are recorded NOT_RUN."""
         jobs = self.plan()
+        if self.progress_stream is not None:
+            self._progress = Progress("run", total=len(jobs), stream=self.progress_stream)
+            self.say = self._progress.say  # stop reasons print above the live line
+        try:
+            return await self._run(jobs)
+        finally:
+            if self._progress is not None:
+                self._progress.close()
+
+    async def _run(self, jobs: list[Job]) -> Scorecard:
         self.writer.write()
         gate = asyncio.Semaphore(self.settings.concurrency)
         tasks = [asyncio.create_task(self._guarded(job, gate), name=job.key) for job in jobs]
@@ -246,7 +261,8 @@ class Engine:
             await self._judge(job, outcome)
         wall_s = round(time.perf_counter() - started, 3)
         status = self._record(job, outcome, wall_s)
-        self.say(f"{status.value:<24} {job.key}  ({wall_s:.1f} s){_why(outcome)}")
+        line = f"{status.value:<24} {job.key}  ({wall_s:.1f} s){_why(outcome)}"
+        (self._progress.advance if self._progress is not None else self.say)(line)
         self._watch_streak(status, outcome.error)
 
     # -- judging ------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import signal
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import httpx
 
@@ -334,7 +334,7 @@ def quality_gate_line(card: Scorecard, min_pass_rate: float) -> str:
 
 
 async def run(settings: RunSettings, say: Callable[[str], None], resume: bool = False,
-              extra: dict[str, Any] | None = None) -> Scorecard:
+              extra: dict[str, Any] | None = None, progress_stream: TextIO | None = None) -> Scorecard:
     """Everything from settings to a closed scorecard. Raises UsageError/InfraError early."""
     scenarios, manifest, rejected = selected_scenarios(settings, say)
     check_results_root(settings)
@@ -364,6 +364,7 @@ async def run(settings: RunSettings, say: Callable[[str], None], resume: bool = 
                                       capabilities=served_capabilities(settings.llm_url),
                                       agents=agents)
     engine = Engine(settings, scenarios, conversations, judge, writer, say=say,
+                    progress_stream=progress_stream,
                     llm_health=lambda: llm_health_probe(settings.llm_url))
     try:
         return await engine.run()
@@ -426,7 +427,7 @@ def resume_settings(run_dir: Path) -> RunSettings:
 
 
 def run_blocking(settings: RunSettings, say: Callable[[str], None], resume: bool = False,
-                 extra: dict[str, Any] | None = None) -> Scorecard:
+                 extra: dict[str, Any] | None = None, progress_stream: TextIO | None = None) -> Scorecard:
     """Run to the end. SIGTERM is treated like Ctrl-C: sandboxes are torn down, the unfinished
     scenarios are recorded NOT_RUN and KeyboardInterrupt is raised to the caller."""
     async def main() -> Scorecard:
@@ -435,7 +436,7 @@ def run_blocking(settings: RunSettings, say: Callable[[str], None], resume: bool
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGTERM, task.cancel)
         try:
-            return await run(settings, say, resume, extra)
+            return await run(settings, say, resume, extra, progress_stream)
         except asyncio.CancelledError:
             raise KeyboardInterrupt from None
         finally:

@@ -18,50 +18,87 @@ class Backend(str, Enum):
 class Selection(BaseModel):
     """Which scenarios to run; empty lists mean 'no filter'."""
 
-    ids: list[str] = Field(default_factory=list)
-    categories: list[str] = Field(default_factory=list)
-    tags: list[str] = Field(default_factory=list)
-    exclude_tags: list[str] = Field(default_factory=list)
+    ids: list[str] = Field(default_factory=list, description="scenario ids (-s)")
+    categories: list[str] = Field(default_factory=list, description="categories (--category)")
+    tags: list[str] = Field(default_factory=list, description="scenarios with any of these tags")
+    exclude_tags: list[str] = Field(
+        default_factory=list, description="scenarios with any of these tags are left out"
+    )
 
 
 class RunSettings(BaseModel):
     """Everything that decides what a run does. API keys are never part of it."""
 
-    run_id: str
-    suite_paths: list[Path]
-    corpus_root: Path
-    results_root: Path = Path("results")
-    selection: Selection = Field(default_factory=Selection)
-    backend: Backend = Backend.DOCKER
-    device: str = "cpu"  # the device GAIA sessions are switched to (what is really present)
-    device_reason: str = ""
-    llm_url: str = "http://127.0.0.1:13305"
-    llm_container: str | None = None  # docker backend: the running LLM server's container
-    concurrency: int = Field(default=1, ge=1, le=16)
-    trials: int = Field(default=1, ge=1, le=50)
-    rejudge: int = Field(default=1, ge=1, le=20)
-    timeout_s: float | None = None  # overrides GAIA's per-scenario formula when set
-    budget_usd: float | None = None  # judge spend allowed per scenario
-    min_pass_rate: float | None = None
-    judge_provider: str = "none"
-    judge_model: str | None = None
-    judge_url: str | None = None
-    simulator_mode: str = "scripted"
-    simulator_model: str | None = None
-    simulator_url: str | None = None
-    max_identical_infra_errors: int = 3
+    run_id: str = Field(description="the run's id (UTC timestamp plus four hex digits)")
+    suite_paths: list[Path] = Field(description="scenario files or folders, as given")
+    corpus_root: Path = Field(description="the corpus folder (manifest.json and documents)")
+    results_root: Path = Field(default=Path("results"), description="results/<run_id> goes here")
+    selection: Selection = Field(default_factory=Selection, description="which scenarios run")
+    backend: Backend = Field(default=Backend.DOCKER, description="docker | local")
+    device: str = Field(
+        default="cpu",
+        description="the device GAIA sessions are switched to (what is really present)",
+    )
+    device_reason: str = Field(default="", description="why --device auto picked it")
+    llm_url: str = Field(default="http://127.0.0.1:13305", description="the LLM server's origin")
+    llm_container: str | None = Field(
+        default=None, description="docker backend: the running LLM server's container"
+    )
+    concurrency: int = Field(default=1, ge=1, le=16, description="sandboxes at the same time")
+    trials: int = Field(default=1, ge=1, le=50, description="runs of each scenario")
+    rejudge: int = Field(default=1, ge=1, le=20, description="judgments of each transcript")
+    timeout_s: float | None = Field(
+        default=None, description="overrides GAIA's per-scenario timeout formula when set"
+    )
+    budget_usd: float | None = Field(
+        default=None, description="judge spend allowed per scenario, US dollars"
+    )
+    min_pass_rate: float | None = Field(
+        default=None, description="exit 1 below this decided pass rate (0-1)"
+    )
+    judge_provider: str = Field(default="none", description="anthropic | openai | none")
+    judge_model: str | None = Field(default=None, description="the judge's model")
+    judge_url: str | None = Field(default=None, description="the judge's endpoint (openai)")
+    simulator_mode: str = Field(
+        default="scripted", description="scripted (offline user turns) | llm (hosted)"
+    )
+    simulator_model: str | None = Field(default=None, description="the hosted simulator's model")
+    simulator_url: str | None = Field(default=None, description="the hosted simulator's endpoint")
+    max_identical_infra_errors: int = Field(
+        default=3, description="stop the run after this many identical infrastructure errors"
+    )
     # The agent under test (a GAIA user's own agents and Agent UI).
-    agent_dirs: list[Path] = Field(default_factory=list)  # folders of <id>/agent.py, mounted read-only
-    agent: str | None = None  # agent id for scenarios without agent_type
-    agent_map: dict[str, str] = Field(default_factory=dict)  # GAIA agent_type -> agent id
-    agent_model: str | None = None  # the chat model the Agent UI asks the LLM server for
-    gaia_spec: str | None = None  # amd-gaia version, wheel or source dir for the Agent UI image
-    target_url: str | None = None  # attach to a running Agent UI (its MCP bridge URL): no sandbox
-    strict: bool = False  # any rejected scenario file stops the run before it starts
-    derived_checks: bool = True  # exact checks derived from numeric/short expected answers
-    retry_errors: bool = False  # --resume also re-runs infrastructure statuses
-    baseline: Path | None = None  # compare against this scorecard at the end of the run
-    save_baseline: Path | None = None  # copy the finished scorecard (+ meta.json) here
+    agent_dirs: list[Path] = Field(
+        default_factory=list, description="folders of <id>/agent.py, mounted read-only"
+    )
+    agent: str | None = Field(default=None, description="agent id for scenarios without agent_type")
+    agent_map: dict[str, str] = Field(
+        default_factory=dict, description="GAIA agent_type -> agent id (--agent-map)"
+    )
+    agent_model: str | None = Field(
+        default=None, description="the chat model the Agent UI asks the LLM server for"
+    )
+    gaia_spec: str | None = Field(
+        default=None, description="amd-gaia version, wheel or source dir for the Agent UI image"
+    )
+    target_url: str | None = Field(
+        default=None, description="attach to a running Agent UI (its MCP bridge URL): no sandbox"
+    )
+    strict: bool = Field(
+        default=False, description="any rejected scenario file stops the run before it starts"
+    )
+    derived_checks: bool = Field(
+        default=True, description="exact checks derived from numeric/short expected answers"
+    )
+    retry_errors: bool = Field(
+        default=False, description="--resume also re-runs infrastructure statuses"
+    )
+    baseline: Path | None = Field(
+        default=None, description="compare against this scorecard at the end of the run"
+    )
+    save_baseline: Path | None = Field(
+        default=None, description="copy the finished scorecard (+ meta.json) here"
+    )
 
     @property
     def run_dir(self) -> Path:

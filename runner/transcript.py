@@ -26,31 +26,37 @@ class UserMessage(BaseModel):
 class ToolCall(BaseModel):
     """One tool call the agent made during a turn, in causal order."""
 
-    name: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
-    result_summary: str = ""  # at most a few hundred characters of the tool's result
-    error: str | None = None  # set when the tool call failed
+    name: str = Field(description="the tool's name, as GAIA's MCP bridge reported it")
+    arguments: dict[str, Any] = Field(
+        default_factory=dict, description="the arguments the agent passed, as sent")
+    result_summary: str = Field(
+        default="", description="at most a few hundred characters of the tool's result")
+    error: str | None = Field(default=None, description="set when the tool call failed")
 
 
 class TurnPerformance(BaseModel):
     """Speed of one turn. None means not measured (never a guess)."""
 
-    wall_s: float
-    time_to_first_token_s: float | None = None
-    tokens_per_s: float | None = None
-    input_tokens: int | None = None
-    output_tokens: int | None = None
+    wall_s: float = Field(description="seconds from sending the user message to the final answer")
+    time_to_first_token_s: float | None = Field(
+        default=None, description="seconds to the first generated token (LLM server stats)")
+    tokens_per_s: float | None = Field(
+        default=None, description="decode speed in tokens per second (LLM server stats)")
+    input_tokens: int | None = Field(default=None, description="prompt tokens of the turn")
+    output_tokens: int | None = Field(default=None, description="generated tokens of the turn")
 
 
 class TurnRecord(BaseModel):
     """One user message and the agent's full reply to it."""
 
-    turn: int  # 1-based, as in the scenario
-    user_message: str
-    answer: str  # the agent's final answer text ("" when it gave none)
-    tool_calls: list[ToolCall] = Field(default_factory=list)
-    performance: TurnPerformance
-    error: str | None = None  # infrastructure failure while running this turn
+    turn: int = Field(description="1-based turn number, as in the scenario")
+    user_message: str = Field(description="the message sent to the agent")
+    answer: str = Field(description='the agent\'s final answer text ("" when it gave none)')
+    tool_calls: list[ToolCall] = Field(
+        default_factory=list, description="the agent's tool calls, in causal order")
+    performance: TurnPerformance = Field(description="speed of the turn")
+    error: str | None = Field(
+        default=None, description="infrastructure failure while running this turn")
     user_message_source: UserMessageSource = Field(
         default="verbatim", description="where the user message came from (see UserMessage)")
     simulator_model: str | None = Field(
@@ -60,21 +66,25 @@ class TurnRecord(BaseModel):
 class IndexedDocument(BaseModel):
     """The result of indexing one setup document into the agent's RAG store."""
 
-    corpus_doc: str | None = None
-    path: str
-    chunks: int = 0
-    error: str | None = None
-    duration_s: float = 0.0
+    corpus_doc: str | None = Field(
+        default=None, description="manifest document id; None for a path-only setup entry")
+    path: str = Field(description="the document's path as the agent saw it")
+    chunks: int = Field(default=0, description="RAG chunks the index reported (0 = nothing)")
+    error: str | None = Field(default=None, description="why indexing failed, when it did")
+    duration_s: float = Field(default=0.0, description="seconds the indexing took")
 
 
 class Transcript(BaseModel):
     """A whole conversation: setup, then every turn in order."""
 
-    scenario_id: str
-    session_id: str | None = None
-    device: str | None = None  # the device the GAIA session was switched to (cpu|gpu|npu)
-    agent_model: str | None = None
+    scenario_id: str = Field(description="the scenario's id")
+    session_id: str | None = Field(default=None, description="the Agent UI's chat session id")
+    device: str | None = Field(
+        default=None, description="the device the GAIA session was switched to (cpu|gpu|npu)")
+    agent_model: str | None = Field(
+        default=None, description="the chat model the Agent UI asked the LLM server for")
     agent_id: str | None = Field(default=None, description="the GAIA agent id the session ran")
     gaia_version: str | None = Field(default=None, description="amd-gaia version of the Agent UI")
-    indexed: list[IndexedDocument] = Field(default_factory=list)
-    turns: list[TurnRecord] = Field(default_factory=list)
+    indexed: list[IndexedDocument] = Field(
+        default_factory=list, description="setup documents indexed before the first turn")
+    turns: list[TurnRecord] = Field(default_factory=list, description="every turn, in order")

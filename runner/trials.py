@@ -56,17 +56,25 @@ class Stability(str, Enum):
 class TrialStats(_Record):
     """How one scenario behaved over K trials. Only judged trials count as samples."""
 
-    scenario_id: str
-    trials: int  # every trial run, whatever its status
-    judged: int  # trials with a quality verdict: n in the formulas
-    passes: int  # c in the formulas
-    all_passed: bool  # pass^K observed directly: every one of the K trials passed
-    pass_hat_k: dict[int, float] = Field(default_factory=dict)  # k → C(c,k)/C(n,k)
-    pass_at_k: dict[int, float] = Field(default_factory=dict)  # k → 1 − C(n−c,k)/C(n,k)
-    score_mean: float | None = None
-    score_stdev: float | None = None  # sample standard deviation; None with < 2 scores
-    label: Stability
-    statuses: list[Status] = Field(default_factory=list)  # in trial order
+    scenario_id: str = Field(description="the scenario's id")
+    trials: int = Field(description="every trial run, whatever its status")
+    judged: int = Field(description="trials with a quality verdict: n in the formulas")
+    passes: int = Field(description="PASS trials: c in the formulas")
+    all_passed: bool = Field(
+        description="pass^K observed directly: every one of the K trials passed"
+    )
+    pass_hat_k: dict[int, float] = Field(
+        default_factory=dict, description="k → C(c,k)/C(n,k): P(k fresh tries all pass)"
+    )
+    pass_at_k: dict[int, float] = Field(
+        default_factory=dict, description="k → 1 − C(n−c,k)/C(n,k): P(one of k tries passes)"
+    )
+    score_mean: float | None = Field(default=None, description="mean score of judged trials")
+    score_stdev: float | None = Field(
+        default=None, description="sample standard deviation; None with fewer than 2 scores"
+    )
+    label: Stability = Field(description="stable-pass, flaky, stable-fail or unmeasured")
+    statuses: list[Status] = Field(default_factory=list, description="statuses in trial order")
 
 
 def stability(judged: int, passes: int) -> Stability:
@@ -112,11 +120,16 @@ def trial_stats(
 class Kappa(_Record):
     """Cohen's κ between two raters on PASS/FAIL, with the parts it is made of."""
 
-    kappa: float | None  # None when undefined (see degenerate)
-    observed: float  # p_o: share of items on which the raters agree
-    expected: float  # p_e: agreement expected by chance from each rater's PASS rate
-    items: int
-    degenerate: bool = False  # both raters gave one and the same label to every item: κ = 0/0
+    kappa: float | None = Field(description="Cohen's κ; None when undefined (see degenerate)")
+    observed: float = Field(description="p_o: share of items on which the raters agree")
+    expected: float = Field(
+        description="p_e: agreement expected by chance from each rater's PASS rate"
+    )
+    items: int = Field(description="items both raters labelled")
+    degenerate: bool = Field(
+        default=False,
+        description="both raters gave one and the same label to every item: κ = 0/0",
+    )
 
 
 def cohen_kappa(first: Sequence[bool], second: Sequence[bool]) -> Kappa:
@@ -145,22 +158,34 @@ def cohen_kappa(first: Sequence[bool], second: Sequence[bool]) -> Kappa:
 class RejudgeSample(_Record):
     """One of the K judgments of a scenario's transcript."""
 
-    passed: bool  # the status scoring derived from this judgment was PASS
-    turn_scores: dict[int, DimensionScores] = Field(default_factory=dict)  # turn → dimensions
+    passed: bool = Field(description="the status scoring derived from this judgment was PASS")
+    turn_scores: dict[int, DimensionScores] = Field(
+        default_factory=dict, description="turn → the judge's dimensions"
+    )
 
 
 class JudgeAgreement(_Record):
     """How consistently the judge scored the same transcripts K times."""
 
-    repeats: int  # K
-    scenarios: int
-    kappa: float | None  # mean pairwise κ over the K·(K−1)/2 repeat pairs that define one
-    pairwise: list[Kappa] = Field(default_factory=list)
-    observed_agreement: float  # mean p_o over the pairs (defined even when κ is not)
-    degenerate: bool  # every pair was degenerate: every judgment gave the same verdict
-    dimension_spread: dict[str, float] = Field(default_factory=dict)  # mean (max − min) per dim
-    mean_spread: float | None = None  # mean over all dimensions
-    unstable_scenarios: list[str] = Field(default_factory=list)  # verdict changed across repeats
+    repeats: int = Field(description="K: judgments per transcript")
+    scenarios: int = Field(description="transcripts judged K times")
+    kappa: float | None = Field(
+        description="mean pairwise κ over the K·(K−1)/2 repeat pairs that define one"
+    )
+    pairwise: list[Kappa] = Field(default_factory=list, description="κ of each repeat pair")
+    observed_agreement: float = Field(
+        description="mean p_o over the pairs (defined even when κ is not)"
+    )
+    degenerate: bool = Field(
+        description="every pair was degenerate: every judgment gave the same verdict"
+    )
+    dimension_spread: dict[str, float] = Field(
+        default_factory=dict, description="per dimension, mean (max − min) across repeats"
+    )
+    mean_spread: float | None = Field(default=None, description="mean over all dimensions")
+    unstable_scenarios: list[str] = Field(
+        default_factory=list, description="scenarios whose verdict changed across repeats"
+    )
 
 
 def judge_agreement(samples: Mapping[str, Sequence[RejudgeSample]]) -> JudgeAgreement:

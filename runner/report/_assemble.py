@@ -53,6 +53,8 @@ def scenario_result(
         name=name,
         category=category,
         severity=severity,
+        agent_id=transcript.agent_id if transcript else None,
+        gaia_version=transcript.gaia_version if transcript else None,
         status=outcome.status,
         score=outcome.score,
         gates=outcome.gates,
@@ -89,6 +91,8 @@ def _turn_results(
             TurnResult(
                 turn=number,
                 user_message=record.user_message if record else "",
+                user_message_source=record.user_message_source if record else None,
+                simulator_model=record.simulator_model if record else None,
                 answer=record.answer if record else "",
                 tool_calls=record.tool_calls if record else [],
                 score=score.score if score else None,

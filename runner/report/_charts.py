@@ -41,7 +41,7 @@ def nice_step(top: float, ticks: int = 5) -> float:
     if top <= 0:
         return 1.0
     raw = top / ticks
-    power = 10 ** math.floor(math.log10(raw))
+    power = 10.0 ** math.floor(math.log10(raw))
     return next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
 
 

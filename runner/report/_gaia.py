@@ -70,6 +70,8 @@ class GaiaTurn(_Gaia):
 
 
 class GaiaCostEstimate(_Gaia):
+    """A row's `cost_estimate`: what driving and judging the scenario cost."""
+
     turns: Count = Field(default=0, description="turns the estimate covers")
     estimated_usd: Number = Field(default=None, description="driver/judge cost in US dollars")
 
@@ -103,6 +105,12 @@ class GaiaScenario(_Gaia):
     performance_summary: GaiaPerformanceSummary | None = Field(
         default=None, description="inference stats over the scenario's turns"
     )
+    agent_type_requested: str | None = Field(
+        default=None, description="the agent type the run asked the session for"
+    )
+    agent_type_observed: str | None = Field(
+        default=None, description="the agent type the session reported it ran"
+    )
 
 
 class GaiaConfig(_Gaia):
@@ -120,6 +128,8 @@ class GaiaConfig(_Gaia):
 
 
 class GaiaCategory(_Gaia):
+    """Counters of one category (and, via GaiaSummary, of the whole run)."""
+
     passed: Count = Field(default=0, description="PASS rows")
     failed: Count = Field(default=0, description="FAIL rows")
     blocked: Count = Field(default=0, description="BLOCKED_BY_ARCHITECTURE rows")
@@ -133,6 +143,8 @@ class GaiaCategory(_Gaia):
 
 
 class GaiaSummary(GaiaCategory):
+    """GAIA's run `summary`."""
+
     total_scenarios: Count = Field(default=0, description="rows in the scorecard")
     pass_rate: Number = Field(default=None, description="passed / total")
     judged_pass_rate: Number = Field(default=None, description="passed / judged")
@@ -142,6 +154,8 @@ class GaiaSummary(GaiaCategory):
 
 
 class GaiaCost(_Gaia):
+    """GAIA's run `cost`."""
+
     estimated_total_usd: Number = Field(default=None, description="sum of the rows' estimates")
 
 

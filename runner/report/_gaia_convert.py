@@ -164,6 +164,11 @@ def _gaia_row(runs: Sequence[ScenarioResult]) -> GaiaScenario:
         "severity": row.severity,
         "error": row.error,
         "performance_summary": _performance_summary(row),
+        # trialbox resolves --agent/--agent-map before creating the session and asks for that
+        # id, so what was requested is what ran (GAIA fails a row when the two differ).
+        "agent_type_requested": row.agent_id,
+        "agent_type_observed": row.agent_id,
+        "gaia_version": row.gaia_version,  # ours: the Agent UI's amd-gaia version
         "notes": row.notes,  # ours: why the status is what it is
     }
     if len(runs) > 1:
@@ -219,6 +224,13 @@ def _gaia_performance(rows: Sequence[GaiaScenario]) -> dict[str, Any]:
     }
 
 
+def _run_agent(results: Sequence[ScenarioResult]) -> str | None:
+    """GAIA's run-level `agent_type`: the one agent every scenario ran, else None (mixed
+    agents are named per row)."""
+    agents = {r.agent_id for r in results if r.agent_id}
+    return agents.pop() if len(agents) == 1 else None
+
+
 def scorecard_to_gaia(card: Scorecard) -> GaiaScorecard:
     """Our scorecard in GAIA's field names (one row per scenario id)."""
     groups = list(group_trials(card.scenarios).values())
@@ -229,7 +241,7 @@ def scorecard_to_gaia(card: Scorecard) -> GaiaScorecard:
             "backend_url": extra.get("backend_url"),
             "model": card.config.judge_model,
             "budget_per_scenario_usd": extra.get("budget_usd"),
-            "agent_type": extra.get("agent_type"),
+            "agent_type": _run_agent(card.scenarios) or extra.get("agent_type"),
             "agent_model": agent_model_of(card.config),
             "commit": extra.get("commit"),
             # GAIA reads this as "a targeted run of these ids"; ours means the same.
@@ -317,8 +329,11 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
 
 
-def _result(row: GaiaScenario, judge_model: str | None, notes: list[str]) -> ScenarioResult:
+def _result(
+    row: GaiaScenario, judge_model: str | None, run_agent: str | None, notes: list[str]
+) -> ScenarioResult:
     status = _status(row.status, row.scenario_id, notes)
+    version = (row.model_extra or {}).get("gaia_version")
     passed = status is Status.PASS
     rubric = True if passed else False if status is Status.FAIL else None
     cost = row.cost_estimate.estimated_usd if row.cost_estimate else None
@@ -328,6 +343,8 @@ def _result(row: GaiaScenario, judge_model: str | None, notes: list[str]) -> Sce
         name=row.name or "",
         category=row.category or "uncategorized",
         severity=row.severity or "standard",
+        agent_id=row.agent_type_observed or row.agent_type_requested or run_agent,
+        gaia_version=version if isinstance(version, str) else None,
         status=status,
         score=row.overall_score if status in JUDGED else None,
         # GAIA's only gate is its rubric; no checks and no claims = vacuously met on a PASS.
@@ -409,7 +426,9 @@ def gaia_to_scorecard(
     """Our scorecard from GAIA's; `run_id`/`timestamp` are used when GAIA's file lacks them."""
     notes: list[str] = []
     config = _config(gaia, meta, notes)
-    results = [_result(row, config.judge_model, notes) for row in gaia.scenarios]
+    results = [
+        _result(row, config.judge_model, gaia.config.agent_type, notes) for row in gaia.scenarios
+    ]
     when = timestamp
     if gaia.timestamp:
         try:

@@ -8,6 +8,7 @@ works from a file:// URL, an artifact store or an air-gapped machine. Every text
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from html import escape
 
 from runner.judgments import DIMENSIONS, ClaimJudgment, ClaimLabel
@@ -15,7 +16,7 @@ from runner.outcomes import CheckResult
 from runner.report._charts import charts
 from runner.report._identity import model_line, served_model
 from runner.report._models import ScenarioResult, Scorecard, TurnResult
-from runner.report._summary_md import TURN_JUDGING_ON
+from runner.report._summary_md import TURN_JUDGING_ON, agent_text, user_messages_text
 from runner.scoring import CHECKS_PASSED_NOT_JUDGED, checks_passed_not_judged, decided_pass_rate
 from runner.status import Status
 from runner.transcript import ToolCall
@@ -103,7 +104,16 @@ def _summary_cards(card: Scorecard) -> str:
         _card(_score(s.avg_score), "avg score (FAIL ≤ 5.99)"),
         _card(f"${card.cost.estimated_total_usd:.4f}", "judge cost"),
     ]
-    return f'<div class="cards">{"".join(cards)}</div>'
+    sources = (
+        f'<p id="user-messages"><b>User turns ({s.user_messages.total}):</b> '
+        f"{_e(user_messages_text(s.user_messages))}</p>"
+    )
+    return f'<div class="cards">{"".join(cards)}</div>{sources}'
+
+
+def _distinct(values: Iterable[str | None]) -> str:
+    """The distinct recorded values, sorted (each scenario row names its own)."""
+    return ", ".join(sorted({v for v in values if v})) or "not recorded"
 
 
 def _config(card: Scorecard) -> str:
@@ -114,6 +124,8 @@ def _config(card: Scorecard) -> str:
         "agent model (requested)": c.agent_model or "not recorded",
         "served as": served_model(c) or "not reported by the LLM server",
         "device": c.device or "unknown",
+        "agents": _distinct(r.agent_id for r in card.scenarios),
+        "GAIA version (Agent UI)": _distinct(r.gaia_version for r in card.scenarios),
         "derived checks": "on" if c.derived_checks else "off (--no-derived-checks)",
         "backend": c.backend or "unknown",
         "trials": str(c.trials),
@@ -192,6 +204,14 @@ def _dims(turn: TurnResult) -> str:
     return f"<table><tr>{head}</tr><tr>{cells}</tr></table>"
 
 
+def _source(turn: TurnResult) -> str:
+    """Where the user message came from, beside the message (nothing when not recorded)."""
+    if turn.user_message_source is None:
+        return ""
+    by = f" by {turn.simulator_model}" if turn.simulator_model else ""
+    return f' <span class="derived">{_e(turn.user_message_source + by)}</span>'
+
+
 def _turn(turn: TurnResult) -> str:
     state = "" if turn.passed is None else ("turn-pass" if turn.passed else "turn-fail")
     perf = turn.performance
@@ -201,7 +221,7 @@ def _turn(turn: TurnResult) -> str:
             f'<div class="turn {state}"><h4>Turn {turn.turn} · score {_score(turn.score)}'
             f" · pass {_mark(turn.passed)}{speed}</h4>"
         ),
-        f"<div><b>User</b><pre>{_e(turn.user_message)}</pre></div>",
+        f"<div><b>User</b>{_source(turn)}<pre>{_e(turn.user_message)}</pre></div>",
         f"<div><b>Agent</b><pre>{_e(turn.answer)}</pre></div>",
     ]
     if turn.error:
@@ -219,6 +239,7 @@ def _scenario(r: ScenarioResult) -> str:
     summary = (
         f"<summary>{_badge(r.status)}<b>{_e(r.id)}</b>{_e(trial)}"
         f'<span class="muted">{_e(r.name)} · {_e(r.category)} · {_e(r.severity)}</span>'
+        f'<span class="agent">{_e(agent_text(r))}</span>'
         f"<span>score {_score(r.score)}</span><span class=muted>{_e(wall)}</span></summary>"
     )
     decided = ""

@@ -17,7 +17,7 @@ from runner.judgments import ClaimJudgment, DimensionScores, JudgeUsage, Judgmen
 from runner.outcomes import CheckResult
 from runner.scoring import Decider, QualityGates, Summary
 from runner.status import Status
-from runner.transcript import ToolCall, Transcript, TurnPerformance
+from runner.transcript import ToolCall, Transcript, TurnPerformance, UserMessageSource
 from runner.trials import JudgeAgreement, TrialStats
 
 SCHEMA_VERSION = 1
@@ -29,46 +29,99 @@ class _Model(BaseModel):
 
 
 class TurnResult(_Model):
-    turn: int
-    user_message: str = ""
-    answer: str = ""
-    tool_calls: list[ToolCall] = Field(default_factory=list)
-    score: float | None = None  # recomputed from dims; None when not judged
-    passed: bool | None = None  # GAIA's turn rule; None when not judged
-    dims: DimensionScores | None = None
-    reasoning: str = ""
-    checks: list[CheckResult] = Field(default_factory=list)
-    claims: list[ClaimJudgment] = Field(default_factory=list)
-    performance: TurnPerformance | None = None
-    error: str | None = None
+    """One turn of a scenario run: what was said, what was done, how it was scored."""
+
+    turn: int = Field(description="1-based turn number, as in the scenario")
+    user_message: str = Field(default="", description="the message sent to the agent")
+    user_message_source: UserMessageSource | None = Field(
+        default=None,
+        description="where the user message came from: verbatim (the turn's user_message), "
+        "extracted (the question quoted in its objective) or simulated (a model wrote it); "
+        "None when not recorded (a GAIA scorecard, or one written before this field)",
+    )
+    simulator_model: str | None = Field(
+        default=None, description="the model that wrote a simulated user message"
+    )
+    answer: str = Field(default="", description="the agent's final answer text")
+    tool_calls: list[ToolCall] = Field(
+        default_factory=list, description="the agent's tool calls, in causal order"
+    )
+    score: float | None = Field(
+        default=None, description="recomputed from dims (0-10); None when not judged"
+    )
+    passed: bool | None = Field(
+        default=None, description="GAIA's turn rule (correctness ≥ 4, score ≥ 6); None unjudged"
+    )
+    dims: DimensionScores | None = Field(
+        default=None, description="the judge's seven rubric dimensions; None when not judged"
+    )
+    reasoning: str = Field(default="", description="the judge's reasoning for the turn")
+    checks: list[CheckResult] = Field(
+        default_factory=list, description="exact checks of this turn, verified by code"
+    )
+    claims: list[ClaimJudgment] = Field(
+        default_factory=list, description="claims of this turn as the judge labelled them"
+    )
+    performance: TurnPerformance | None = Field(
+        default=None, description="speed of the turn; None when the turn did not run"
+    )
+    error: str | None = Field(
+        default=None, description="infrastructure failure while running this turn"
+    )
 
 
 class ScenarioResult(_Model):
-    id: str
-    name: str = ""
-    category: str = "uncategorized"
-    severity: str = "standard"
-    status: Status
-    score: float | None = None  # mean of recomputed turn scores; None when not judged
-    gates: QualityGates = Field(default_factory=QualityGates)
-    turns: list[TurnResult] = Field(default_factory=list)
-    checks: list[CheckResult] = Field(default_factory=list)  # scenario-level checks
-    claims: list[ClaimJudgment] = Field(default_factory=list)  # scenario-level claims
-    notes: list[str] = Field(default_factory=list)  # why the status is what it is
+    """One row of the scorecard: one scenario (one trial of it) and its verdict."""
+
+    id: str = Field(description="the scenario's id")
+    name: str = Field(default="", description="the scenario's display name")
+    category: str = Field(default="uncategorized", description="the scenario's category")
+    severity: str = Field(default="standard", description="critical|high|medium|low|standard")
+    agent_id: str | None = Field(
+        default=None,
+        description="the GAIA agent id the session ran (after --agent/--agent-map); None when "
+        "no session started",
+    )
+    gaia_version: str | None = Field(
+        default=None, description="amd-gaia version of the Agent UI under test, when known"
+    )
+    status: Status = Field(description="GAIA's status vocabulary plus NOT_JUDGED")
+    score: float | None = Field(
+        default=None, description="mean of recomputed turn scores (0-10); None when not judged"
+    )
+    gates: QualityGates = Field(
+        default_factory=QualityGates, description="the three things a PASS needs"
+    )
+    turns: list[TurnResult] = Field(default_factory=list, description="every turn, in order")
+    checks: list[CheckResult] = Field(
+        default_factory=list, description="scenario-level exact checks"
+    )
+    claims: list[ClaimJudgment] = Field(
+        default_factory=list, description="scenario-level claims as the judge labelled them"
+    )
+    notes: list[str] = Field(
+        default_factory=list, description="why the status is what it is, one line each"
+    )
     decided_by: Decider | None = Field(
         default=None,
         description="what decided PASS/FAIL/BLOCKED: judge, or checks (a failed exact check "
         "without a judge); None for every other status",
     )
-    root_cause: str | None = None
-    recommended_fix: str | None = None
-    error: str | None = None
-    wall_s: float | None = None
-    trace: str | None = None  # path of the trace, relative to the run folder
-    trial: int | None = None  # 1-based trial index when the run has trials > 1
-    judge_model: str | None = None
-    judge_usage: JudgeUsage | None = None
-    cost_usd: float = 0.0
+    root_cause: str | None = Field(default=None, description="the judge's root cause")
+    recommended_fix: str | None = Field(default=None, description="the judge's recommended fix")
+    error: str | None = Field(default=None, description="infrastructure error, when any")
+    wall_s: float | None = Field(default=None, description="scenario wall clock, seconds")
+    trace: str | None = Field(
+        default=None, description="path of the trace, relative to the run folder"
+    )
+    trial: int | None = Field(
+        default=None, description="1-based trial index when the run has trials > 1"
+    )
+    judge_model: str | None = Field(default=None, description="the model that judged it")
+    judge_usage: JudgeUsage | None = Field(
+        default=None, description="tokens spent judging this scenario"
+    )
+    cost_usd: float = Field(default=0.0, description="estimated judge cost, US dollars")
 
     @property
     def key(self) -> str:
@@ -88,16 +141,20 @@ class ScenarioResult(_Model):
 class RunConfig(_Model):
     """Every choice that shaped a run, including the ones made automatically."""
 
-    judge_provider: str | None = None  # anthropic | openai | None (not judged)
-    judge_model: str | None = None
-    judge_url: str | None = None
-    simulator_mode: str = "scripted"  # scripted | llm
-    simulator_model: str | None = None
-    device: str | None = None  # cpu | rocm | npu
-    device_reason: str | None = None  # why --device auto picked it
-    backend: str | None = None  # docker | local
-    trialbox_version: str | None = None
-    images: dict[str, str] = Field(default_factory=dict)  # image name → id
+    judge_provider: str | None = Field(
+        default=None, description="anthropic | openai | None (not judged)"
+    )
+    judge_model: str | None = Field(default=None, description="the judge's model")
+    judge_url: str | None = Field(default=None, description="the judge's endpoint, when local")
+    simulator_mode: str = Field(
+        default="scripted", description="scripted (offline user turns) | llm (hosted simulator)"
+    )
+    simulator_model: str | None = Field(default=None, description="the hosted simulator's model")
+    device: str | None = Field(default=None, description="cpu | rocm | npu")
+    device_reason: str | None = Field(default=None, description="why --device auto picked it")
+    backend: str | None = Field(default=None, description="docker | local")
+    trialbox_version: str | None = Field(default=None, description="trialbox that ran it")
+    images: dict[str, str] = Field(default_factory=dict, description="image name → image id")
     agent_model: str | None = Field(
         default=None, description="the chat model name the Agent UI asked the LLM server for"
     )
@@ -111,14 +168,24 @@ class RunConfig(_Model):
         description="whether answer checks were derived from ground_truth.expected_answer "
         "(off with --no-derived-checks)",
     )
-    llm_server: dict[str, Any] = Field(default_factory=dict)  # what the server says it is
-    hardware: dict[str, Any] = Field(default_factory=dict)  # fingerprint: cpu, gpu, driver...
-    concurrency: int = 1
-    trials: int = 1
-    rejudge: int = 1
-    forced_tool: str | None = None  # the llm server's forced-first-tool switch, when on
-    scenario_filter: list[str] = Field(default_factory=list)
-    extra: dict[str, Any] = Field(default_factory=dict)
+    llm_server: dict[str, Any] = Field(
+        default_factory=dict, description="what the LLM server says it is (/health, /models)"
+    )
+    hardware: dict[str, Any] = Field(
+        default_factory=dict, description="fingerprint: cpu, gpu, driver, memory"
+    )
+    concurrency: int = Field(default=1, description="sandboxes run at the same time")
+    trials: int = Field(default=1, description="runs of each scenario (--trials)")
+    rejudge: int = Field(default=1, description="judgments of each transcript (--rejudge)")
+    forced_tool: str | None = Field(
+        default=None, description="the LLM server's forced-first-tool switch, when on (tests)"
+    )
+    scenario_filter: list[str] = Field(
+        default_factory=list, description="ids a targeted run was limited to (empty = all)"
+    )
+    extra: dict[str, Any] = Field(
+        default_factory=dict, description="anything else worth keeping (e.g. GAIA's config)"
+    )
 
     @property
     def judged(self) -> bool:
@@ -126,57 +193,91 @@ class RunConfig(_Model):
 
 
 class Cost(_Model):
-    estimated_total_usd: float = 0.0
-    judge_requests: int = 0
-    judge_input_tokens: int = 0
-    judge_output_tokens: int = 0
-    judge_cache_read_tokens: int = 0
-    judge_cache_write_tokens: int = 0
+    """What judging the run cost (estimates for priced models; local models cost 0)."""
+
+    estimated_total_usd: float = Field(default=0.0, description="sum over scenarios, US dollars")
+    judge_requests: int = Field(default=0, description="requests sent to the judge")
+    judge_input_tokens: int = Field(default=0, description="prompt tokens")
+    judge_output_tokens: int = Field(default=0, description="generated tokens")
+    judge_cache_read_tokens: int = Field(default=0, description="prompt tokens read from cache")
+    judge_cache_write_tokens: int = Field(default=0, description="prompt tokens written to cache")
 
 
 class PerformanceStats(_Model):
     """Speed over a set of turns. None = not measured (never a guess)."""
 
-    wall_s: float | None = None  # scenario wall clock (sum over scenarios in totals)
-    turns: int = 0
-    turn_wall_s_mean: float | None = None
-    turn_wall_s_p50: float | None = None
-    turn_wall_s_p90: float | None = None
-    ttft_s_mean: float | None = None
-    tokens_per_s_mean: float | None = None
-    input_tokens: int = 0
-    output_tokens: int = 0
+    wall_s: float | None = Field(
+        default=None, description="scenario wall clock (sum over scenarios in totals), s"
+    )
+    turns: int = Field(default=0, description="turns measured")
+    turn_wall_s_mean: float | None = Field(default=None, description="mean turn wall time, s")
+    turn_wall_s_p50: float | None = Field(default=None, description="median turn wall time, s")
+    turn_wall_s_p90: float | None = Field(
+        default=None, description="90th percentile turn wall time, s"
+    )
+    ttft_s_mean: float | None = Field(default=None, description="mean time to first token, s")
+    tokens_per_s_mean: float | None = Field(
+        default=None, description="mean decode speed, tokens/s"
+    )
+    input_tokens: int = Field(default=0, description="prompt tokens, all turns")
+    output_tokens: int = Field(default=0, description="generated tokens, all turns")
 
 
 class Performance(_Model):
-    totals: PerformanceStats = Field(default_factory=PerformanceStats)
-    scenarios: dict[str, PerformanceStats] = Field(default_factory=dict)  # by result key
+    """Speed of the whole run and of each scenario."""
+
+    totals: PerformanceStats = Field(
+        default_factory=PerformanceStats, description="over every turn of the run"
+    )
+    scenarios: dict[str, PerformanceStats] = Field(
+        default_factory=dict, description="by result key (id, or id__trial<k>)"
+    )
 
 
 class Scorecard(_Model):
-    schema_version: int = SCHEMA_VERSION
-    run_id: str
-    timestamp: datetime
-    finished: bool = False  # False while the run is still writing results
-    config: RunConfig = Field(default_factory=RunConfig)
-    summary: Summary = Field(default_factory=Summary)
-    scenarios: list[ScenarioResult] = Field(default_factory=list)
-    cost: Cost = Field(default_factory=Cost)
-    performance: Performance = Field(default_factory=Performance)
-    trials: dict[str, TrialStats] | None = None  # by scenario id, when trials > 1
-    judge_agreement: JudgeAgreement | None = None  # when --rejudge K > 1
-    warnings: list[str] = Field(default_factory=list)
+    """scorecard.json: the run's settings, verdicts, summary, speed and cost."""
+
+    schema_version: int = Field(default=SCHEMA_VERSION, description="version of this format")
+    run_id: str = Field(description="the run's id (UTC timestamp plus four hex digits)")
+    timestamp: datetime = Field(description="when the run started")
+    finished: bool = Field(
+        default=False, description="False while the run is still writing results"
+    )
+    config: RunConfig = Field(default_factory=RunConfig, description="the run's settings")
+    summary: Summary = Field(default_factory=Summary, description="counters and rates")
+    scenarios: list[ScenarioResult] = Field(
+        default_factory=list, description="one row per scenario (and trial), in declared order"
+    )
+    cost: Cost = Field(default_factory=Cost, description="judge cost")
+    performance: Performance = Field(default_factory=Performance, description="speed")
+    trials: dict[str, TrialStats] | None = Field(
+        default=None, description="by scenario id, when trials > 1"
+    )
+    judge_agreement: JudgeAgreement | None = Field(
+        default=None, description="when --rejudge K > 1: how consistently the judge judged"
+    )
+    warnings: list[str] = Field(default_factory=list, description="things a reader must know")
 
 
 class Trace(_Model):
     """Everything about one scenario run: traces/<id>.json (or <id>__trial<k>.json)."""
 
-    schema_version: int = SCHEMA_VERSION
-    run_id: str
-    result: ScenarioResult
-    transcript: Transcript | None = None
-    evidence: dict[str, Any] = Field(default_factory=dict)  # runner.evidence, as JSON
-    judgments: Judgments | None = None
-    judge_error: str | None = None
-    checks: list[CheckResult] = Field(default_factory=list)  # every check, turn and scenario
-    artifacts: list[str] = Field(default_factory=list)  # paths relative to the run folder
+    schema_version: int = Field(default=SCHEMA_VERSION, description="version of this format")
+    run_id: str = Field(description="the run this trace belongs to")
+    result: ScenarioResult = Field(description="the scenario's scorecard row")
+    transcript: Transcript | None = Field(
+        default=None, description="the conversation; None when none started"
+    )
+    evidence: dict[str, Any] = Field(
+        default_factory=dict, description="runner.evidence as JSON: tool calls, final answers"
+    )
+    judgments: Judgments | None = Field(
+        default=None, description="everything the judge said; None when not judged"
+    )
+    judge_error: str | None = Field(default=None, description="why judging failed, when it did")
+    checks: list[CheckResult] = Field(
+        default_factory=list, description="every check, turn and scenario level"
+    )
+    artifacts: list[str] = Field(
+        default_factory=list, description="paths relative to the run folder"
+    )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -15,6 +16,7 @@ from runner.report._compare import Comparison
 from runner.report._driver import DriverReport
 from runner.report._gaia import BaselineMeta, GaiaScorecard
 from runner.report._models import Scorecard, Trace
+from runner.settings import RunSettings
 
 SCHEMA_DIR = Path(__file__).with_name("schemas")
 MODELS: dict[str, type[BaseModel]] = {
@@ -24,6 +26,7 @@ MODELS: dict[str, type[BaseModel]] = {
     "driver_report": DriverReport,
     "gaia_scorecard": GaiaScorecard,
     "baseline_meta": BaselineMeta,
+    "run_settings": RunSettings,  # run.json
 }
 
 
@@ -31,6 +34,19 @@ def schema_text(model: type[BaseModel]) -> str:
     return (
         json.dumps(model.model_json_schema(mode="serialization"), indent=2, sort_keys=True) + "\n"
     )
+
+
+def undocumented_fields(schema: dict[str, Any]) -> list[str]:
+    """`Model.field` for every property of the schema (and its $defs) without a description:
+    a field a reader of the exported schema cannot learn the meaning of."""
+    found = []
+    objects = [(str(schema.get("title", "")), schema)]
+    objects += [(name, d) for name, d in schema.get("$defs", {}).items()]
+    for name, obj in objects:
+        for field, spec in obj.get("properties", {}).items():
+            if not spec.get("description"):
+                found.append(f"{name}.{field}")
+    return sorted(found)
 
 
 def export_schemas(dest: Path = SCHEMA_DIR) -> list[Path]:

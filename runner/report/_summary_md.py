@@ -6,6 +6,7 @@ from runner.report._identity import model_line
 from runner.report._models import PerformanceStats, ScenarioResult, Scorecard
 from runner.scoring import (
     CHECKS_PASSED_NOT_JUDGED,
+    UserMessageCounts,
     check_note,
     checks_passed_not_judged,
     decided_pass_rate,
@@ -50,6 +51,26 @@ def _score(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}/10"
 
 
+def user_messages_text(counts: UserMessageCounts) -> str:
+    """`5 verbatim · 2 extracted from the objective · 3 simulated (by SmolLM2 ×3)`."""
+    parts = [f"{counts.verbatim} verbatim", f"{counts.extracted} extracted from the objective"]
+    by = ", ".join(f"{model} ×{n}" for model, n in counts.simulated_by.items())
+    parts.append(f"{counts.simulated} simulated" + (f" (by {by})" if by else ""))
+    if counts.not_recorded:
+        parts.append(f"{counts.not_recorded} source not recorded")
+    return " · ".join(parts)
+
+
+def agent_text(r: ScenarioResult) -> str:
+    """`agent doc_agent, GAIA 0.25.1` — which agent answered, on which Agent UI ("" if unknown)."""
+    parts = []
+    if r.agent_id:
+        parts.append(f"agent {r.agent_id}")
+    if r.gaia_version:
+        parts.append(f"GAIA {r.gaia_version}")
+    return ", ".join(parts)
+
+
 def _decided_lines(card: Scorecard) -> list[str]:
     """The first lines a reader (or the console) sees: what was decided, and by what."""
     s = card.summary
@@ -82,6 +103,7 @@ def _summary(card: Scorecard) -> list[str]:
         "",
         *_decided_lines(card),
         f"- **Scenarios:** {s.total_scenarios}",
+        f"- **User turns ({s.user_messages.total}):** {user_messages_text(s.user_messages)}",
         (
             f"- **Passed:** {s.passed} · **Failed:** {s.failed} "
             f"({s.checks_failed} by checks, {s.failed - s.checks_failed} by the judge) · "
@@ -164,9 +186,10 @@ def _scenario_line(r: ScenarioResult) -> str:
     elif checks_passed_not_judged(r):
         gates = f" — {CHECKS_PASSED_NOT_JUDGED} ({_checks(r.gates.checks_run)})"
     error = f" — {_cell(r.error)}" if r.error else ""
+    agent = f" · {_cell(agent_text(r))}" if agent_text(r) else ""
     return (
         f"- {ICONS[r.status]} **{_cell(r.id)}**{trial} `{r.status.value}` {_score(r.score)}"
-        f" · {_num(r.wall_s, ' s', 1)}{gates}{error}"
+        f" · {_num(r.wall_s, ' s', 1)}{agent}{gates}{error}"
     )
 
 

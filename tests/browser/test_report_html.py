@@ -210,9 +210,16 @@ LLM_CPU_HEALTH = {
 CHART_IDS = ("chart-status-by-category", "chart-turn-latency", "chart-ttft", "chart-tokens-per-s")
 
 
-def _checked_transcript(sid: str, walls: list[float]) -> Transcript:
+SIMULATOR = "SmolLM2-135M-Instruct Q4_1"
+SOURCES = [("verbatim", None), ("extracted", None), ("simulated", SIMULATOR)]
+
+
+def _checked_transcript(sid: str, walls: list[float], index: int = 0) -> Transcript:
+    # Turn sources rotate over the run: 3 verbatim, 3 extracted, 2 simulated in 8 turns.
     return Transcript(
         scenario_id=sid,
+        agent_id="doc_reader" if index % 2 == 0 else "no_tools",
+        gaia_version="0.25.1",
         turns=[
             TurnRecord(
                 turn=n,
@@ -221,6 +228,8 @@ def _checked_transcript(sid: str, walls: list[float]) -> Transcript:
                 performance=TurnPerformance(
                     wall_s=wall, time_to_first_token_s=0.07 * n, tokens_per_s=120.0 - 10 * n
                 ),
+                user_message_source=SOURCES[(2 * index + n - 1) % 3][0],
+                simulator_model=SOURCES[(2 * index + n - 1) % 3][1],
             )
             for n, wall in enumerate(walls, 1)
         ],
@@ -249,7 +258,7 @@ def unjudged_run(tmp_path_factory) -> Path:
         result = scenario_result(
             scenario_id=sid,
             category=category,
-            transcript=_checked_transcript(sid, [0.6 + i, 3.4 + i / 2]),
+            transcript=_checked_transcript(sid, [0.6 + i, 3.4 + i / 2], i),
             checks=checks,
             wall_s=5.0 + i,
         )
@@ -267,6 +276,19 @@ def test_unjudged_report_shows_checks_decisions_and_the_served_model(unjudged_ru
     ) in text
     for expected in ("checks-decided FAIL", "checks passed, not judged", "checks pass rate (1/3)"):
         assert expected in text, expected
+
+
+def test_report_says_who_wrote_the_user_turns_and_which_agent_answered(unjudged_run, tmp_path):
+    dom = dump((unjudged_run / "report.html").as_uri(), tmp_path)
+    text = " ".join(" ".join(dom.text).split())
+    assert (
+        f"User turns (8): 3 verbatim · 3 extracted from the objective · 2 simulated "
+        f"(by {SIMULATOR} ×2)"
+    ) in text
+    assert "agent doc_reader, GAIA 0.25.1" in text and "agent no_tools, GAIA 0.25.1" in text
+    # Each turn names its source beside "User" (the summary line says "(by …)" instead).
+    assert f"User simulated by {SIMULATOR} question 1" in text
+    assert "User extracted question 2" in text and "User verbatim question 1" in text
 
 
 def test_charts_are_svg_elements_with_titles_and_bars(unjudged_run, tmp_path):

@@ -301,12 +301,19 @@ def test_infra_must_not_be_a_verdict():
 
 
 @dataclass
+class Sent:
+    user_message_source: str | None
+    simulator_model: str | None = None
+
+
+@dataclass
 class Row:
     category: str
     status: Status
     score: float | None = None
     gates: QualityGates = field(default_factory=QualityGates)
     decided_by: str | None = None
+    turns: list[Sent] = field(default_factory=list)
 
 
 def checks_fail(category: str = "rag") -> Row:
@@ -431,3 +438,26 @@ def test_family_prices_differ():
 def test_local_models_cost_nothing():
     usage = JudgeUsage(input_tokens=10**7, output_tokens=10**7)
     assert judge_cost_usd(usage, "SmolLM2-135M-Instruct") == 0.0
+
+
+def test_summary_counts_user_messages_by_source_and_simulator_model():
+    # Two trials of one scenario: every turn that was sent counts, in every trial.
+    first = [Sent("verbatim"), Sent("extracted"), Sent("simulated", "SmolLM2-135M")]
+    second = [Sent("verbatim"), Sent("simulated", "SmolLM2-135M"), Sent("simulated", "Qwen3")]
+    gaia_row = [Sent(None), Sent(None)]  # read from a GAIA scorecard: source not recorded
+    orphan = [Sent("simulated")]  # simulated, model not recorded
+    s = summarize([
+        Row("rag", Status.NOT_JUDGED, turns=first),
+        Row("rag", Status.FAIL, turns=second, decided_by="checks"),
+        Row("memory", Status.PASS, 8.0, turns=gaia_row),
+        Row("memory", Status.PASS, 8.0, turns=orphan),
+    ])
+    m = s.user_messages
+    assert (m.verbatim, m.extracted, m.simulated, m.not_recorded) == (2, 1, 4, 2)
+    assert m.simulated_by == {"Qwen3": 1, "SmolLM2-135M": 2, "unknown": 1}
+    assert m.total == 9
+
+
+def test_summary_of_no_turns_counts_no_user_messages():
+    m = summarize([Row("rag", Status.INFRA_ERROR)]).user_messages
+    assert m.total == 0 and m.simulated_by == {}
