@@ -304,6 +304,7 @@ class Engine:
             error=outcome.error,
             wall_s=wall_s,
             trial=job.trial,
+            judgings=outcome.rejudged,
         )
         self._finished.add(job.key)
         evidence = Evidence.from_transcript(outcome.transcript).model_dump(mode="json") if outcome.transcript else {}

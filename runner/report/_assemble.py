@@ -14,7 +14,7 @@ from runner.judgments import Judgments, TurnJudgment
 from runner.outcomes import CheckResult
 from runner.report._models import Cost, RunConfig, ScenarioResult, Scorecard, Trace, TurnResult
 from runner.report._performance import performance_of
-from runner.scoring import ScenarioOutcome, judge_cost_usd, scenario_status, summarize
+from runner.scoring import ScenarioOutcome, judgings_cost_usd, scenario_status, summarize
 from runner.status import Status
 from runner.transcript import Transcript, TurnRecord
 from runner.trials import JudgeAgreement, TrialStats, trial_stats
@@ -39,14 +39,15 @@ def scenario_result(
     error: str | None = None,
     wall_s: float | None = None,
     trial: int | None = None,
+    judgings: Sequence[Judgments] = (),
 ) -> ScenarioResult:
-    """Score one scenario run and lay it out as a scorecard row."""
+    """Score one scenario run and lay it out as a scorecard row. `judgings` are every judging
+    of the transcript (--rejudge K): the row is scored on the first, but costs all of them."""
     turn_numbers = [t.turn for t in transcript.turns] if transcript else None
     outcome = scenario_status(judgments, checks, infra=infra, conversation_turns=turn_numbers)
     usage = judgments.usage if judgments else None
-    cost = 0.0
-    if judgments is not None:
-        cost = judgments.usage.cost_usd or judge_cost_usd(judgments.usage, judgments.judge_model)
+    every = list(judgings) or ([judgments] if judgments is not None else [])
+    cost = judgings_cost_usd(every)
     verdict = judgments.verdict if judgments else None
     return ScenarioResult(
         id=scenario_id,

@@ -209,3 +209,13 @@ def test_collect_warning_keeps_the_conversation(tmp_path: Path) -> None:
     card = asyncio.run(make_engine(tmp_path, Conversations(collected_badly), Judge(8.0)).run())
     assert set(statuses(card).values()) == {Status.PASS}
     assert any("artifacts not collected" in w for w in card.warnings)
+
+
+def test_rejudging_k_times_costs_k_judgings_in_the_scorecard_and_the_budget(tmp_path: Path) -> None:
+    # 100k input tokens of claude-sonnet-4-6 at $3 per million = $0.30 per judging.
+    engine = make_engine(tmp_path, Conversations(), Judge(input_tokens=100_000), rejudge=3)
+    card = asyncio.run(engine.run())
+    assert all(r.cost_usd == pytest.approx(0.90) for r in card.scenarios)
+    over = make_engine(tmp_path / "b", Conversations(), Judge(input_tokens=100_000), rejudge=3,
+                       budget_usd=0.5)
+    assert set(statuses(asyncio.run(over.run())).values()) == {Status.BUDGET_EXCEEDED}
