@@ -559,7 +559,9 @@ def _register_tools() -> None:
     """The agent developer's loop lives in its own packages; the CLI only names the commands."""
     from runner.audit import audit_command
     from runner.capture import capture_command
+    from runner.fix import fix_command
 
+    app.command("fix")(fix_command)
     app.command("capture")(capture_command)
     app.command("audit")(audit_command)
 
