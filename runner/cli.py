@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn, TextIO, TypeVar, cast
 
 import typer
 from rich.console import Console
@@ -17,6 +18,13 @@ from rich.console import Console
 from runner import __version__
 from runner.launch import EXIT_INFRA, EXIT_USAGE, InfraError, UsageError
 from runner.paths import eval_root
+
+if TYPE_CHECKING:
+    from runner.report import Scorecard
+    from runner.settings import RunSettings
+    from runner.stack.hardware import DeviceChoice
+
+T = TypeVar("T")
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 corpus_app = typer.Typer(no_args_is_help=True, help="Build the evaluation corpus.")
@@ -191,10 +199,10 @@ def _progress_to_stderr() -> None:
     console = Console(highlight=False, stderr=True)
 
 
-def _print_run_json(settings: object, code: int) -> None:
+def _print_run_json(settings: RunSettings, code: int) -> None:
     import json
 
-    run_dir = settings.run_dir  # type: ignore[attr-defined]
+    run_dir = settings.run_dir
     card = run_dir / "scorecard.json"
     summary = json.loads(card.read_text(encoding="utf-8"))["summary"] if card.is_file() else None
     print(json.dumps({"run_dir": str(run_dir), "exit_code": code, "summary": summary}, indent=2))
@@ -222,52 +230,52 @@ def _agent_map(items: list[str]) -> dict[str, str]:
     return mapping
 
 
-def execute(settings: object, resume: bool = False, extra: dict | None = None) -> int:
+def execute(settings: RunSettings, resume: bool = False, extra: dict[str, Any] | None = None) -> int:
     """Run and print the summary; map every failure to its exit code with one clear message."""
     from runner.launch import exit_code, run_blocking
 
     try:
-        card = run_blocking(settings, say, resume=resume, extra=extra,  # type: ignore[arg-type]
-                            progress_stream=console.file)
+        card = run_blocking(settings, say, resume=resume, extra=extra,
+                            progress_stream=cast(TextIO, console.file))
     except UsageError as exc:
         fail(str(exc), EXIT_USAGE)
     except InfraError as exc:
         fail(str(exc), EXIT_INFRA)
     except KeyboardInterrupt:
-        run_dir = settings.run_dir  # type: ignore[attr-defined]
+        run_dir = settings.run_dir
         console.print(f"[yellow]interrupted[/]: partial scorecard in {run_dir}; continue with "
                       f"`trialbox run --resume {run_dir}`", soft_wrap=True)
         return EXIT_INFRA
     except OSError as exc:
         # Disk full, folder removed mid-run: every result finished before is already on disk
         # (each trace is written the moment its scenario ends).
-        run_dir = settings.run_dir  # type: ignore[attr-defined]
+        run_dir = settings.run_dir
         fail(f"results could not be written ({exc.strerror or exc}); what finished is in "
              f"{run_dir} — free space, then `trialbox run --resume {run_dir}`", EXIT_INFRA)
-    print_summary(card, settings.run_dir)  # type: ignore[attr-defined]
-    if settings.min_pass_rate is not None:  # type: ignore[attr-defined]
+    print_summary(card, settings.run_dir)
+    if settings.min_pass_rate is not None:
         from runner.launch import quality_gate_line
 
-        say(quality_gate_line(card, settings.min_pass_rate))  # type: ignore[attr-defined]
-    code = exit_code(card, settings.min_pass_rate)  # type: ignore[attr-defined]
+        say(quality_gate_line(card, settings.min_pass_rate))
+    code = exit_code(card, settings.min_pass_rate)
     return _baseline_steps(settings, card, code)
 
 
-def _baseline_steps(settings: object, card: object, code: int) -> int:
+def _baseline_steps(settings: RunSettings, card: Scorecard, code: int) -> int:
     """--save-baseline and --baseline after a run. A regression against the baseline is a
     failed quality gate (1) unless the run already failed harder."""
     from runner.report import ScorecardError, compare, read_any_scorecard, save_baseline
 
-    if settings.save_baseline is not None:  # type: ignore[attr-defined]
+    if settings.save_baseline is not None:
         try:
-            for path in save_baseline(card, settings.save_baseline):  # type: ignore[arg-type, attr-defined]
+            for path in save_baseline(card, settings.save_baseline):
                 say(f"baseline saved: {path}")
         except (ScorecardError, OSError) as exc:
             say(f"warning: baseline not saved: {exc}")
-    if settings.baseline is None:  # type: ignore[attr-defined]
+    if settings.baseline is None:
         return code
     try:
-        result = compare(read_any_scorecard(settings.baseline), card)  # type: ignore[arg-type, attr-defined]
+        result = compare(read_any_scorecard(settings.baseline), card)
     except ScorecardError as exc:
         fail(str(exc), EXIT_USAGE)
     say(result.render())
@@ -276,8 +284,8 @@ def _baseline_steps(settings: object, card: object, code: int) -> int:
     return {0: 0, 1: 1, 3: 3}.get(result.exit_code, EXIT_USAGE)
 
 
-def print_summary(card: object, run_dir: Path) -> None:
-    summary = card.summary  # type: ignore[attr-defined]
+def print_summary(card: Scorecard, run_dir: Path) -> None:
+    summary = card.summary
     say("")
     say((run_dir / "summary.md").read_text(encoding="utf-8") if (run_dir / "summary.md").exists() else str(summary))
     say(f"results: {run_dir}/ (scorecard.json, summary.md, junit.xml, report.html, traces/, artifacts/)")
@@ -291,7 +299,7 @@ def _stack_llm_container(backend: str) -> str | None:
     return find_llm_container()
 
 
-def _or_fail(make):  # type: ignore[no-untyped-def]
+def _or_fail(make: Callable[[], T]) -> T:
     try:
         return make()
     except UsageError as exc:
@@ -425,7 +433,8 @@ def schema(dest: Annotated[Path, typer.Argument()] = Path("runner/report/schemas
 
 
 @corpus_app.command("build")
-def corpus_build(corpus: Corpus = EVAL / "corpus") -> None:
+def corpus_build(corpus: Annotated[Path, typer.Option(help="corpus root (holds manifest.json)")]
+                 = EVAL / "corpus") -> None:
     """Generate the PDF/XLSX/large documents and fetch the real-world documents."""
     from runner.corpus import build
 
@@ -457,7 +466,8 @@ def images() -> None:
     """Build the appliance's images (no registry needed: local base image + wheelhouse)."""
     from runner.bench import build_images, ensure_engine
 
-    _infra(lambda: (ensure_engine(say), build_images(console)))
+    _infra(lambda: ensure_engine(say))
+    _infra(lambda: build_images(console))
 
 
 @app.command()
@@ -516,7 +526,8 @@ def bench(
     say(f"device: {choice.device} — {choice.reason}")
     for warning in choice.warnings:
         say(f"warning: {warning}")
-    images = _infra(lambda: (ensure_engine(say), build_images(console))[1])
+    _infra(lambda: ensure_engine(say))
+    images = _infra(lambda: build_images(console))
     _infra(lambda: build_corpus(EVAL / "corpus", say))
     container, url = _infra(lambda: start_llm(console, choice))
     if in_container:
@@ -535,20 +546,21 @@ def bench(
     raise typer.Exit(execute(settings, extra={"images": images}))
 
 
-def _device(requested: str):  # type: ignore[no-untyped-def]
+def _device(requested: str) -> DeviceChoice:
     from runner.stack.hardware import DeviceChoice, DeviceError, detect_device
 
     if os.environ.get("TRIALBOX_IN_CONTAINER") == "1" and requested in ("cpu", "rocm", "npu"):
         # The runner container has no /dev/kfd or /dev/accel: the controller on the host
         # already checked the device it passes down.
-        return DeviceChoice(device=requested, reason="chosen by the controller on the host")
+        device = cast(Literal["cpu", "rocm", "npu"], requested)
+        return DeviceChoice(device=device, reason="chosen by the controller on the host")
     try:
         return detect_device(requested)
     except DeviceError as exc:
         fail(str(exc), EXIT_USAGE)
 
 
-def _infra(step):  # type: ignore[no-untyped-def]
+def _infra(step: Callable[[], T]) -> T:
     try:
         return step()
     except InfraError as exc:
