@@ -66,4 +66,4 @@ test: docker install images corpus lint
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed
-	$(BIN)/ruff check runner tests
+	$(BIN)/ruff check runner tests images/llm-cpu/trialbox_llm

@@ -27,7 +27,7 @@ from runner.stack.compose import (
 )
 from runner.stack.engine import check_compose, check_engine
 from runner.stack.hardware import DeviceChoice
-from runner.stack.images import IMAGES, ImageBuildError, build_image, repo_root
+from runner.stack.images import IMAGES, BuiltImage, ImageBuildError, build_image, repo_root
 
 STACK_LABELS = {"com.docker.compose.project": "trialbox", "com.docker.compose.service": "llm"}
 
@@ -45,17 +45,30 @@ def ensure_engine(say: Callable[[str], None]) -> None:
 
 
 def build_images(console: Console, names: tuple[str, ...] = IMAGES) -> dict[str, str]:
-    """Build every image (cached layers make a rebuild take seconds); returns name → image id."""
+    """Build the images whose inputs changed; say which were up to date and which were rebuilt
+    (with seconds), and what stale untagged images went. Returns name → image id."""
     built = {}
+    removed, freed = 0, 0
     for name in names:
-        with console.status(f"building trialbox/{name}:dev ..."):
+        with console.status(f"checking trialbox/{name} ..."):
             try:
                 image = build_image(name)
             except ImageBuildError as exc:
                 raise InfraError(f"image {name} did not build — {exc}") from exc
-        console.print(f"built {image.tag} in {image.seconds:.1f} s ({image.size_bytes / 1e6:.0f} MB)")
+        console.print(describe_build(image))
         built[name] = image.image_id
+        removed += len(image.removed)
+        freed += image.removed_bytes
+    if removed:
+        console.print(f"removed {removed} stale untagged image(s) ({freed / 1e6:.0f} MB)")
     return built
+
+
+def describe_build(image: BuiltImage) -> str:
+    """One line per image: up to date (nothing built) or rebuilt in N s."""
+    if not image.rebuilt:
+        return f"{image.tag:<28} up to date ({image.seconds:.1f} s to check)"
+    return f"{image.tag:<28} rebuilt in {image.seconds:.1f} s ({image.size_bytes / 1e6:.0f} MB)"
 
 
 def build_corpus(corpus_root: Path, say: Callable[[str], None]) -> None:

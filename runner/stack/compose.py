@@ -3,7 +3,7 @@
 Compose (not the SDK) because the stack *is* the compose files: a user can run the same
 ``docker compose -f ... up`` by hand and get the same thing. Health is read through the SDK.
 
-The LLM server's admin token (``TRIALBOX_LLM_ADMIN_TOKEN``, see runner/llm_server/admin.py)
+The LLM server's admin token (``TRIALBOX_LLM_ADMIN_TOKEN``, see images/llm-cpu/trialbox_llm/admin.py)
 is decided here: the caller's, else the one the running LLM container already has (so a second
 ``up`` or ``compose run runner`` does not change the service's config and recreate it under a
 run), else a new random one. Sandboxes never see it.
@@ -25,8 +25,8 @@ from pathlib import Path
 import docker
 from docker.errors import DockerException
 
-from runner.llm_server.admin import ADMIN_TOKEN_ENV, AdminTokenError, token_from_environment
 from runner.stack.hardware import DEVICES
+from trialbox_llm.admin import ADMIN_TOKEN_ENV, AdminTokenError, token_from_environment
 
 LLM_SERVICE = "llm"
 LLM_PORT = 13305

@@ -1,8 +1,20 @@
 """Build trialbox's images: base (bootstrapped if missing) → build context → ``docker build``.
 
-The CLI is used for ``docker build`` rather than the SDK: the engine here has only the legacy
-builder, and the CLI gives the same log a user would see when building by hand, which we keep
-in ``.cache/build/<name>/build.log`` and quote from when a build fails.
+``docker build`` goes through the engine's API with a context of exactly the files the
+Dockerfile copies (not the whole checkout); the engine's step output is kept in
+``.cache/build/<name>/build.log``, as the CLI would print it, and quoted when a build fails.
+
+Fast when nothing changed: each image is stamped with a digest of everything it is built from
+(``trialbox.inputs``: its Dockerfile and folder, the checkout files its Dockerfile copies, the
+base image, build arguments, labels, the host's extra CA certificates). An image whose stamp
+matches is up to date and is not built at all — no context upload, no ``docker build``.
+
+No dangling images: the legacy builder leaves each multi-stage build's builder stage as an
+untagged image (the 705/814 MB ``<none>`` images), and a rebuilt image leaves its predecessor
+untagged. The builder stage is the layer cache of the next build, so it is tagged
+(``trialbox/<name>:stage-<stage>``) rather than deleted; after a build, the untagged images it
+left (labelled ``trialbox.image=<name>``, or the stage its tag moved away from) are removed;
+those in use by a container stay.
 """
 
 from __future__ import annotations
@@ -11,18 +23,20 @@ import hashlib
 import os
 import re
 import subprocess
+import tarfile
 import tempfile
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import IO, Literal
 
 import docker
 from docker.errors import DockerException, ImageNotFound
 
 # The images trialbox builds, in build order (each is independent; the order is for humans).
-IMAGES: tuple[str, ...] = ("llm-cpu", "agent-ui", "runner")
+IMAGES: tuple[str, ...] = ("llm-cpu", "agent-ui", "runner", "fixer")
 # The local, registry-free base (scripts/bootstrap-base-image). TRIALBOX_BASE_IMAGE overrides
 # it, e.g. with python:3.11-slim where a registry answers.
 BASE_IMAGE = "trialbox/base:bookworm"
@@ -41,6 +55,9 @@ class BuiltImage:
     seconds: float
     size_bytes: int
     labels: dict[str, str] = field(default_factory=dict)  # what we stamped on it (and why)
+    rebuilt: bool = True  # False: its inputs were unchanged, so nothing was built
+    removed: tuple[str, ...] = ()  # ids of the stale untagged images this build removed
+    removed_bytes: int = 0
 
 
 def repo_root() -> Path:
@@ -91,6 +108,46 @@ def _run_logged(
         )
 
 
+#: Seconds the engine may take over one build request (a cold llm-cpu build takes minutes).
+BUILD_TIMEOUT_S = 3600
+
+
+def _engine_build(context: IO[bytes], dockerfile: str, tag: str, build_args: dict[str, str],
+                  labels: dict[str, str], log: Path) -> None:
+    """``docker build`` through the engine's API, with the context we assembled.
+
+    Through the API rather than the CLI because the context is a tar of just what the
+    Dockerfile copies, and the CLI mistakes such a tar on stdin for a Dockerfile. The log gets
+    the same step lines the CLI prints (``Step n/m``, `` ---> id``)."""
+    command = (f"docker build --force-rm -f {dockerfile} -t {tag} "
+               + " ".join(f"--build-arg {k}={v}" for k, v in build_args.items())
+               + " " + " ".join(f"--label {k}={v}" for k, v in labels.items()) + " <context>")
+    error = ""
+    with log.open("a") as sink:
+        sink.write(f"\n$ {command}\n")
+        client = docker.from_env(timeout=BUILD_TIMEOUT_S)
+        try:
+            # forcerm: a failed step must not leave its container behind.
+            for chunk in client.api.build(fileobj=context, custom_context=True,
+                                          dockerfile=dockerfile, tag=tag, buildargs=build_args,
+                                          labels=labels, rm=True, forcerm=True, decode=True):
+                if "stream" in chunk:
+                    sink.write(chunk["stream"])
+                if "error" in chunk:
+                    error = str(chunk["error"])
+                    sink.write(f"ERROR: {error}\n")
+        except DockerException as exc:
+            error = f"the engine refused the build: {exc}"
+            sink.write(f"ERROR: {error}\n")
+        finally:
+            client.close()
+    if error:
+        with log.open(errors="replace") as source:
+            tail = "".join(deque(source, maxlen=LOG_TAIL_LINES))
+        raise ImageBuildError(f"docker build of {tag} failed: {error}\n"
+                              f"--- last {LOG_TAIL_LINES} lines of {log} ---\n{tail.rstrip()}")
+
+
 def ensure_base_image(root: Path | None = None) -> str:
     """Make sure the base image exists; bootstrap the local one when that is the base in use."""
     root = root or repo_root()
@@ -127,6 +184,10 @@ def build_image(name: str, root: Path | None = None, base: str | None = None) ->
     The agent-ui image is built from the pinned amd-gaia and labelled with its version."""
     if name == AGENT_UI:
         return build_agent_ui(None, root, base)
+    if name == "fixer":  # fix mode's sandbox image; Claude Code inside with TRIALBOX_FIXER_CLAUDE=1
+        from runner.fix._image import build_fixer_image
+
+        return build_fixer_image(root, base)
     return _build(name, root, base)
 
 
@@ -147,34 +208,272 @@ def _build(
         raise ImageBuildError(f"{dockerfile} does not exist; known images: {', '.join(IMAGES)}")
     started = time.perf_counter()
     log = (log_dir or root / ".cache" / "build" / name) / "build.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    log.write_text("")  # one log per build, so the quoted tail is this build's
     base = base or ensure_base_image(root)
-    prepare_context(name, root, env=context_env, log=log)
     tag = tag or image_tag(name)
     labels = {"trialbox.image": name, "trialbox.base": base, **(labels or {})}
-    cmd = [
-        "docker", "build",
-        "--force-rm",  # a failed step must not leave its container behind
-        "-f", str(dockerfile.relative_to(root)),
-        "--build-arg", f"BASE_IMAGE={base}",
-        "-t", tag,
-    ]  # fmt: skip
-    for key, value in (build_args or {}).items():
-        cmd += ["--build-arg", f"{key}={value}"]
-    for key, value in labels.items():
-        cmd += ["--label", f"{key}={value}"]
-    cmd.append(".")
-    _run_logged(cmd, log, f"docker build of {tag}", root)
-    image = docker.from_env().images.get(tag)
-    return BuiltImage(
-        name=name,
-        tag=tag,
-        image_id=str(image.id),
-        seconds=time.perf_counter() - started,
-        size_bytes=int(image.attrs.get("Size", 0)),
-        labels=labels,
-    )
+    digest = inputs_digest(name, root, _image_id(base), build_args or {}, labels)
+    current = _image_labels(tag)
+    if current is not None and current.get(INPUTS_LABEL) == digest:
+        return _built(name, tag, started, labels, rebuilt=False)
+    labels[INPUTS_LABEL] = digest
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text("")  # one log per build, so the quoted tail is this build's
+    prepare_context(name, root, env=context_env, log=log)
+    args = {"BASE_IMAGE": base, **(build_args or {})}
+    paths = context_paths(dockerfile.read_text(), name, build_args or {})
+    (root / ".cache").mkdir(exist_ok=True)
+    with tempfile.TemporaryFile(dir=root / ".cache") as context:
+        write_context(root, paths, context)
+        context.seek(0)
+        _engine_build(context, str(dockerfile.relative_to(root)), tag, args, labels, log)
+    replaced = tag_stages(tag, stage_tips(log.read_text(errors="replace")))
+    removed, freed = remove_stale_images(name, replaced)
+    return _built(name, tag, started, labels, rebuilt=True, removed=removed, freed=freed)
+
+
+def _built(name: str, tag: str, started: float, labels: dict[str, str], *, rebuilt: bool,
+           removed: tuple[str, ...] = (), freed: int = 0) -> BuiltImage:
+    client = docker.from_env()
+    try:
+        image = client.images.get(tag)
+    finally:
+        client.close()
+    return BuiltImage(name=name, tag=tag, image_id=str(image.id),
+                      seconds=time.perf_counter() - started,
+                      size_bytes=int(image.attrs.get("Size", 0)),
+                      labels={**labels, **(image.labels or {})} if not rebuilt else labels,
+                      rebuilt=rebuilt, removed=removed, removed_bytes=freed)
+
+
+# -- up-to-date detection ----------------------------------------------------------------------
+
+#: The label holding the digest of everything an image was built from.
+INPUTS_LABEL = "trialbox.inputs"
+#: What the .cache/build/<name>/<folder> a Dockerfile copies is made from, in the checkout
+#: (scripts/prepare-build-context): the trialbox wheel from these; wheels/ and requirements.txt
+#: from images/<name>/requirements*.txt, which every image's digest includes anyway.
+DERIVED_FROM: dict[str, tuple[str, ...]] = {
+    "trialbox": ("runner", "images/llm-cpu/trialbox_llm", "pyproject.toml"),
+}
+#: Never part of an image (.dockerignore leaves them out of every build context).
+_SKIPPED_NAMES = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
+_SKIPPED_SUFFIXES = (".pyc", ".egg-info")
+
+
+def _copy_sources(dockerfile: str) -> list[str]:
+    """Every source of the Dockerfile's COPY/ADD lines, as written (``--from`` stages excluded)."""
+    text = re.sub(r"\\\n", " ", dockerfile)
+    found: list[str] = []
+    for line in text.splitlines():
+        words = line.split()
+        if len(words) < 3 or words[0].upper() not in ("COPY", "ADD"):
+            continue
+        if any(word.startswith("--from") for word in words[1:]):
+            continue
+        found += [word for word in words[1:] if not word.startswith("--")][:-1]
+    return found
+
+
+def _prefix(source: str) -> str:
+    """The folder or file a source names, up to its first wildcard."""
+    return re.split(r"[*?\[]", source)[0].rstrip("/") or "."
+
+
+def copied_paths(dockerfile: str) -> list[str]:
+    """The checkout paths a Dockerfile's COPY/ADD lines take (``--from`` stages excluded),
+    with ``.cache/build/<name>/<folder>`` replaced by what that folder is made from."""
+    found: list[str] = []
+    for source in _copy_sources(dockerfile):
+        parts = source.strip("/").split("/")
+        if source.startswith("$"):
+            continue  # an ARG-named context folder: its build arguments are in the digest
+        if parts[:2] == [".cache", "build"]:
+            found += DERIVED_FROM.get(parts[3] if len(parts) > 3 else "", ())
+            continue
+        found.append(_prefix(source))
+    return sorted(set(found))
+
+
+def context_paths(dockerfile: str, name: str, build_args: dict[str, str]) -> list[str]:
+    """What the build context must hold: the Dockerfile and each COPY/ADD source, ARG names
+    resolved (``build_args`` over the Dockerfile's defaults). Sending only these, rather than
+    the whole checkout with every image's wheels and the models (over 500 MB), is most of
+    what a rebuild of the runner used to wait for."""
+    args = dict(re.findall(r"^ARG\s+(\w+)=(\S+)", dockerfile, re.MULTILINE)) | build_args
+    paths = {f"images/{name}/Dockerfile"}
+    for source in _copy_sources(dockerfile):
+        paths.add(_prefix(re.sub(r"\$\{?(\w+)\}?", lambda m: args.get(m.group(1), ""), source)))
+    # A file inside a folder already sent would be sent twice.
+    return [p for p in sorted(paths) if not any(p.startswith(q + "/") for q in paths)]
+
+
+def _context_filter(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+    """What .dockerignore leaves out: caches, bytecode, egg-info, and build logs."""
+    parts = info.name.split("/")
+    if _SKIPPED_NAMES.intersection(parts) or any(p.endswith(".egg-info") for p in parts):
+        return None
+    if info.name.endswith(".pyc") or (parts[:2] == [".cache", "build"] and parts[-1] == "build.log"):
+        return None
+    return info
+
+
+def write_context(root: Path, paths: list[str], sink: IO[bytes]) -> None:
+    """A tar build context of ``paths`` (relative to ``root``; absent ones are skipped, so
+    the Dockerfile's COPY names the missing file itself)."""
+    with tarfile.open(fileobj=sink, mode="w") as archive:
+        for relative in paths:
+            if (root / relative).exists():
+                archive.add(root / relative, arcname=relative, filter=_context_filter)
+
+
+def _hash_tree(update: Callable[[bytes], object], root: Path, relative: str) -> None:
+    path = root / relative
+    if path.is_file():
+        files = [path]
+    elif path.is_dir():
+        files = sorted(
+            p for p in path.rglob("*")
+            if p.is_file() and not _SKIPPED_NAMES.intersection(p.relative_to(root).parts)
+            and not p.name.endswith(_SKIPPED_SUFFIXES)
+            and not any(part.endswith(".egg-info") for part in p.relative_to(root).parts)
+        )
+    else:
+        files = []
+    for file in files:
+        update(str(file.relative_to(root)).encode() + b"\0")
+        update(hashlib.sha256(file.read_bytes()).digest())
+
+
+def _certificates() -> list[Path]:
+    ca_dir = Path(os.environ.get("TRIALBOX_CA_DIR", "/usr/local/share/ca-certificates"))
+    return sorted(ca_dir.rglob("*.crt")) if ca_dir.is_dir() else []
+
+
+def inputs_digest(name: str, root: Path, base_id: str, build_args: dict[str, str],
+                  labels: dict[str, str]) -> str:
+    """sha256 of everything ``trialbox/<name>`` is built from (``base_id``: the base image's
+    id, so a re-bootstrapped base rebuilds everything); equal digests, equal images."""
+    digest = hashlib.sha256()
+    dockerfile = root / "images" / name / "Dockerfile"
+    for relative in sorted({f"images/{name}", "scripts/prepare-build-context",
+                            *copied_paths(dockerfile.read_text())}):
+        _hash_tree(digest.update, root, relative)
+    for cert in _certificates():
+        digest.update(cert.name.encode() + b"\0" + cert.read_bytes())
+    settings = {"base_id": base_id, "build_args": build_args, "labels": labels,
+                "target_python": os.environ.get("TRIALBOX_TARGET_PYTHON", "3.11.2")}
+    digest.update(repr(sorted(settings.items())).encode())
+    return digest.hexdigest()
+
+
+def _image_labels(tag: str) -> dict[str, str] | None:
+    """The image's labels, or None when no image has that tag."""
+    try:
+        client = docker.from_env()
+        try:
+            return dict(client.images.get(tag).labels or {})
+        finally:
+            client.close()
+    except ImageNotFound:
+        return None
+    except DockerException as error:
+        raise ImageBuildError(f"cannot ask the Docker engine about {tag}: {error}") from error
+
+
+def _image_id(tag: str) -> str:
+    try:
+        client = docker.from_env()
+        try:
+            return str(client.images.get(tag).id)
+        finally:
+            client.close()
+    except ImageNotFound:
+        return "absent"
+    except DockerException as error:
+        raise ImageBuildError(f"cannot ask the Docker engine about {tag}: {error}") from error
+
+
+# -- builder stages and stale images -------------------------------------------------------------
+
+_STEP_FROM = re.compile(r"^Step \d+/\d+ : FROM \S+(?:\s+AS\s+(?P<stage>\S+))?\s*$", re.IGNORECASE)
+_LAYER = re.compile(r"^ ---> (?P<id>[0-9a-f]{12,64})\s*$")
+
+
+def stage_tips(build_log: str) -> dict[str, str]:
+    """Named builder stage → the image id it ended at, read from the legacy builder's log.
+
+    A stage ends where the next ``FROM`` step starts; the last `` ---> <id>`` before it is the
+    stage's image (the one the legacy builder would otherwise leave untagged)."""
+    tips: dict[str, str] = {}
+    stage: str | None = None
+    last: str | None = None
+    for line in build_log.splitlines():
+        step = _STEP_FROM.match(line)
+        if step:
+            if stage and last:
+                tips[stage] = last
+            stage, last = step.group("stage"), None
+            continue
+        layer = _LAYER.match(line)
+        if layer:
+            last = layer.group("id")
+    return tips
+
+
+def stage_tag(tag: str, stage: str) -> str:
+    return f"{tag.rsplit(':', 1)[0]}:stage-{stage}"
+
+
+def tag_stages(tag: str, tips: dict[str, str]) -> list[str]:
+    """Tag each builder stage (the next build's cache), so it is not left as ``<none>``;
+    returns the ids those tags pointed at before, when they moved (now stale)."""
+    replaced: list[str] = []
+    if not tips:
+        return replaced
+    client = docker.from_env()
+    try:
+        for stage, image_id in tips.items():
+            repository, version = stage_tag(tag, stage).rsplit(":", 1)
+            try:
+                previous: str | None = str(client.images.get(f"{repository}:{version}").id)
+            except ImageNotFound:
+                previous = None
+            image = client.images.get(image_id)
+            image.tag(repository, version)
+            if previous and previous != image.id:
+                replaced.append(previous)
+    except DockerException as error:
+        raise ImageBuildError(f"could not tag the builder stages of {tag}: {error}") from error
+    finally:
+        client.close()
+    return replaced
+
+
+def remove_stale_images(name: str, replaced: list[str] | None = None) -> tuple[tuple[str, ...], int]:
+    """Remove what a build of ``name`` left untagged: images labelled ``trialbox.image=<name>``
+    (a previous build of it) and the builder stages its stage tags moved away from (a stage
+    built on the base image carries the base's labels, so it is found by its old tag instead;
+    another image's stages, even if untagged, are left alone). Returns (ids removed, bytes).
+    An image a container still uses is kept: the engine refuses, and a later build retries."""
+    removed: list[str] = []
+    freed = 0
+    client = docker.from_env()
+    try:
+        # The low-level list: one call, no per-image inspect that a concurrent removal breaks.
+        stale = set(replaced or ())
+        for image in client.api.images(filters={"dangling": True, "label": "trialbox.image"}):
+            labels = image.get("Labels") or {}
+            if labels.get("trialbox.image") != name and image["Id"] not in stale:
+                continue
+            try:
+                client.images.remove(image["Id"], force=False, noprune=False)
+            except DockerException:
+                continue  # in use by a container, or already gone
+            removed.append(str(image["Id"]))
+            freed += int(image.get("Size") or 0)
+    finally:
+        client.close()
+    return tuple(removed), freed
 
 
 # -- the agent-ui image for a chosen amd-gaia (--gaia SPEC) ------------------------------------

@@ -30,10 +30,12 @@ from runner.stack.engine import compose_version
 from runner.stack.images import (
     BASE_IMAGE,
     IMAGES,
+    ImageBuildError,
     build_image,
     ensure_base_image,
     image_tag,
     repo_root,
+    stage_tag,
 )
 
 pytestmark = pytest.mark.containers
@@ -95,6 +97,85 @@ def test_image_builds_with_its_label(client: docker.DockerClient, name: str) -> 
     assert image.id == built.image_id
     assert image.labels["trialbox.image"] == name
     assert image.labels["trialbox.base"] == ensure_base_image()
+
+
+TWO_STAGE = """\
+ARG BASE_IMAGE
+FROM ${BASE_IMAGE} AS build
+LABEL trialbox.image=NAME trialbox.stage=build
+RUN echo STAGE > /stage.txt
+FROM ${BASE_IMAGE}
+COPY --from=build /stage.txt /stage.txt
+COPY images/NAME/payload.txt /payload.txt
+"""
+
+
+@pytest.mark.timeout(600)
+def test_a_rebuild_checks_inputs_tags_its_stage_and_leaves_nothing_dangling(
+    client: docker.DockerClient, tmp_path: Path
+) -> None:
+    # A two-stage image in a checkout of its own, built by the real code path (the real
+    # prepare-build-context script included); its name is unique, so only it is touched.
+    name = f"pytest-{secrets.token_hex(4)}"
+    folder = tmp_path / "images" / name
+    folder.mkdir(parents=True)
+    (tmp_path / "scripts").mkdir()
+    script = tmp_path / "scripts" / "prepare-build-context"
+    script.write_bytes((ROOT / "scripts" / "prepare-build-context").read_bytes())
+    script.chmod(0o755)
+
+    def write(stage: str, payload: str) -> None:
+        (folder / "Dockerfile").write_text(TWO_STAGE.replace("NAME", name).replace("STAGE", stage))
+        (folder / "payload.txt").write_text(payload)
+
+    def dangling() -> list[str]:
+        found = client.api.images(filters={"dangling": True, "label": f"trialbox.image={name}"})
+        return [image["Id"] for image in found]
+
+    base = ensure_base_image()
+    try:
+        write("one", "first")
+        first = build_image(name, root=tmp_path, base=base)
+        assert first.rebuilt and first.labels["trialbox.inputs"]
+        stage = client.images.get(stage_tag(first.tag, "build"))
+        assert stage.labels["trialbox.stage"] == "build"
+
+        again = build_image(name, root=tmp_path, base=base)
+        assert not again.rebuilt and again.image_id == first.image_id
+
+        write("one", "second")  # the final stage changes: the old image must go
+        second = build_image(name, root=tmp_path, base=base)
+        assert second.rebuilt and first.image_id in second.removed
+        write("two", "second")  # the builder stage changes: its old copy must go too
+        third = build_image(name, root=tmp_path, base=base)
+        assert stage.id in third.removed and second.image_id in third.removed
+        assert dangling() == []
+    finally:
+        for tag in (image_tag(name), stage_tag(image_tag(name), "build")):
+            try:
+                client.images.remove(tag, force=True)
+            except DockerException:
+                pass
+        for image_id in dangling():
+            client.images.remove(image_id, force=True)
+
+
+def test_a_failing_build_quotes_the_engines_step_output(
+    client: docker.DockerClient, tmp_path: Path
+) -> None:
+    name = f"pytest-{secrets.token_hex(4)}"
+    (tmp_path / "images" / name).mkdir(parents=True)
+    (tmp_path / "images" / name / "Dockerfile").write_text(
+        "ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\nRUN echo the-real-cause && exit 3\n")
+    (tmp_path / "scripts").mkdir()
+    script = tmp_path / "scripts" / "prepare-build-context"
+    script.write_bytes((ROOT / "scripts" / "prepare-build-context").read_bytes())
+    script.chmod(0o755)
+    with pytest.raises(ImageBuildError) as caught:
+        build_image(name, root=tmp_path, base=ensure_base_image())
+    assert "the-real-cause" in str(caught.value) and "non-zero code: 3" in str(caught.value)
+    with pytest.raises(DockerException):
+        client.images.get(image_tag(name))  # nothing tagged
 
 
 def test_base_image_has_what_every_image_needs(client: docker.DockerClient, run_id: str) -> None:

@@ -46,14 +46,14 @@ def wait_live(url: str, process: subprocess.Popen[bytes], log: Path, deadline_s:
 def running_llm_server(log_dir: Path, env: dict[str, str] | None = None) -> Iterator[str]:
     """Start a real llm-cpu server (llama.cpp, SmolLM2 + MiniLM) on a free loopback port,
     yield its origin, and stop it by pid. `env` adds variables (e.g. TRIALBOX_LLM_FORCE_TOOL)."""
-    from runner.llm_server.fetch_models import fetch
+    from trialbox_llm.fetch_models import fetch
 
     fetch(MODELS_DIR)
     port = free_port()
     log = log_dir / "llm-server.log"
     with log.open("w") as sink:
         process = subprocess.Popen(
-            [sys.executable, "-m", "runner.llm_server", "--host", "127.0.0.1", "--port", str(port),
+            [sys.executable, "-m", "trialbox_llm", "--host", "127.0.0.1", "--port", str(port),
              "--models-dir", str(MODELS_DIR)],
             cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
         )

@@ -1,4 +1,4 @@
-"""The OpenAI-compatible judge against a real local server (runner.llm_server on llama.cpp).
+"""The OpenAI-compatible judge against a real local server (trialbox_llm on llama.cpp).
 
 The bundled 135M model is far too small to judge well: these tests check that whatever it answers
 is validated (or rejected with JudgeError), never trusted, and that the calibration gate turns it

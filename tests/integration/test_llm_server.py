@@ -59,7 +59,7 @@ def free_port() -> int:
 
 @pytest.fixture(scope="session")
 def models_dir() -> Path:
-    from runner.llm_server.fetch_models import fetch
+    from trialbox_llm.fetch_models import fetch
 
     fetch(MODELS_DIR)
     return MODELS_DIR
@@ -77,7 +77,7 @@ def start_server(
         [
             sys.executable,
             "-m",
-            "runner.llm_server",
+            "trialbox_llm",
             "--host",
             "127.0.0.1",
             "--port",
@@ -705,7 +705,7 @@ def test_call_after_the_tool_result_is_answered_normally(forced_api):
 
 def test_a_short_admin_token_stops_the_server_at_startup(models_dir):
     done = subprocess.run(
-        [sys.executable, "-m", "runner.llm_server", "--models-dir", str(models_dir)],
+        [sys.executable, "-m", "trialbox_llm", "--models-dir", str(models_dir)],
         cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
         env={**os.environ, "TRIALBOX_LLM_ADMIN_TOKEN": "too-short"},
     )

@@ -12,19 +12,19 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from runner.llm_server.__main__ import parse_args
-from runner.llm_server.admin import (
+from trialbox_llm.__main__ import parse_args
+from trialbox_llm.admin import (
     ADMIN_TOKEN_ENV,
     AdminGuard,
     AdminTokenError,
     bearer,
     token_from_environment,
 )
-from runner.llm_server.backend import LlamaBackend, LoadedModel
-from runner.llm_server.catalog import CATALOG, MINILM, SMOLLM2, ModelSpec
-from runner.llm_server.llamacpp_args import LlamaArgs
-from runner.llm_server.routes import ServerState, build_app
-from runner.llm_server.schemas import ServerIdentity
+from trialbox_llm.backend import LlamaBackend, LoadedModel
+from trialbox_llm.catalog import CATALOG, MINILM, SMOLLM2, ModelSpec
+from trialbox_llm.llamacpp_args import LlamaArgs
+from trialbox_llm.routes import ServerState, build_app
+from trialbox_llm.schemas import ServerIdentity
 
 TOKEN = "t" * 40
 GAIA_CHAT_FLAGS = "--parallel 2 --kv-unified --cache-ram 0 --slot-prompt-similarity 0.5"

@@ -2,8 +2,8 @@
 
 import pytest
 
-from runner.llm_server.catalog import MINILM, SMOLLM2, UnknownModelError, alias_map, resolve
-from runner.llm_server.llamacpp_args import LlamaArgsError, parse_llamacpp_args
+from trialbox_llm.catalog import MINILM, SMOLLM2, UnknownModelError, alias_map, resolve
+from trialbox_llm.llamacpp_args import LlamaArgsError, parse_llamacpp_args
 
 
 @pytest.mark.parametrize(

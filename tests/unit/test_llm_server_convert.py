@@ -7,7 +7,7 @@ import gguf
 import numpy as np
 import pytest
 
-from runner.llm_server.convert_minilm import (
+from trialbox_llm.convert_minilm import (
     PHANTOM_SPACE,
     ConversionError,
     convert,

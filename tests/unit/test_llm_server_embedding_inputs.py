@@ -3,8 +3,8 @@ tokenizer is exercised by the integration tests)."""
 
 import pytest
 
-from runner.llm_server.catalog import MINILM
-from runner.llm_server.embedding_inputs import cut, text_inputs
+from trialbox_llm.catalog import MINILM
+from trialbox_llm.embedding_inputs import cut, text_inputs
 
 CLS, SEP = 101, 102
 

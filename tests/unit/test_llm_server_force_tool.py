@@ -2,7 +2,7 @@
 
 import json
 
-from runner.llm_server.force_tool import ForceTool, from_environment
+from trialbox_llm.force_tool import ForceTool, from_environment
 
 PARAMS = {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}
 TOOLS = [

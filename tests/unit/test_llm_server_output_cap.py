@@ -1,6 +1,6 @@
 """The output cap of the CPU server: the lower of the server's cap and the request's own limit."""
 
-from runner.llm_server.routes import cap_output
+from trialbox_llm.routes import cap_output
 
 
 def test_no_cap_leaves_the_request_alone() -> None:

@@ -5,11 +5,11 @@ import asyncio
 
 import pytest
 
-from runner.llm_server.__main__ import parse_args
-from runner.llm_server.backend import LoadedModel, LoadPlan, effective_args, plan_load
-from runner.llm_server.catalog import MINILM, SMOLLM2
-from runner.llm_server.in_flight import InFlight, ModelBusyError
-from runner.llm_server.llamacpp_args import LlamaArgs, parse_llamacpp_args
+from trialbox_llm.__main__ import parse_args
+from trialbox_llm.backend import LoadedModel, LoadPlan, effective_args, plan_load
+from trialbox_llm.catalog import MINILM, SMOLLM2
+from trialbox_llm.in_flight import InFlight, ModelBusyError
+from trialbox_llm.llamacpp_args import LlamaArgs, parse_llamacpp_args
 
 GAIA_CHAT_FLAGS = "--parallel 2 --kv-unified --cache-ram 0 --slot-prompt-similarity 0.5"
 

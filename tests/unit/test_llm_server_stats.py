@@ -2,7 +2,7 @@
 
 import json
 
-from runner.llm_server.stats import merge, stats_from_response, stats_from_sse_line
+from trialbox_llm.stats import merge, stats_from_response, stats_from_sse_line
 
 TIMINGS = {
     "cache_n": 30,

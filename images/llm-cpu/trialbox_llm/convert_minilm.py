@@ -13,7 +13,7 @@ The rules below follow llama.cpp's converter for BERT, so the output matches it 
 - WordPiece tokens get llama.cpp's "phantom space" spelling (`##x` -> `x`, `x` -> U+2581 `x`),
   special tokens stay as they are.
 
-Usage: `python -m runner.llm_server.convert_minilm MODEL_DIR OUT.gguf`
+Usage: `python -m trialbox_llm.convert_minilm MODEL_DIR OUT.gguf`
 """
 
 from __future__ import annotations

@@ -21,18 +21,19 @@ from pathlib import Path
 
 import uvicorn
 
-from runner.llm_server.admin import AdminGuard
-from runner.llm_server.backend import LlamaBackend
-from runner.llm_server.catalog import CATALOG
-from runner.llm_server.force_tool import from_environment
-from runner.llm_server.routes import DEFAULT_DRAIN_TIMEOUT_S, ServerState, build_app
-from runner.llm_server.schemas import ServerIdentity
+from trialbox_llm import __version__, double
+from trialbox_llm.admin import AdminGuard
+from trialbox_llm.backend import LlamaBackend
+from trialbox_llm.catalog import CATALOG
+from trialbox_llm.force_tool import from_environment
+from trialbox_llm.routes import DEFAULT_DRAIN_TIMEOUT_S, ServerState, build_app
+from trialbox_llm.schemas import ServerIdentity
 
-log = logging.getLogger("runner.llm_server")
+log = logging.getLogger("trialbox_llm")
 
 #: The Lemonade release GAIA 0.25.1 is built against (its `LEMONADE_VERSION`). `/health`
-#: reports `<this>+trialbox-llm-cpu.<our version>`: GAIA's version parser reads the API level,
-#: and the string itself says who is answering.
+#: reports `<this>+trialbox-llm-cpu.<our version>` (`trialbox-llm-double` under `--double`):
+#: GAIA's version parser reads the API level, and the string itself says who is answering.
 LEMONADE_API_LEVEL = "2026.43.3"
 
 
@@ -51,6 +52,8 @@ class ServeOptions:
     max_output_tokens: int | None = None
     #: `TRIALBOX_LLM_ADMIN_TOKEN`: required for state-changing requests (None = refuse them).
     admin_token: str | None = None
+    #: `--double`: instant fixed answers instead of llama.cpp (trialbox_llm/double.py).
+    double: bool = False
 
 
 def package_version(name: str) -> str:
@@ -62,7 +65,7 @@ def package_version(name: str) -> str:
 
 def identity() -> ServerIdentity:
     return ServerIdentity(
-        version=package_version("trialbox"),
+        version=__version__,
         engine=f"llama.cpp via xllamacpp {package_version('xllamacpp')} (CPU)",
         lemonade_api=LEMONADE_API_LEVEL,
     )
@@ -70,7 +73,8 @@ def identity() -> ServerIdentity:
 
 def build_state(options: ServeOptions) -> ServerState:
     force_tool = from_environment(dict(os.environ))
-    backend = LlamaBackend(
+    backend_type = double.DoubleBackend if options.double else LlamaBackend
+    backend = backend_type(
         options.models_dir,
         threads=options.threads,
         verbosity=options.llama_verbosity,
@@ -86,9 +90,11 @@ def build_state(options: ServeOptions) -> ServerState:
         log.warning(
             "TRIALBOX_LLM_FORCE_TOOL is on: first call of each turn forced to %r", force_tool.tool
         )
+    if options.double:
+        log.warning("--double: answering with fixed text, no model (%s)", double.DOUBLE_NAME)
     return ServerState(
         backend=backend,
-        identity=identity(),
+        identity=double.identity(__version__, LEMONADE_API_LEVEL) if options.double else identity(),
         models_dir=options.models_dir,
         llama_version=package_version("xllamacpp"),
         force_tool=force_tool,

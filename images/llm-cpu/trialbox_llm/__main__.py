@@ -1,5 +1,5 @@
-"""`python -m runner.llm_server --host 0.0.0.0 --port 13305 --models-dir DIR [--threads N]
-[--chat-ctx TOKENS] [--drain-timeout SECONDS]`; the same two settings may come from the
+"""`python -m trialbox_llm --host 0.0.0.0 --port 13305 --models-dir DIR [--threads N]
+[--chat-ctx TOKENS] [--drain-timeout SECONDS] [--double]`; the same two settings may come from the
 environment (`TRIALBOX_LLM_CHAT_CTX`, `TRIALBOX_LLM_DRAIN_TIMEOUT`), flags win. The admin token
 comes only from the environment (`TRIALBOX_LLM_ADMIN_TOKEN`): a flag would show it in `ps`."""
 
@@ -11,11 +11,11 @@ import os
 import sys
 from pathlib import Path
 
-from runner.llm_server.admin import AdminTokenError, token_from_environment
-from runner.llm_server.backend import BackendError
-from runner.llm_server.catalog import SMOLLM2
-from runner.llm_server.routes import DEFAULT_DRAIN_TIMEOUT_S
-from runner.llm_server.server import ServeOptions, serve
+from trialbox_llm.admin import AdminTokenError, token_from_environment
+from trialbox_llm.backend import BackendError
+from trialbox_llm.catalog import SMOLLM2
+from trialbox_llm.routes import DEFAULT_DRAIN_TIMEOUT_S
+from trialbox_llm.server import ServeOptions, serve
 
 
 def default_threads() -> int:
@@ -25,7 +25,7 @@ def default_threads() -> int:
 
 def parse_args(argv: list[str] | None) -> ServeOptions:
     parser = argparse.ArgumentParser(
-        prog="python -m runner.llm_server",
+        prog="python -m trialbox_llm",
         description="Lemonade-compatible LLM server on llama.cpp (CPU): chat + embeddings.",
     )
     parser.add_argument("--host", default="127.0.0.1")
@@ -56,6 +56,12 @@ def parse_args(argv: list[str] | None) -> ServeOptions:
         help="cap on tokens generated per chat completion, reported in /health; 0 = no cap "
         "(default %(default)s: SmolLM2-135M rarely stops by itself; env TRIALBOX_LLM_MAX_OUTPUT_TOKENS)",
     )
+    parser.add_argument(
+        "--double",
+        action="store_true",
+        help="no model: answer at once with fixed text (a benchmark double that /health names "
+        "trialbox-llm-double; see trialbox_llm/double.py)",
+    )
     args = parser.parse_args(argv)
     try:
         admin_token = token_from_environment(os.environ)
@@ -71,6 +77,7 @@ def parse_args(argv: list[str] | None) -> ServeOptions:
         drain_timeout_s=args.drain_timeout,
         max_output_tokens=args.max_output_tokens or None,
         admin_token=admin_token,
+        double=args.double,
     )
 
 

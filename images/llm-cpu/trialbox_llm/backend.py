@@ -21,8 +21,8 @@ from pathlib import Path
 
 import httpx
 
-from runner.llm_server.catalog import CATALOG, ModelKind, ModelSpec
-from runner.llm_server.llamacpp_args import LlamaArgs, parse_llamacpp_args
+from trialbox_llm.catalog import CATALOG, ModelKind, ModelSpec
+from trialbox_llm.llamacpp_args import LlamaArgs, parse_llamacpp_args
 
 log = logging.getLogger(__name__)
 
@@ -169,6 +169,13 @@ class LlamaBackend:
                 f"model file(s) missing: {', '.join(missing)}; run scripts/fetch-models "
                 f"{self.models_dir}"
             )
+
+    def served_model(self, spec: ModelSpec) -> str:
+        """What `/health` and `/models` name as the model answering for `spec`."""
+        return spec.name
+
+    def is_downloaded(self, spec: ModelSpec) -> bool:
+        return self.model_path(spec).is_file()
 
     def default_ctx_size(self, spec: ModelSpec) -> int:
         """The window a model starts at when no load names one (`--chat-ctx` for chat)."""

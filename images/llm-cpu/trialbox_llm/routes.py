@@ -47,15 +47,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from runner.llm_server import stats as stats_extraction
-from runner.llm_server.admin import AdminGuard, AdminRequiredError
-from runner.llm_server.backend import BackendError, LlamaBackend, LoadedModel, effective_args
-from runner.llm_server.catalog import ModelKind, ModelSpec, UnknownModelError, alias_map, resolve
-from runner.llm_server.embedding_inputs import TokenizerError, fit_to_limit
-from runner.llm_server.force_tool import ForceTool
-from runner.llm_server.in_flight import InFlight, ModelBusyError, Use
-from runner.llm_server.llamacpp_args import LlamaArgs, LlamaArgsError, parse_llamacpp_args
-from runner.llm_server.schemas import (
+from trialbox_llm import stats as stats_extraction
+from trialbox_llm.admin import AdminGuard, AdminRequiredError
+from trialbox_llm.backend import BackendError, LlamaBackend, LoadedModel, effective_args
+from trialbox_llm.catalog import ModelKind, ModelSpec, UnknownModelError, alias_map, resolve
+from trialbox_llm.embedding_inputs import TokenizerError, fit_to_limit
+from trialbox_llm.force_tool import ForceTool
+from trialbox_llm.in_flight import InFlight, ModelBusyError, Use
+from trialbox_llm.llamacpp_args import LlamaArgs, LlamaArgsError, parse_llamacpp_args
+from trialbox_llm.schemas import (
     EmbeddingCounts,
     ErrorResponse,
     Health,
@@ -70,7 +70,7 @@ from runner.llm_server.schemas import (
     StatsReport,
     UnloadRequest,
 )
-from runner.llm_server.system_info import collect
+from trialbox_llm.system_info import collect
 
 log = logging.getLogger(__name__)
 
@@ -164,7 +164,7 @@ def loaded_entry(state: ServerState, model: LoadedModel) -> LoadedModelEntry:
         type=model.spec.kind.value,
         recipe_options=RecipeOptions(ctx_size=model.ctx_size, llamacpp_args=model.args.as_flags()),
         max_context_window=model.max_context_window,
-        served_model=model.spec.name,
+        served_model=state.backend.served_model(model.spec),
         slots=model.slots,
         context_per_request=model.context_per_request,
         max_input_tokens=input_limit(model),
@@ -187,6 +187,7 @@ def model_entries(state: ServerState) -> list[ModelEntry]:
     entries = []
     for spec in state.backend.catalog:
         path = state.backend.model_path(spec)
+        downloaded = state.backend.is_downloaded(spec)
         size_gb = round(path.stat().st_size / 1e9, 3) if path.is_file() else 0.0
         running = state.backend.get(spec)
         for name in spec.names:
@@ -195,12 +196,12 @@ def model_entries(state: ServerState) -> list[ModelEntry]:
                     id=name,
                     checkpoint=spec.file,
                     type=spec.kind.value,
-                    downloaded=path.is_file(),
+                    downloaded=downloaded,
                     labels=list(spec.labels),
                     max_context_window=spec.max_context_window,
                     context_length=running.ctx_size if running else spec.default_ctx_size,
                     size=size_gb,
-                    served_model=spec.name,
+                    served_model=state.backend.served_model(spec),
                     alias=name != spec.name,
                 )
             )
@@ -287,7 +288,7 @@ async def load(request: Request) -> JSONResponse:
             "message": f"{verb}: {model.loaded_as} (served by {spec.name}, "
             f"ctx_size {model.ctx_size})",
             "model_name": model.loaded_as,
-            "served_model": spec.name,
+            "served_model": state.backend.served_model(spec),
             "ctx_size": model.ctx_size,
             "llamacpp_args": model.args.as_flags(),
             "ignored_llamacpp_args": effective_args(spec, args).ignored,
@@ -337,7 +338,7 @@ async def pull(request: Request) -> Response:
     state: ServerState = request.app.state.llm
     payload: PullRequest = parse_body(PullRequest, await read_json(request))
     spec = resolve_or_404(payload.name)
-    if not state.backend.model_path(spec).is_file():
+    if not state.backend.is_downloaded(spec):
         raise ApiError(
             500,
             f"{spec.file} is missing from {state.models_dir}; run scripts/fetch-models",
@@ -346,7 +347,8 @@ async def pull(request: Request) -> Response:
     message = f"{payload.name} is bundled with this server ({spec.name}); nothing to download"
     if not payload.stream:
         return JSONResponse({"status": "success", "message": message})
-    size = state.backend.model_path(spec).stat().st_size
+    path = state.backend.model_path(spec)
+    size = path.stat().st_size if path.is_file() else 0
     progress = {
         "file": spec.file,
         "file_index": 1,
