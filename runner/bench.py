@@ -16,7 +16,7 @@ from pathlib import Path
 import docker
 from rich.console import Console
 
-from runner.launch import InfraError
+from runner.errors import InfraError
 from runner.stack.compose import (
     LLM_PORT,
     ComposeError,

@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 
 from runner import __version__
-from runner.launch import EXIT_INFRA, EXIT_USAGE, InfraError, UsageError
+from runner.errors import EXIT_INFRA, EXIT_USAGE, InfraError, UsageError
 from runner.paths import eval_root
 
 if TYPE_CHECKING:

@@ -22,6 +22,7 @@ import httpx
 from runner import __version__
 from runner.agents import AgentError, AgentRegistry
 from runner.engine import Engine, LiveConversations, ReplayedConversations
+from runner.errors import EXIT_INFRA, EXIT_OK, EXIT_QUALITY, EXIT_USAGE, InfraError, UsageError
 from runner.judge import (
     CalibrationFailed,
     JudgeError,
@@ -45,20 +46,11 @@ from runner.settings import Backend, RunSettings
 from runner.simulate import make_simulator
 from runner.status import Status
 
-EXIT_OK, EXIT_QUALITY, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
 # Skips that are a property of the machine, not a failure of the run.
 SKIPPED = (Status.SKIPPED_NO_DOCUMENT, Status.SKIPPED_NO_MODEL)
 
 # The GAIA session device for each stack device: GAIA calls a ROCm GPU "gpu".
 SESSION_DEVICE = {"cpu": "cpu", "rocm": "gpu", "npu": "npu"}
-
-
-class UsageError(Exception):
-    """Bad input found before anything ran (exit 2). The message names the cause and the fix."""
-
-
-class InfraError(Exception):
-    """The appliance could not run (exit 3). The message names the cause and the fix."""
 
 
 REJECTED_WARNING = "rejected scenario file, not run: "
