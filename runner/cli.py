@@ -29,6 +29,9 @@ T = TypeVar("T")
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 corpus_app = typer.Typer(no_args_is_help=True, help="Build the evaluation corpus.")
 app.add_typer(corpus_app, name="corpus")
+node_app = typer.Typer(no_args_is_help=True,
+                       help="This machine as a node of a Ray cluster (needs trialbox[cluster]).")
+app.add_typer(node_app, name="node")
 console = Console(highlight=False)
 
 EVAL = eval_root()
@@ -144,6 +147,13 @@ def run(
         help="save the finished scorecard (+ meta.json) here as a baseline")] = None,
     as_json: Annotated[bool, typer.Option(
         "--json", help="progress on stderr; on stdout one JSON object: run folder, exit code, summary")] = False,
+    cluster: Annotated[str | None, typer.Option(
+        envvar="TRIALBOX_CLUSTER",
+        help="Ray cluster address: each scenario runs on a node with a free slot (never saved)")] = None,
+    on: Annotated[list[str] | None, typer.Option(
+        "--on", help="with --cluster: only nodes matching KEY=VALUE (device, fingerprint, driver, node)")] = None,
+    per_node: Annotated[bool, typer.Option(
+        help="with --cluster: the whole selection once per matching node, plus the driver-build comparison")] = False,
 ) -> None:
     """Run scenarios against the GAIA Agent UI, judge them and write results/<run_id>/."""
     from runner.launch import resume_settings
@@ -187,10 +197,78 @@ def run(
         )
     if as_json:
         _progress_to_stderr()
+    if cluster:
+        raise typer.Exit(_run_on_cluster(settings, cluster, on or [], per_node, resume is not None))
+    if on or per_node:
+        fail("--on and --per-node need --cluster ADDRESS (or TRIALBOX_CLUSTER)", EXIT_USAGE)
     code = execute(settings, resume=resume is not None)
     if as_json:
         _print_run_json(settings, code)
     raise typer.Exit(code)
+
+
+def _run_on_cluster(settings: RunSettings, address: str, on: list[str], per_node: bool,
+                    resume: bool) -> int:
+    """`run --cluster`: the same plan, each job placed on a node (runner/cluster)."""
+    from runner.cluster._conversations import ClusterError, parse_on
+    from runner.cluster._run import run_blocking, run_on_cluster, run_per_node
+    from runner.launch import exit_code
+
+    try:
+        selector = parse_on(on)
+        if per_node:
+            from runner.report import read_scorecard
+
+            result = run_blocking(run_per_node(settings, address, selector, say))
+            codes = []
+            for node_run in result.runs:
+                run_dir = settings.results_root / node_run.run_id
+                codes.append(exit_code(read_scorecard(run_dir / "scorecard.json"), settings.min_pass_rate))
+                say(f"node {node_run.node.name}: {run_dir}")
+            for report in result.comparisons:
+                say(f"driver-build comparison: {report}")
+            return max(codes, default=EXIT_USAGE)
+        card = run_blocking(run_on_cluster(settings, address, selector, say, resume=resume))
+    except ClusterError as exc:
+        fail(str(exc), EXIT_USAGE)
+    except UsageError as exc:
+        fail(str(exc), EXIT_USAGE)
+    except InfraError as exc:
+        fail(str(exc), EXIT_INFRA)
+    except KeyboardInterrupt:
+        say(f"interrupted: partial scorecard in {settings.run_dir}")
+        return EXIT_INFRA
+    print_summary(card, settings.run_dir)
+    return _baseline_steps(settings, card, exit_code(card, settings.min_pass_rate))
+
+
+@node_app.command("join")
+def node_join(
+    address: Annotated[str, typer.Argument(help="the Ray head's address, HOST:PORT")],
+    device: Annotated[str, typer.Option(help="auto | cpu | rocm | npu")] = "auto",
+    slots: Annotated[int | None, typer.Option(min=1, max=16, help="sandboxes at once [default: by cores]")] = None,
+    llm_container: Annotated[str | None, typer.Option(help="use this running LLM container")] = None,
+    llm_url: Annotated[str | None, typer.Option(help="and reach it here")] = None,
+    name: Annotated[str | None, typer.Option(help="node name [default: host name]")] = None,
+    node_ip: Annotated[str | None, typer.Option(help="this machine's address as the cluster sees it")] = None,
+) -> None:
+    """Ensure the stack, then join the Ray cluster with resources that describe this machine."""
+    from runner.cluster._node import NodeError, join
+
+    try:
+        join(address, device=device, slots=slots, llm_container=llm_container, llm_url=llm_url,
+             name=name, node_ip=node_ip, say=say)
+    except (NodeError, InfraError) as exc:
+        fail(str(exc), EXIT_INFRA)
+
+
+@node_app.command("leave")
+def node_leave() -> None:
+    """Stop this machine's Ray worker (the stack keeps running)."""
+    from runner.cluster._node import leave
+
+    if not leave(say=say):
+        say("this machine is not a node of a cluster")
 
 
 def _progress_to_stderr() -> None:

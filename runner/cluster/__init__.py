@@ -1,0 +1,24 @@
+"""Past one machine: runs spread over a Ray cluster of appliances (optional extra `cluster`).
+
+`join`/`leave` make this machine a node; `ClusterConversations` is the engine's conversation
+source that runs each job on a node; `run_on_cluster`/`run_per_node` are `trialbox run
+--cluster` and `--per-node`. Only this package imports ray.
+"""
+
+from runner.cluster._node import NodeConfig, NodeError, NodeState, join, leave, load_node_config
+
+# Importing these imports ray; `node join` and `node leave` only need the `ray` command.
+_LAZY = {"ClusterConversations": "_conversations", "ClusterError": "_conversations",
+         "parse_on": "_conversations", "run_on_cluster": "_run", "run_per_node": "_run",
+         "PerNodeResult": "_run", "run_blocking": "_run"}
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        from importlib import import_module
+
+        return getattr(import_module(f"runner.cluster.{_LAZY[name]}"), name)
+    raise AttributeError(name)
+
+
+__all__ = ["NodeConfig", "NodeError", "NodeState", "join", "leave", "load_node_config", *_LAZY]

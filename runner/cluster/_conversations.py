@@ -1,0 +1,314 @@
+"""`ClusterConversations`: each job a Ray task on a node with a free sandbox slot.
+
+The engine is unchanged: it plans, judges, records and stops exactly as in a local run; only
+the conversation comes from a node. Ray places each task by resources — one ``trialbox`` slot,
+plus ``device:<d>`` when ``--on device=d`` asks — and by labels for ``--on fingerprint=…`` or
+``--on driver=…``. A node lost mid-job (the task's worker or whole node died) gets the job
+retried once on another node; a second loss is INFRA_ERROR. Each job returns once, so the
+engine records it once. Where every job ran goes to ``cluster.json`` in the run folder (never
+the cluster address: it may carry a token).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import ray
+from pydantic import BaseModel, Field
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+from runner.cluster._node import (
+    DEVICE_LABEL,
+    DRIVER_LABEL,
+    FINGERPRINT_LABEL,
+    NODE_LABEL,
+    QUIET_RAY_ENV,
+    SLOT_RESOURCE,
+)
+from runner.cluster._remote import JobReport, Shipment, run_job_here
+from runner.cluster._ship import pack
+from runner.engine import Job, Outcome
+from runner.settings import RunSettings
+from runner.status import Status
+
+# What `--on KEY=VALUE` may select on, and the node label each key reads.
+SELECTORS = {"device": DEVICE_LABEL, "fingerprint": FINGERPRINT_LABEL, "driver": DRIVER_LABEL,
+             "node": NODE_LABEL}
+# A task that ends with one of these lost its node or worker: the job itself never failed.
+LOST = (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError,
+        ray.exceptions.LocalRayletDiedError, ray.exceptions.ObjectLostError,
+        ray.exceptions.OwnerDiedError)
+
+
+class ClusterError(RuntimeError):
+    """The cluster cannot run this selection; the message names the cause and the fix."""
+
+
+class ClusterNode(BaseModel):
+    """A node as the controller saw it when the run started."""
+
+    node_id: str = Field(description="Ray node id")
+    name: str = Field(description="the node's name (label trialbox-node)")
+    device: str = Field(description="the node's stack device (label trialbox-device)")
+    slots: int = Field(description="its `trialbox` resource: sandboxes at once")
+    fingerprint_id: str = Field(description="its hardware fingerprint label")
+    driver: str = Field(description="its driver build label")
+
+
+class Attempt(BaseModel):
+    attempt: int = Field(description="1, or 2 for the retry")
+    node_id: str | None = Field(default=None, description="where it ran (None: lost before it started)")
+    node_name: str | None = Field(default=None, description="that node's name")
+    lost: bool = Field(description="the node or its worker died before the job returned")
+    error: str | None = Field(default=None, description="Ray's description of the loss")
+
+
+class Placement(BaseModel):
+    """Where one job ran and what the cluster cost it."""
+
+    key: str = Field(description="the job key (scenario id, plus __trialN)")
+    node_name: str | None = Field(default=None, description="the node that returned the result")
+    device: str | None = Field(default=None, description="that node's device")
+    fingerprint_id: str | None = Field(default=None, description="that node's fingerprint label")
+    attempts: list[Attempt] = Field(default_factory=list, description="every try, in order")
+    converse_s: float | None = Field(default=None, description="seconds on the node")
+    round_trip_s: float | None = Field(default=None, description="seconds from submit to result")
+    overhead_s: float | None = Field(default=None, description="round trip minus node time: Ray's cost")
+
+
+class ClusterLog(BaseModel):
+    """cluster.json: the nodes a run saw and where each job ran."""
+
+    selector: dict[str, str] = Field(default_factory=dict, description="the --on selection")
+    pinned_node: str | None = Field(default=None, description="--per-node: the one node used")
+    nodes: list[ClusterNode] = Field(default_factory=list, description="matching nodes at start")
+    jobs: dict[str, Placement] = Field(default_factory=dict, description="job key → placement")
+
+
+@ray.remote(num_cpus=0)
+class _StartLedger:
+    """Which node each attempt started on: a lost task cannot say so itself."""
+
+    def __init__(self) -> None:
+        self.started: dict[str, str] = {}
+
+    def start(self, key: str, node_id: str) -> None:
+        self.started[key] = node_id
+
+    def where(self, key: str) -> str | None:
+        return self.started.get(key)
+
+
+@ray.remote(num_cpus=0, max_retries=0)
+def _job_task(job: Job, shipment: Shipment, attempt: int, ledger: Any) -> tuple[str, dict[str, bytes]]:
+    node_id = ray.get_runtime_context().get_node_id()
+    ray.get(ledger.start.remote(f"{job.key}#{attempt}", node_id))
+    return run_job_here(job, shipment, attempt, node_id)
+
+
+def connect(address: str) -> None:
+    """Join the cluster as its driver (once per process), with Ray's phoning home off."""
+    os.environ.update(QUIET_RAY_ENV)
+    if not ray.is_initialized():
+        try:
+            ray.init(address=address, log_to_driver=False, configure_logging=False)
+        except (ConnectionError, ValueError, RuntimeError) as exc:
+            raise ClusterError(f"cannot reach the Ray cluster at {address} ({exc}) — start a head "
+                               "with `ray start --head` and pass its address to --cluster") from None
+
+
+def parse_on(values: list[str]) -> dict[str, str]:
+    """`--on device=rocm --on driver=…` → {"device": "rocm", …}; unknown keys are refused."""
+    on: dict[str, str] = {}
+    for value in values:
+        key, sep, wanted = value.partition("=")
+        if not sep or key not in SELECTORS or not wanted:
+            raise ClusterError(f"--on {value!r}: use KEY=VALUE with KEY one of "
+                               f"{', '.join(SELECTORS)} (e.g. --on device=rocm)")
+        on[key] = wanted
+    return on
+
+
+def matching_nodes(on: dict[str, str]) -> list[ClusterNode]:
+    """Alive nodes with sandbox slots whose labels match every --on selector."""
+    found = []
+    for entry in ray.nodes():
+        resources, labels = entry.get("Resources", {}), entry.get("Labels", {}) or {}
+        if not entry.get("Alive") or resources.get(SLOT_RESOURCE, 0) < 1:
+            continue
+        if any(labels.get(SELECTORS[k]) != v for k, v in on.items()):
+            continue
+        found.append(ClusterNode(node_id=entry["NodeID"], name=labels.get(NODE_LABEL, entry["NodeID"][:12]),
+                                 device=labels.get(DEVICE_LABEL, "?"),
+                                 slots=int(resources.get(SLOT_RESOURCE, 0)),
+                                 fingerprint_id=labels.get(FINGERPRINT_LABEL, "?"),
+                                 driver=labels.get(DRIVER_LABEL, "?")))
+    return found
+
+
+@dataclass
+class ClusterConversations:
+    """The `ConversationSource` of `trialbox run --cluster`: jobs run on the cluster's nodes."""
+
+    address: str
+    settings: RunSettings
+    on: dict[str, str] = field(default_factory=dict)
+    manifest: Any = None  # runner.scenarios.Manifest | None, for the node's LiveConversations
+    agents: Any = None  # runner.agents.AgentRegistry | None
+    node_id: str | None = None  # --per-node: every job on this one node
+    say: Callable[[str], None] = print
+    live: bool = True
+    log: ClusterLog = field(default_factory=ClusterLog)
+    _shipment: Any = None
+    _ledger: Any = None
+
+    def start(self) -> list[ClusterNode]:
+        """Connect, check some node can take the jobs, ship the corpus; returns the nodes."""
+        connect(self.address)
+        nodes = [n for n in matching_nodes(self.on) if self.node_id in (None, n.node_id)]
+        if not nodes:
+            wanted = " ".join(f"{k}={v}" for k, v in self.on.items()) or "any device"
+            raise ClusterError(f"no node of the cluster offers sandbox slots for {wanted} — join "
+                               "one with `trialbox node join ADDRESS` (or change --on)")
+        self.log = ClusterLog(selector=dict(self.on), pinned_node=self.node_id, nodes=nodes)
+        shipment = Shipment(
+            settings_json=self.settings.model_dump_json(),
+            corpus=pack(self.settings.corpus_root, "corpus"),
+            agent_dirs=[pack(folder, f"agents{i}") for i, folder in enumerate(self.settings.agent_dirs)],
+            manifest=self.manifest, agents=self.agents)
+        self._shipment = ray.put(shipment)  # once: every task shares the one object
+        here = ray.get_runtime_context().get_node_id()
+        self._ledger = _StartLedger.options(  # on the controller's node: it outlives any worker
+            scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False)).remote()
+        self._write_log()
+        return nodes
+
+    def capacity(self) -> int:
+        """Sandbox slots across the matching nodes (the run's useful concurrency)."""
+        return sum(n.slots for n in self.log.nodes) or 1
+
+    async def converse(self, job: Job) -> Outcome:
+        if self._shipment is None:
+            self.start()
+        placement = Placement(key=job.key)
+        self.log.jobs[job.key] = placement
+        submitted = time.perf_counter()
+        report, artifacts, lost_error = await self._attempt(job, 1, placement, avoid=None)
+        if report is None:
+            first = placement.attempts[0]
+            retry_on = self._retry_strategy(first.node_id)
+            if retry_on is False:
+                return self._lost(job, placement, f"{lost_error}; no other matching node to retry on")
+            report, artifacts, lost_error = await self._attempt(job, 2, placement, avoid=retry_on)
+            if report is None:
+                return self._lost(job, placement, lost_error or "lost twice")
+        assert report is not None
+        placement.node_name, placement.device = report.node_name, report.device
+        placement.fingerprint_id = report.fingerprint_id
+        placement.converse_s = report.converse_s
+        placement.round_trip_s = round(time.perf_counter() - submitted, 3)
+        # Only a first-try job measures Ray: a retry's round trip includes the lost attempt.
+        placement.overhead_s = (round(placement.round_trip_s - report.converse_s, 3)
+                                if len(placement.attempts) == 1 else None)
+        self._write_artifacts(job, artifacts)
+        self._write_log()
+        warning = report.warning
+        if len(placement.attempts) > 1:
+            first = placement.attempts[0]
+            note = (f"attempt 1 lost with node {first.node_name or 'unknown'} ({first.error}); "
+                    f"retried on node {report.node_name}")
+            warning = f"{note}; {warning}" if warning else note
+        return Outcome(transcript=report.transcript, infra=report.infra, error=report.error,
+                       warning=warning)
+
+    async def _attempt(self, job: Job, attempt: int, placement: Placement, avoid: Any
+                       ) -> tuple[JobReport | None, dict[str, bytes], str | None]:
+        options: dict[str, Any] = {"resources": self._resources()}
+        selector = {SELECTORS[k]: v for k, v in self.on.items() if k != "device"}
+        if selector:
+            options["label_selector"] = selector
+        if self.node_id is not None:
+            options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(self.node_id, soft=False)
+        elif avoid is not None:
+            options["scheduling_strategy"] = avoid
+        ref = _job_task.options(**options).remote(job, self._shipment, attempt, self._ledger)
+        try:
+            text, artifacts = await ref
+        except asyncio.CancelledError:
+            ray.cancel(ref)  # Ctrl-C: the node's sandbox is torn down by the task's own cleanup
+            raise
+        except LOST as exc:
+            node_id = await self._ledger.where.remote(f"{job.key}#{attempt}")
+            error = _first_line(exc)
+            placement.attempts.append(Attempt(attempt=attempt, node_id=node_id, lost=True,
+                                              node_name=self._name(node_id), error=error))
+            self.say(f"{job.key}: attempt {attempt} lost its node ({error})")
+            return None, {}, error
+        except ray.exceptions.RayTaskError as exc:
+            report = JobReport(node_id="", node_name="?", device="?", fingerprint_id="?", driver="?",
+                               attempt=attempt, infra=Status.INFRA_ERROR, converse_s=0.0,
+                               error=f"the node could not run the job: {_first_line(exc.cause or exc)}")
+            placement.attempts.append(Attempt(attempt=attempt, lost=False, error=report.error))
+            return report, {}, None
+        report = JobReport.model_validate_json(text)
+        placement.attempts.append(Attempt(attempt=attempt, node_id=report.node_id,
+                                          node_name=report.node_name, lost=False))
+        return report, artifacts, None
+
+    def _resources(self) -> dict[str, float]:
+        resources = {SLOT_RESOURCE: 1.0}
+        if "device" in self.on:
+            resources[f"device:{self.on['device']}"] = 1.0
+        return resources
+
+    def _retry_strategy(self, lost_node: str | None) -> Any:
+        """False: nowhere to retry. None: plain placement (the lost node is gone, so Ray cannot
+        pick it). Else a strategy pinning the retry to another node (the lost node is alive,
+        only its worker died, and "another node" must be enforced)."""
+        others = [n for n in matching_nodes(self.on)
+                  if n.node_id != lost_node and self.node_id in (None, n.node_id)]
+        if not others:
+            return False
+        alive = {n.node_id for n in matching_nodes(self.on)}
+        if lost_node in alive:
+            return NodeAffinitySchedulingStrategy(random.choice(others).node_id, soft=False)
+        return None
+
+    def _lost(self, job: Job, placement: Placement, why: str) -> Outcome:
+        self._write_log()
+        tries = "; ".join(f"attempt {a.attempt} on node {a.node_name or 'unknown'}: {a.error}"
+                          for a in placement.attempts)
+        return Outcome(infra=Status.INFRA_ERROR,
+                       error=f"the job's node was lost ({why}) — {tries}")
+
+    def _name(self, node_id: str | None) -> str | None:
+        return next((n.name for n in self.log.nodes if n.node_id == node_id), node_id)
+
+    def _write_artifacts(self, job: Job, artifacts: dict[str, bytes]) -> None:
+        folder = self.settings.run_dir / "artifacts" / job.key
+        shutil.rmtree(folder, ignore_errors=True)  # a resumed job's old files are not this run's
+        if not artifacts:
+            return
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, data in artifacts.items():
+            (folder / Path(name).name).write_bytes(data)
+
+    def _write_log(self) -> None:
+        path = self.settings.run_dir / "cluster.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(self.log.model_dump_json(indent=2))
+        tmp.replace(path)
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}".rstrip(": ")

@@ -1,0 +1,143 @@
+"""What runs on a node: one job in this node's Docker sandbox, against this node's LLM server.
+
+The task rebuilds a `LiveConversations` from the controller's settings with the node's own
+parts swapped in (LLM container and URL, device, the shipped corpus unpacked locally), runs the
+job exactly as a local run would, and sends back a `JobReport` as JSON plus the artifacts'
+bytes. JSON rather than pickled objects: a node on another trialbox version fails with a
+validation message instead of a confusing unpickling error. Judging stays on the controller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, Field
+
+from runner.cluster._node import NodeConfig, load_node_config
+from runner.cluster._ship import Packed, unpack
+from runner.status import Status
+from runner.transcript import Transcript
+
+if TYPE_CHECKING:
+    from contextlib import AbstractAsyncContextManager
+
+    from runner.engine import Job
+    from runner.sandbox import Sandbox, SandboxBackend
+
+
+class JobReport(BaseModel):
+    """One job's result as it crosses from the node to the controller."""
+
+    node_id: str = Field(description="Ray node id the job ran on")
+    node_name: str = Field(description="the node's name (its `node join --name`, or host name)")
+    device: str = Field(description="the node's stack device")
+    fingerprint_id: str = Field(description="the node's hardware fingerprint label")
+    driver: str = Field(description="the node's driver build label")
+    attempt: int = Field(description="1 = first try, 2 = the retry after a node was lost")
+    transcript: Transcript | None = Field(default=None, description="the conversation, when there was one")
+    infra: Status | None = Field(default=None, description="infrastructure status, None when the agent answered")
+    error: str | None = Field(default=None, description="why the job has an infrastructure status")
+    warning: str | None = Field(default=None, description="a problem that did not spoil the result")
+    converse_s: float = Field(description="seconds the node spent on the job (sandbox + conversation)")
+
+
+@dataclass
+class Shipment:
+    """What every job needs from the controller besides its scenario (Ray object refs resolve
+    to these on the node)."""
+
+    settings_json: str
+    corpus: Packed
+    agent_dirs: list[Packed]
+    manifest: Any  # runner.scenarios.Manifest | None
+    agents: Any  # runner.agents.AgentRegistry | None
+
+
+@dataclass
+class _Attempted:
+    """A retry opens its sandbox under other names: the lost node's containers may still exist
+    on a shared Docker engine (a test cluster), and names must not collide."""
+
+    inner: SandboxBackend
+    suffix: str
+
+    def open(self, scenario_id: str, *, memory: bool = False) -> AbstractAsyncContextManager[Sandbox]:
+        return self.inner.open(f"{scenario_id}{self.suffix}", memory=memory)
+
+
+def run_job_here(job: Job, shipment: Shipment, attempt: int, node_id: str) -> tuple[str, dict[str, bytes]]:
+    """The body of the Ray task: returns (JobReport JSON, artifact name → bytes)."""
+    started = time.perf_counter()
+    node = load_node_config()
+    scratch = Path(tempfile.mkdtemp(prefix="trialbox-job-"))
+    try:
+        report, artifacts = asyncio.run(_converse(job, shipment, node, attempt, scratch))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    report = report.model_copy(update={"node_id": node_id,
+                                       "converse_s": round(time.perf_counter() - started, 3)})
+    return report.model_dump_json(), artifacts
+
+
+async def _converse(job: Job, shipment: Shipment, node: NodeConfig, attempt: int,
+                    scratch: Path) -> tuple[JobReport, dict[str, bytes]]:
+    from runner.engine import LiveConversations
+    from runner.launch import SESSION_DEVICE, llm_health_probe, make_backend, served_capabilities
+    from runner.settings import Backend, RunSettings
+
+    controller = RunSettings.model_validate_json(shipment.settings_json)
+    base = JobReport(node_id="", node_name=node.name, device=node.device,
+                     fingerprint_id=node.fingerprint_id, driver=node.driver, attempt=attempt,
+                     converse_s=0.0)
+    problem = await llm_health_probe(node.llm_url)
+    if problem is not None:
+        return base.model_copy(update={"infra": Status.INFRA_ERROR, "error": (
+            f"node {node.name}'s LLM server stopped answering ({problem}); restart it there "
+            "with `trialbox up`")}), {}
+    settings = controller.model_copy(update={
+        "llm_url": node.llm_url,
+        "llm_container": node.llm_container,
+        "device": SESSION_DEVICE[node.device],
+        "backend": Backend.DOCKER,
+        "target_url": None,
+        "results_root": scratch,
+        "corpus_root": unpack(shipment.corpus, node.cache_dir),
+        "agent_dirs": [unpack(packed, node.cache_dir) for packed in shipment.agent_dirs],
+        "simulator_url": _on_node(controller.simulator_url, controller.llm_url, node.llm_url),
+    })
+    backend = make_backend(settings)
+    if attempt > 1:
+        backend = _Attempted(backend, f"-a{attempt}")
+    simulator = _simulator(settings, node)
+    conversations = LiveConversations(settings, backend, simulator, manifest=shipment.manifest,
+                                      capabilities=served_capabilities(node.llm_url),
+                                      agents=shipment.agents)
+    outcome = await conversations.converse(job)
+    folder = settings.run_dir / "artifacts" / job.key
+    artifacts = {p.name: p.read_bytes() for p in sorted(folder.glob("*")) if p.is_file()} if folder.is_dir() else {}
+    return base.model_copy(update={"transcript": outcome.transcript, "infra": outcome.infra,
+                                   "error": outcome.error, "warning": outcome.warning}), artifacts
+
+
+def _on_node(url: str | None, controller_llm: str, node_llm: str) -> str | None:
+    """A simulator URL that pointed at the controller's LLM server points at the node's."""
+    if url and url.startswith(controller_llm.rstrip("/")):
+        return node_llm + url[len(controller_llm.rstrip("/")):]
+    return url
+
+
+def _simulator(settings: Any, node: NodeConfig) -> Any:
+    from runner.judge import from_env_and_flags
+    from runner.simulate import make_simulator
+
+    choices = from_env_and_flags(judge="none", simulator=settings.simulator_mode,
+                                 simulator_model=settings.simulator_model,
+                                 simulator_url=settings.simulator_url,
+                                 llm_url=f"{node.llm_url}/api/v1")
+    return make_simulator(choices.simulator)

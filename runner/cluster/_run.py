@@ -1,0 +1,172 @@
+"""`trialbox run --cluster ADDRESS [--on KEY=VALUE] [--per-node]`: a run whose jobs go to nodes.
+
+Everything before the first job is the local run's (launch.py): the selection, the judge and
+its calibration, the results folder, the writer. Only the conversations come from the cluster.
+`--per-node` runs the whole selection once on each matching node — one run folder per node,
+its scorecard carrying that node's hardware and LLM server — and compares them as driver
+builds (the first node is the reference).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+import ray
+from pydantic import BaseModel, Field
+
+from runner.cluster._conversations import (
+    ClusterConversations,
+    ClusterError,
+    ClusterNode,
+    connect,
+    matching_nodes,
+)
+from runner.cluster._node import NodeConfig, load_node_config
+from runner.engine import Engine
+from runner.launch import (
+    REJECTED_WARNING,
+    InfraError,
+    agent_registry,
+    check_results_root,
+    open_writer,
+    prepare_judge,
+    selected_scenarios,
+)
+from runner.report import Scorecard, driver_report, render_driver_md
+from runner.report._load import read_traces
+from runner.settings import RunSettings, new_run_id
+
+T = TypeVar("T")
+MAX_CONCURRENCY = 16  # RunSettings' own bound
+
+
+async def run_on_cluster(settings: RunSettings, address: str, on: dict[str, str],
+                         say: Callable[[str], None], resume: bool = False,
+                         node: ClusterNode | None = None,
+                         extra: dict[str, Any] | None = None) -> Scorecard:
+    """The local run's steps with ClusterConversations; raises UsageError/InfraError early."""
+    scenarios, manifest, rejected = selected_scenarios(settings, say)
+    check_results_root(settings)
+    agents = agent_registry(settings, scenarios)
+    conversations = ClusterConversations(address, settings, on, manifest=manifest, agents=agents,
+                                         node_id=node.node_id if node else None, say=say)
+    try:
+        nodes = conversations.start()
+    except ClusterError as exc:
+        raise InfraError(str(exc)) from None
+    # The cluster's slots are the useful concurrency; the engine's gate would otherwise hold
+    # jobs back that a free node could take.
+    settings.concurrency = min(MAX_CONCURRENCY, conversations.capacity())
+    say(f"run {settings.run_id}: {len(scenarios)} scenario(s) × {settings.trials} trial(s) on "
+        f"{len(nodes)} node(s) ({', '.join(f'{n.name}:{n.device}×{n.slots}' for n in nodes)}), "
+        f"concurrency {settings.concurrency}")
+    judge, _ = await prepare_judge(settings, say)
+    described = await _describe_node(node) if node else None
+    cluster_extra = {"cluster": {"nodes": [n.model_dump(mode="json") for n in nodes],
+                                 "selector": on}}
+    writer = open_writer(settings, resume, {**(extra or {}), **cluster_extra,
+                                            "agents": agents.describe()})
+    if described is not None and not resume:
+        # --per-node: this run's scorecard describes the node it ran on, not the controller,
+        # so the driver-build comparison compares the nodes.
+        config, identity = described
+        writer.config.hardware = config.fingerprint.model_dump(mode="json")
+        writer.config.device = config.device
+        writer.config.llm_server = identity
+        writer.write()
+    for problem in rejected:
+        writer.warn(REJECTED_WARNING + problem)
+    say(f"results: {settings.run_dir}")
+    # No controller-side LLM health probe: each node checks its own server before each job.
+    engine = Engine(settings, scenarios, conversations, judge, writer, say=say, llm_health=None)
+    return await engine.run()
+
+
+class NodeRun(BaseModel):
+    node: ClusterNode = Field(description="the node the run used")
+    run_id: str = Field(description="its run folder under the results root")
+
+
+class PerNodeResult(BaseModel):
+    """What `--per-node` wrote: one run per node and the comparisons against the first."""
+
+    runs: list[NodeRun] = Field(description="one run per matching node, in cluster order")
+    comparisons: list[Path] = Field(description="driver-build reports (Markdown), first node vs each other")
+
+
+async def run_per_node(settings: RunSettings, address: str, on: dict[str, str],
+                       say: Callable[[str], None]) -> PerNodeResult:
+    """The whole selection once on every matching node, then the driver-build comparison."""
+    try:
+        connect(address)
+    except ClusterError as exc:
+        raise InfraError(str(exc)) from None
+    nodes = matching_nodes(on)
+    if not nodes:
+        raise InfraError("no node matches --on " + " ".join(f"{k}={v}" for k, v in on.items())
+                         + " — join one with `trialbox node join ADDRESS`")
+    runs: list[NodeRun] = []
+    for node in nodes:
+        mine = settings.model_copy(deep=True, update={"run_id": new_run_id()})
+        say(f"--per-node: node {node.name} ({node.device}, driver {node.driver})")
+        await run_on_cluster(mine, address, on, say, node=node,
+                             extra={"node": node.model_dump(mode="json")})
+        runs.append(NodeRun(node=node, run_id=mine.run_id))
+    reports = []
+    reference = settings.results_root / runs[0].run_id
+    for other in runs[1:]:
+        folder = settings.results_root / other.run_id
+        card_a, card_b = _card(reference), _card(folder)
+        report = driver_report(card_a, card_b, read_traces(reference), read_traces(folder))
+        path = folder / f"driver-vs-{runs[0].node.name}.md"
+        path.write_text(render_driver_md(report))
+        (folder / f"driver-vs-{runs[0].node.name}.json").write_text(report.model_dump_json(indent=2))
+        say(f"driver-build comparison {runs[0].node.name} → {other.node.name}: {path}")
+        reports.append(path)
+    return PerNodeResult(runs=runs, comparisons=reports)
+
+
+def run_blocking(work: Coroutine[Any, Any, T]) -> T:
+    """Run a cluster coroutine to its end; SIGTERM is treated like Ctrl-C (as launch.run_blocking:
+    unfinished jobs are cancelled on their nodes, recorded NOT_RUN, KeyboardInterrupt raised)."""
+    async def main() -> T:
+        task = asyncio.current_task()
+        assert task is not None
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGTERM, task.cancel)
+        try:
+            return await work
+        except asyncio.CancelledError:
+            raise KeyboardInterrupt from None
+        finally:
+            loop.remove_signal_handler(signal.SIGTERM)
+
+    return asyncio.run(main())
+
+
+def _card(run_dir: Path) -> Scorecard:
+    return Scorecard.model_validate_json((run_dir / "scorecard.json").read_text())
+
+
+@ray.remote(num_cpus=0)
+def _node_config() -> tuple[str, dict[str, Any]]:
+    """Run on the node: its config and its LLM server's identity (only the node can reach it)."""
+    from runner.launch import llm_identity
+
+    config = load_node_config()
+    return config.model_dump_json(), llm_identity(config.llm_url)
+
+
+async def _describe_node(node: ClusterNode) -> tuple[NodeConfig, dict[str, Any]]:
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    strategy = NodeAffinitySchedulingStrategy(node.node_id, soft=False)
+    try:
+        text, identity = await _node_config.options(scheduling_strategy=strategy).remote()
+    except ray.exceptions.RayError as exc:
+        raise InfraError(f"node {node.name} could not describe itself: {exc}") from None
+    return NodeConfig.model_validate_json(text), identity
