@@ -116,10 +116,12 @@ class LiveConversations:
                     transcript = await run_conversation(box, scenario, self.simulator,
                                                         self.settings.device, agent_id=agent_id)
                     try:
-                        await box.collect(artifacts)
+                        problems = await box.collect(artifacts)
                     except (OSError, RuntimeError, ValueError) as exc:
+                        problems = [_describe(exc)]
+                    if problems:
                         # The conversation is the result; missing logs must not discard it.
-                        collect_error = f"artifacts not collected: {_describe(exc)}"
+                        collect_error = "artifacts not collected: " + "; ".join(problems)
         except TimeoutError:
             return Outcome(infra=Status.TIMEOUT, error=f"no result within {timeout_s:.0f} s")
         except asyncio.CancelledError:

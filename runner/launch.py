@@ -346,7 +346,7 @@ async def run(settings: RunSettings, say: Callable[[str], None], resume: bool = 
         raise InfraError(str(exc)) from exc
     extra = {**(extra or {}), **image_info, "agents": agents.describe()}
     if resume and settings.backend is Backend.DOCKER:
-        _sweep(settings.run_id, say, "left over from the interrupted run")
+        _sweep(settings.run_id, say, "left over from the interrupted run", settings.llm_container)
     writer = open_writer(settings, resume, extra)
     for problem in rejected:
         if REJECTED_WARNING + problem not in writer.warnings:
@@ -363,14 +363,22 @@ async def run(settings: RunSettings, say: Callable[[str], None], resume: bool = 
     finally:
         if settings.backend is Backend.DOCKER:
             # Whatever a cancelled or crashed sandbox start left behind goes by label.
-            _sweep(settings.run_id, say, "left behind by this run")
+            _sweep(settings.run_id, say, "left behind by this run", settings.llm_container)
 
 
-def _sweep(run_id: str, say: Callable[[str], None], why: str) -> None:
+def _sweep(run_id: str, say: Callable[[str], None], why: str, llm_container: str | None = None) -> None:
     from runner.stack.cleanup import cleanup
 
     try:
         report = cleanup(run_id)
+        if llm_container:
+            import docker
+
+            from runner.sandbox.docker import repair_llm_networks
+
+            # A stopped LLM container keeps references to removed networks: `docker start`
+            # would fail on them.
+            repair_llm_networks(docker.from_env(), llm_container)
     except Exception as exc:  # noqa: BLE001 — cleanup must never hide the run's own outcome
         say(f"warning: could not sweep run {run_id}'s Docker objects: {exc}")
         return

@@ -21,8 +21,6 @@ import time
 from pathlib import PurePath
 from typing import Any
 
-import httpx
-
 from runner.agents import DEFAULT_AGENT_ID
 from runner.sandbox import Sandbox
 from runner.simulate import Simulator
@@ -141,21 +139,20 @@ def _detail(reply: dict[str, Any]) -> str:
 
 
 async def _switch_device(box: Sandbox, session: dict[str, Any], device: str) -> str:
-    """Put the session on ``device`` the way the UI's device picker does (no MCP tool exists)."""
+    """Put the session on ``device`` the way the UI's device picker does (no MCP tool exists).
+
+    Through ``box.ui_request``: a Docker sandbox's UI port is reachable by nobody but its own
+    bridge, so the request is made from inside the sandbox (``docker exec``)."""
     if session.get("device") == device:
         return device
-    async with httpx.AsyncClient(timeout=30) as http:
-        response = await http.put(
-            f"{box.ui_url}/api/sessions/{session['id']}",
-            json={"device": device},
-            headers={"X-Gaia-UI": "1"},  # the UI refuses mutations without it
-        )
-    if response.status_code != 200:
+    response = await box.ui_request("PUT", f"/api/sessions/{session['id']}", {"device": device})
+    if response.status != 200:
         raise TargetError(
             f"switching session {session['id']} to device {device!r} failed: "
-            f"HTTP {response.status_code} {response.text[:300]}"
+            f"HTTP {response.status} {response.text[:300]}"
         )
-    return str(response.json().get("device") or device)
+    data = response.json()
+    return str((data.get("device") if isinstance(data, dict) else None) or device)
 
 
 async def _index(gaia: _Gaia, box: Sandbox, session_id: str, document: Any) -> IndexedDocument:

@@ -9,21 +9,25 @@ it lives in the sandbox's chat database, so it ends with the sandbox.
 
 from __future__ import annotations
 
-import httpx
+from typing import Any
 
 from runner.sandbox._protocol import SandboxError
+from runner.sandbox._ui import http_ui_request
 
 
-async def set_agent_model(ui_url: str, model: str) -> None:
-    """Make ``model`` the model every turn of this Agent UI asks the LLM server for."""
-    async with httpx.AsyncClient(timeout=30) as http:
-        reply = await http.put(
-            f"{ui_url}/api/settings",
-            json={"custom_model": model},
-            headers={"X-Gaia-UI": "1"},  # the UI refuses mutations without it
-        )
-    if reply.status_code != 200 or reply.json().get("custom_model") != model:
+async def set_agent_model(box: Any, model: str) -> None:
+    """Make ``model`` the model every turn of ``box``'s Agent UI asks the LLM server for.
+
+    ``box`` is a sandbox, reached through ``box.ui_request`` (``docker exec`` for a Docker
+    sandbox, whose UI port is not reachable from the host), or a UI URL reachable over HTTP."""
+    body = {"custom_model": model}
+    if isinstance(box, str):
+        where, reply = f"at {box}", await http_ui_request(box, "PUT", "/api/settings", body)
+    else:
+        where, reply = f"of sandbox {box.scenario_id}", await box.ui_request("PUT", "/api/settings", body)
+    data = reply.json()
+    if reply.status != 200 or not isinstance(data, dict) or data.get("custom_model") != model:
         raise SandboxError(
-            f"the Agent UI at {ui_url} did not take --agent-model {model}: "
-            f"HTTP {reply.status_code} {reply.text[:300]}"
+            f"the Agent UI {where} did not take --agent-model {model}: "
+            f"HTTP {reply.status} {reply.text[:300]}"
         )

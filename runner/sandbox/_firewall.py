@@ -28,13 +28,13 @@ Every rule carries the comment ``trialbox.run=<label> net=<id12>``: a crash leav
 ``sweep(label)`` (or ``sweep()`` for every trialbox rule) finds and removes by that comment
 alone. ``isolate_network`` and ``release_network`` are idempotent.
 
-Not done, on purpose — a rule that lets only trialbox open connections from the host to a
-sandbox's Agent UI port: iptables can tell local processes apart only by uid/gid
-(``-m owner``) or cgroup, trialbox runs as the invoking user (often root in CI) so every other
-process of that user matches too, and a cgroup path is not stable across how trialbox is
-started. Such a rule would look like protection without being one. Nothing outside this
-machine can reach a sandbox (no published ports); a local user who can reach the bridge can
-use the Docker socket anyway.
+Not done here: a rule that lets only trialbox open connections from the host to a sandbox's
+Agent UI port. iptables tells local processes apart only by uid/gid (``-m owner``) or cgroup;
+trialbox runs as the invoking user (often root in CI), so every other process of that user
+would match too — it would look like protection without being one. The UI's port is closed
+another way instead: the UI listens on its container's loopback only, its MCP bridge shares
+that network namespace, and trialbox reaches the UI with ``docker exec`` (runner/sandbox/
+docker.py). The bridge's own port answers only with the sandbox's bearer token.
 
 This needs root (CAP_NET_ADMIN) on the Docker host: the engine on the host runs as root where
 it manages Docker's firewall; inside the runner container (non-root) ``FirewallError`` says so.

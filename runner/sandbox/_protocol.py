@@ -2,8 +2,10 @@
 
 A sandbox is one fresh GAIA Agent UI plus one GAIA MCP bridge pointed at it, with an empty chat
 database and RAG cache, reachable from wherever the engine runs. The target drives it only
-through ``mcp_url`` (plus ``ui_url`` for the one switch GAIA's MCP tools do not offer: the
-session device). Backends: ``LocalBackend`` (host processes, dev and tests) and
+through ``mcp_url`` (plus ``ui_request`` for the switches GAIA's MCP tools do not offer: the
+session device and the model override; in a Docker sandbox the UI's port is reachable by
+nobody but the sandbox's own bridge, so ``ui_request`` goes through ``docker exec``).
+Backends: ``LocalBackend`` (host processes, dev and tests) and
 ``DockerBackend`` (containers, the default).
 """
 
@@ -11,7 +13,9 @@ from __future__ import annotations
 
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path, PurePath
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
+
+from runner.sandbox._ui import UiReply
 
 
 class SandboxError(RuntimeError):
@@ -23,7 +27,9 @@ class Sandbox(Protocol):
     """One isolated Agent UI + MCP bridge for one scenario."""
 
     scenario_id: str
-    ui_url: str  # the Agent UI origin, e.g. http://127.0.0.1:41234 (no trailing slash)
+    # The Agent UI origin, e.g. http://127.0.0.1:41234 (no trailing slash). For a Docker
+    # sandbox it names where the UI listens inside its container (informational only).
+    ui_url: str
     mcp_url: str  # GAIA's MCP bridge over streamable HTTP, e.g. http://127.0.0.1:41235/mcp
     # Extra HTTP headers every MCP request needs: GAIA's bridge demands a bearer token when it
     # listens on a non-loopback address (GAIA_AGENT_UI_MCP_TOKEN); empty on loopback.
@@ -32,8 +38,17 @@ class Sandbox(Protocol):
     corpus_root: PurePath  # the corpus folder as the *Agent UI* sees it (index paths use this)
     timings: dict[str, float]  # start-up measurements, e.g. {"ui_ready_s", "cold_start_s"}
 
-    async def collect(self, dest: Path) -> None:
-        """Copy the chat DB (gaia_chat.db), agent-ui.log, mcp.log and llm-stats.json into dest."""
+    async def ui_request(self, method: str, path: str, body: dict[str, Any] | None = None) -> UiReply:
+        """One JSON request to the Agent UI itself (``X-Gaia-UI: 1`` is sent); raises
+        SandboxError when the UI cannot be reached at all."""
+        ...
+
+    async def collect(self, dest: Path) -> list[str]:
+        """Copy the chat DB (gaia_chat.db), agent-ui.log, mcp.log and llm-stats.json into dest.
+
+        Collects what it can: each artifact that could not be collected is named, with why, in
+        the returned list (and in ``dest/collect-errors.txt``) instead of an exception, so a
+        dead container never costs the conversation."""
         ...
 
 

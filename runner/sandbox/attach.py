@@ -16,9 +16,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+import httpx
+
 from runner.sandbox._protocol import SandboxError
+from runner.sandbox._ui import UiReply, http_ui_request
 from runner.sandbox.local import _llm_stats
 
 #: GAIA's bridge demands this bearer token when it listens on a non-loopback address.
@@ -55,13 +59,23 @@ class AttachedSandbox:
     mcp_headers: dict[str, str] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
 
-    async def collect(self, dest: Path) -> None:
+    async def ui_request(self, method: str, path: str, body: dict[str, Any] | None = None) -> UiReply:
+        """One request to the attached Agent UI at the URL the user gave."""
+        try:
+            return await http_ui_request(self.ui_url, method, path, body)
+        except httpx.HTTPError as exc:
+            raise SandboxError(f"the attached Agent UI at {self.ui_url} did not answer {method} "
+                               f"{path}: {type(exc).__name__}: {exc}") from exc
+
+    async def collect(self, dest: Path) -> list[str]:
         """The LLM server's stats when it is known; a note for everything else."""
         dest.mkdir(parents=True, exist_ok=True)
         if self.llm_url:
             (dest / "llm-stats.json").write_text(await _llm_stats(self.llm_url))
         note = {"attached": self.mcp_url, "not_collected": NOT_COLLECTED}
         (dest / "attached.json").write_text(json.dumps(note, indent=2) + "\n")
+        # Not collectable by design, said in attached.json: not problems of this scenario.
+        return []
 
 
 class AttachBackend:

@@ -1,34 +1,55 @@
 """Docker sandboxes: one fresh Agent UI container and one MCP bridge container per scenario.
 
-Each sandbox gets its own *internal* bridge network. Only three things are attached to it: the
-sandbox's Agent UI, its MCP bridge, and the shared LLM server (attached under the alias ``llm``).
-The Agent UI therefore reaches the LLM server and nothing else, and two sandboxes never share a
-network. The engine reaches the sandbox in one of two ways:
+Each sandbox gets its own *internal* bridge network. Only two endpoints are on it: the sandbox
+(the Agent UI container, whose network namespace the MCP bridge container shares) and the
+shared LLM server (attached under the alias ``llm``). The Agent UI therefore reaches the LLM
+server and nothing else, and two sandboxes never share a network. The host firewall keeps the
+sandbox off the host itself (``_firewall``).
 
-- inside the runner container (``TRIALBOX_IN_CONTAINER=1``) it attaches its own container to the
-  sandbox network and uses container names;
-- on the host it uses the containers' addresses on the sandbox bridge, which the host routes to
-  directly (no port is published, so nothing outside this machine can reach a sandbox).
+Who can talk to what:
 
-Everything created carries ``trialbox.run=<run id>`` so cleanup goes by label and never touches
-anything else. Docker SDK calls block, so they run in worker threads.
+- the Agent UI listens on its container's *loopback* only. GAIA's UI has no authentication, so
+  a reachable port would let any local process drive it; on loopback only its own MCP bridge
+  (same network namespace) reaches it. trialbox itself reaches it with ``docker exec`` for the
+  two switches the MCP tools lack (``DockerSandbox.ui_request``) — which needs the Docker
+  socket, i.e. root on this host already.
+- the MCP bridge listens on the sandbox address, guarded by GAIA's own bearer token (one
+  random 48-character token per sandbox, known only to this process).
+- the engine reaches the bridge inside the runner container (``TRIALBOX_IN_CONTAINER=1``) by
+  attaching its own container to the sandbox network and using container names; on the host
+  by the sandbox's address on the bridge, which the host routes to directly (no port is
+  published, so nothing outside this machine can reach a sandbox).
+
+No leaks, whatever the timing: everything created carries ``trialbox.run=<run id>`` and
+``trialbox.scenario=<job key>``. Creation runs in a worker thread that records each object the
+moment it exists; a cancelled ``open`` (Ctrl-C, ``--timeout``) waits for that thread to finish
+before tearing down, so nothing is created after teardown ran, and teardown then also sweeps
+the job's labels for anything a failed call created without handing it back. The LLM server
+is force-disconnected from the sandbox network before the network is removed — also when it
+is stopped, else ``docker start`` of it fails on the vanished network.
+
+A container that dies mid-scenario (OOM, ``docker kill``) is noticed within
+``WATCH_INTERVAL_S`` and ends the scenario with a ``SandboxError`` that says which container
+and how it ended, instead of MCP calls hanging until their read timeout (the bridge lives in
+the UI's network namespace, so it goes unreachable with the UI).
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
-import io
+import json
 import os
 import re
 import secrets
 import socket
-import tarfile
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 import docker
 import httpx
@@ -36,10 +57,13 @@ from docker.errors import APIError, DockerException, NotFound
 from docker.models.containers import Container
 from docker.models.networks import Network
 
+from runner.sandbox._collect import Collector
 from runner.sandbox._configure import set_agent_model
 from runner.sandbox._firewall import FirewallError, isolate_network, release_network
 from runner.sandbox._hardening import container_options, read_file
 from runner.sandbox._protocol import SandboxError
+from runner.sandbox._threads import finish_in_thread
+from runner.sandbox._ui import UiReply
 
 AGENT_UI_IMAGE = "trialbox/agent-ui:dev"
 UI_PORT = 4200
@@ -53,6 +77,12 @@ AGENT_DIRS_MOUNT = "/opt/trialbox/agent-dirs"
 GAIA_HOME = "/home/gaia/.gaia"
 # GAIA's bridge accepts a non-loopback bind only with a bearer token of 32+ characters.
 MCP_TOKEN_ENV = "GAIA_AGENT_UI_MCP_TOKEN"
+#: Longest one ``docker exec`` request to the UI may take (a device switch answers in < 1 s).
+UI_REQUEST_TIMEOUT_S = 30
+#: How often a running sandbox's containers are checked for death (a Docker API call each).
+WATCH_INTERVAL_S = 2.0
+RUN_LABEL = "trialbox.run"
+JOB_LABEL = "trialbox.scenario"
 
 
 def sandbox_name(run_id: str, job_key: str) -> str:
@@ -69,7 +99,8 @@ def _slug(text: str) -> str:
 
 @dataclass
 class DockerSandbox:
-    """A running sandbox. Addresses are valid from wherever the engine runs."""
+    """A running sandbox. ``mcp_url`` and ``llm_url`` are valid from wherever the engine runs;
+    ``ui_url`` names where the UI listens inside its container (reach it with ``ui_request``)."""
 
     scenario_id: str
     ui_url: str
@@ -80,20 +111,49 @@ class DockerSandbox:
     mcp: Container
     mcp_headers: dict[str, str] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
+    died: str | None = None  # set by the backend's watchdog when a container died mid-scenario
 
-    async def collect(self, dest: Path) -> None:
-        """Copy the chat DB, both containers' logs and the LLM server's stats into dest."""
-        dest.mkdir(parents=True, exist_ok=True)
-        await asyncio.to_thread(_snapshot_chat_db, self.ui, dest)
+    async def ui_request(self, method: str, path: str, body: dict[str, Any] | None = None) -> UiReply:
+        """One request to the Agent UI from inside its own container (its port is loopback-only)."""
+        return await asyncio.to_thread(_exec_ui_request, self.ui, method, path, body)
+
+    async def collect(self, dest: Path) -> list[str]:
+        """Copy the chat DB, both containers' logs and the LLM server's stats into dest; what
+        could not be collected is returned and written to ``collect-errors.txt``."""
+        collector = Collector(dest)
+        state = await asyncio.to_thread(_state_of, self.ui)
+        if state is None:
+            await collector.step("gaia_chat.db", lambda: asyncio.to_thread(_snapshot_chat_db, self.ui, dest))
+        else:
+            collector.note("gaia_chat.db", f"the Agent UI container {state}; the chat database lived "
+                                           "on its tmpfs and went with it")
         for name, container in (("agent-ui.log", self.ui), ("mcp.log", self.mcp)):
-            logs = await asyncio.to_thread(container.logs, stdout=True, stderr=True)
-            (dest / name).write_bytes(logs)
-        try:
-            async with httpx.AsyncClient(timeout=5) as client:
-                stats = await client.get(f"{self.llm_url}/api/v1/stats")
-            (dest / "llm-stats.json").write_text(stats.text)
-        except httpx.HTTPError as exc:
-            (dest / "llm-stats.json").write_text(f'{{"error": "{type(exc).__name__}"}}')
+            await collector.step(name, partial(asyncio.to_thread, _save_logs, container, dest / name))
+        await collector.step("llm-stats.json", lambda: self._save_llm_stats(dest))
+        return collector.finish()
+
+    async def _save_llm_stats(self, dest: Path) -> None:
+        async with httpx.AsyncClient(timeout=5) as client:
+            stats = await client.get(f"{self.llm_url}/api/v1/stats")
+        stats.raise_for_status()
+        (dest / "llm-stats.json").write_text(stats.text)
+
+
+def _state_of(container: Container) -> str | None:
+    """None while the container runs, else what happened to it, in words."""
+    try:
+        container.reload()
+    except NotFound:
+        return "was removed"
+    if container.status == "running":
+        return None
+    state = container.attrs.get("State", {})
+    killed = " (killed: out of memory)" if state.get("OOMKilled") else ""
+    return f"is {container.status} (exit code {state.get('ExitCode')}){killed}"
+
+
+def _save_logs(container: Container, path: Path) -> None:
+    path.write_bytes(container.logs(stdout=True, stderr=True))
 
 
 # GAIA's chat DB runs in WAL mode: copying the file alone can miss committed rows, so take a
@@ -112,25 +172,73 @@ def _snapshot_chat_db(container: Container, dest: Path) -> None:
     result = container.exec_run(["python", "-c", _SNAPSHOT, f"{GAIA_HOME}/chat/gaia_chat.db"])
     if result.exit_code != 0:
         (dest / "gaia_chat.db.error").write_bytes(result.output)
-        return
+        raise SandboxError(f"the chat database snapshot failed (exit {result.exit_code}); "
+                           "see gaia_chat.db.error")
     # /tmp is a tmpfs in a hardened sandbox: `docker cp` cannot see into it on Docker 20.10.
     data = read_file(container, "/tmp/gaia_chat.db")
     if data is not None:
         (dest / "gaia_chat.db").write_bytes(data)
 
 
-def _copy_out(container: Container, path: str, dest: Path) -> None:
-    """Extract one file from a container (a missing file is not an error: GAIA may not have made it)."""
+# One request to the UI on the container's loopback (urllib: the image has no curl). Proxies
+# are ignored on purpose: the UI is in this very network namespace. Prints {"status", "body"};
+# exit 4 when nothing answers at all.
+_UI_REQUEST = (
+    "import json, sys, urllib.error, urllib.request\n"
+    "method, url, body, timeout = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])\n"
+    "opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))\n"
+    "request = urllib.request.Request(url, method=method, data=body.encode() if body else None,\n"
+    "    headers={'X-Gaia-UI': '1', 'Content-Type': 'application/json'})\n"
+    "try:\n"
+    "    reply = opener.open(request, timeout=timeout)\n"
+    "    status, data = reply.status, reply.read()\n"
+    "except urllib.error.HTTPError as error:\n"
+    "    status, data = error.code, error.read()\n"
+    "except OSError as error:\n"
+    "    sys.stderr.write(str(error))\n"
+    "    sys.exit(4)\n"
+    "sys.stdout.write(json.dumps({'status': status, 'body': data.decode('utf-8', 'replace')}))\n"
+)
+
+def _exec_ui_request(ui: Container, method: str, path: str, body: dict[str, Any] | None) -> UiReply:
+    url = f"http://127.0.0.1:{UI_PORT}{path}"
+    payload = json.dumps(body) if body is not None else ""
     try:
-        stream, _ = container.get_archive(path)
-    except NotFound:
-        return
-    with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as archive:
-        for member in archive.getmembers():
-            if member.isfile():
-                extracted = archive.extractfile(member)
-                if extracted is not None:
-                    (dest / PurePosixPath(member.name).name).write_bytes(extracted.read())
+        result = ui.exec_run(["python", "-c", _UI_REQUEST, method, url, payload, str(UI_REQUEST_TIMEOUT_S)],
+                             demux=True)
+    except (APIError, NotFound) as exc:
+        raise SandboxError(f"cannot reach the Agent UI in {ui.name}: {_state_of(ui) or exc}") from exc
+    stdout, stderr = result.output
+    if result.exit_code != 0:
+        state = _state_of(ui)
+        if state is not None:  # the container died under the request: say that, not "exit 137"
+            raise SandboxError(f"the Agent UI container {ui.name} {state} (during {method} {path})")
+        why = (stderr or b"").decode(errors="replace").strip()[-300:]
+        raise SandboxError(f"the Agent UI in {ui.name} did not answer {method} {path} "
+                           f"(exit {result.exit_code}): {why}")
+    reply = json.loads(stdout or b"{}")
+    return UiReply(status=int(reply["status"]), text=str(reply["body"]))
+
+
+async def _ui_answers_through(client: Any) -> bool:
+    """True once GAIA's bridge reaches the UI: ``system_status`` is not the bridge's error
+    reply (it turns a refused connection into ``{"status": "error", ...}``)."""
+    result = await client.call_tool("system_status", {}, raise_on_error=False)
+    if result.is_error:
+        return False
+    data = result.structured_content or {}
+    if set(data) == {"result"} and isinstance(data["result"], dict):
+        data = data["result"]
+    return bool(data) and data.get("status") != "error"
+
+
+@dataclass
+class _Made:
+    """What a sandbox start has created so far. The worker thread records each object the
+    moment Docker returns it, so teardown knows it even when the start was cancelled."""
+
+    network: Network | None = None
+    containers: list[Container] = field(default_factory=list)
 
 
 class DockerBackend:
@@ -142,7 +250,7 @@ class DockerBackend:
         llm_container: str,
         corpus_host_dir: Path,
         image: str = AGENT_UI_IMAGE,
-        ready_timeout_s: float = 60.0,
+        ready_timeout_s: float = 120.0,
         client: docker.DockerClient | None = None,
         agent_dirs: Sequence[Path] = (),
         agent_model: str | None = None,
@@ -156,42 +264,62 @@ class DockerBackend:
         self.ready_timeout_s = ready_timeout_s
         self.client = client or docker.from_env()
         self.in_container = os.environ.get("TRIALBOX_IN_CONTAINER") == "1"
-        self.labels = {"trialbox.run": run_id}
+        self.labels = {RUN_LABEL: run_id}
         self.agent_dirs = [Path(d) for d in agent_dirs]
         self.agent_model = agent_model
+        self.last_teardown_s = 0.0
+        self.watch_interval_s = WATCH_INTERVAL_S
 
     @asynccontextmanager
     async def open(self, scenario_id: str, *, memory: bool = False) -> AsyncIterator[DockerSandbox]:
         started = time.perf_counter()
-        created: list[Container] = []
-        network = await asyncio.to_thread(self._create_network, scenario_id)
+        made = _Made()
         try:
-            box = await asyncio.to_thread(self._start, scenario_id, network, created, memory)
+            box = await finish_in_thread(self._create, scenario_id, made, memory)
             await self._wait_ready(box)
             if self.agent_model:
-                await set_agent_model(box.ui_url, self.agent_model)
+                await set_agent_model(box, self.agent_model)
             box.timings["cold_start_s"] = time.perf_counter() - started
-            yield box
+            task = asyncio.current_task()
+            assert task is not None
+            watchdog = asyncio.create_task(self._watch(box, task))
+            try:
+                yield box
+            except asyncio.CancelledError:
+                # Our watchdog's cancellation (and no one else's): a container died.
+                if box.died is not None and task.uncancel() == 0:
+                    raise SandboxError(box.died) from None
+                raise
+            finally:
+                watchdog.cancel()
         finally:
             stopping = time.perf_counter()
-            await asyncio.to_thread(self._teardown, network, created)
+            await finish_in_thread(self._teardown, scenario_id, made)
             self.last_teardown_s = time.perf_counter() - stopping
 
     # -- creation -------------------------------------------------------------------------
 
-    def _create_network(self, scenario_id: str) -> Network:
+    def _create(self, scenario_id: str, made: _Made, memory: bool) -> DockerSandbox:
+        network = self._create_network(scenario_id, made)
+        return self._start(scenario_id, network, made, memory)
+
+    def _job_labels(self, scenario_id: str, role: str | None = None) -> dict[str, str]:
+        labels = self.labels | {JOB_LABEL: scenario_id}
+        return labels | {"trialbox.role": role} if role else labels
+
+    def _create_network(self, scenario_id: str, made: _Made) -> Network:
         name = f"{sandbox_name(self.run_id, scenario_id)}-net"
         try:
             network = self.client.networks.create(
-                name, driver="bridge", internal=True, labels=self.labels | {"trialbox.scenario": scenario_id}
+                name, driver="bridge", internal=True, labels=self._job_labels(scenario_id)
             )
-            self.client.networks.get(network.id).connect(self.llm_container, aliases=["llm"])
+            made.network = network
+            network.connect(self.llm_container, aliases=["llm"])
             if not self.in_container:
                 # The host's firewall keeps the sandbox from the host itself (internal networks
                 # only stop forwarding); inside the runner image there is no host firewall to set.
                 isolate_network(network.id, _slug(self.run_id))
         except FirewallError as exc:
-            network.remove()
             raise SandboxError(f"could not isolate sandbox network {name}: {exc}") from exc
         except NotFound as exc:
             raise SandboxError(
@@ -212,54 +340,51 @@ class DockerBackend:
             flags += ["--agent-dir", inside]
         return volumes, flags
 
-    def _start(
-        self, scenario_id: str, network: Network, created: list[Container], memory: bool = False
-    ) -> DockerSandbox:
+    def _run(self, made: _Made, **options: Any) -> Container:
+        """create + start as two steps, recording the container in between: ``containers.run``
+        leaves a created container behind, unnamed to us, when its start fails."""
+        container = self.client.containers.create(**options)
+        made.containers.append(container)
+        container.start()
+        return container
+
+    def _start(self, scenario_id: str, network: Network, made: _Made, memory: bool = False) -> DockerSandbox:
         base = sandbox_name(self.run_id, scenario_id)
         token = secrets.token_hex(24)  # one per sandbox: a bridge only answers its own runner
         ui_name, mcp_name = f"{base}-ui", f"{base}-mcp"
-        common = {
-            "detach": True,
-            "init": True,
-            "network": network.name,
-            "labels": self.labels | {"trialbox.scenario": scenario_id},
-        }
         volumes, agent_flags = self._ui_mounts()
         memory_flag = ["--memory"] if memory else []
         try:
-            ui = self.client.containers.run(
-                self.image,
-                command=["ui", "--llm-url", f"http://llm:{LLM_PORT}", "--document-root", CORPUS_MOUNT,
-                         "--allowed-host", ui_name, "--allowed-host", "localhost",
+            # The UI listens on its container's loopback only: nothing but the bridge, which
+            # shares its network namespace, can reach it (see the module docstring).
+            ui = self._run(
+                made, image=self.image, name=ui_name, network=network.name, init=True,
+                command=["ui", "--host", "127.0.0.1", "--llm-url", f"http://llm:{LLM_PORT}",
+                         "--document-root", CORPUS_MOUNT, "--allowed-host", "localhost",
                          *agent_flags, *memory_flag],
-                name=ui_name,
-                volumes=volumes,
+                volumes=volumes, labels=self._job_labels(scenario_id, "agent-ui"),
                 **container_options("agent-ui"),
-                **common | {"labels": common["labels"] | {"trialbox.role": "agent-ui"}},
-            )
-            created.append(ui)
-            mcp = self.client.containers.run(
-                self.image,
-                command=["mcp", "--ui-url", f"http://{ui_name}:{UI_PORT}", *memory_flag],
-                name=mcp_name,
+            )  # fmt: skip
+            mcp = self._run(
+                made, image=self.image, name=mcp_name, network_mode=f"container:{ui.id}", init=True,
+                command=["mcp", "--host", "0.0.0.0", "--port", str(MCP_PORT),
+                         "--ui-url", f"http://127.0.0.1:{UI_PORT}", *memory_flag],
                 environment={MCP_TOKEN_ENV: token},
+                labels=self._job_labels(scenario_id, "mcp"),
                 **container_options("mcp"),
-                **common | {"labels": common["labels"] | {"trialbox.role": "mcp"}},
-            )
-            created.append(mcp)
+            )  # fmt: skip
         except docker.errors.ImageNotFound as exc:
             raise SandboxError(f"image {self.image} is missing — build it with `trialbox images`") from exc
         except APIError as exc:
             raise SandboxError(f"could not start sandbox containers: {exc.explanation}") from exc
         if self.in_container:
             network.connect(socket.gethostname())
-        ui_host = ui_name if self.in_container else _address(ui, network.name)
-        mcp_host = mcp_name if self.in_container else _address(mcp, network.name)
+        box_host = ui_name if self.in_container else _address(ui, network.name)
         llm_host = "llm" if self.in_container else _address(self.client.containers.get(self.llm_container), network.name)
         return DockerSandbox(
             scenario_id=scenario_id,
-            ui_url=f"http://{ui_host}:{UI_PORT}",
-            mcp_url=f"http://{mcp_host}:{MCP_PORT}/mcp",
+            ui_url=f"http://127.0.0.1:{UI_PORT}",
+            mcp_url=f"http://{box_host}:{MCP_PORT}/mcp",
             llm_url=f"http://{llm_host}:{LLM_PORT}",
             corpus_root=PurePosixPath(CORPUS_MOUNT),
             ui=ui,
@@ -268,64 +393,153 @@ class DockerBackend:
         )
 
     async def _wait_ready(self, box: DockerSandbox) -> None:
-        """Ready means the UI answers its health route and the MCP bridge lists its tools."""
+        """Ready means the MCP bridge lists its tools and, through it, the UI answers
+        ``system_status`` — all over the bridge's HTTP port, so readiness costs no ``docker
+        exec`` (a process in the sandbox's CPU quota) while GAIA is still importing."""
         from fastmcp import Client  # imported late: fastmcp is slow to import
         from fastmcp.client.transports import StreamableHttpTransport
 
-        deadline = time.monotonic() + self.ready_timeout_s
-        async with httpx.AsyncClient(timeout=2) as http:
-            while True:
-                try:
-                    if (await http.get(f"{box.ui_url}/api/health")).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                self._check_alive(box, deadline)
-                await asyncio.sleep(0.1)
-        box.timings["ui_ready_s"] = time.monotonic() - (deadline - self.ready_timeout_s)
+        started = time.monotonic()
+        deadline = started + self.ready_timeout_s
         while True:
             try:
                 transport = StreamableHttpTransport(box.mcp_url, headers=box.mcp_headers)
                 async with Client(transport, timeout=5) as client:
                     await client.list_tools()
+                    box.timings.setdefault("mcp_ready_s", time.monotonic() - started)
+                    while not await _ui_answers_through(client):
+                        await asyncio.to_thread(self._check_alive, box, deadline)
+                        await asyncio.sleep(0.2)
+                box.timings["ui_ready_s"] = time.monotonic() - started
                 return
-            except Exception:  # noqa: BLE001 — any failure here means "not ready yet"
-                self._check_alive(box, deadline)
-                await asyncio.sleep(0.1)
+            except SandboxError:
+                raise
+            except Exception:  # noqa: BLE001 — any other failure here means "not ready yet"
+                await asyncio.to_thread(self._check_alive, box, deadline)
+                await asyncio.sleep(0.2)
 
     def _check_alive(self, box: DockerSandbox, deadline: float) -> None:
         for container in (box.ui, box.mcp):
-            container.reload()
-            if container.status == "exited":
-                tail = container.logs(tail=15).decode(errors="replace")
-                raise SandboxError(f"{container.name} exited during start-up:\n{tail}")
+            state = _state_of(container)
+            if state is not None and container.status != "created":
+                tail = "" if state == "was removed" else container.logs(tail=15).decode(errors="replace")
+                raise SandboxError(f"{container.name} {state} during start-up:\n{tail}")
         if time.monotonic() > deadline:
             raise SandboxError(
                 f"sandbox for {box.scenario_id} was not ready within {self.ready_timeout_s:.0f} s "
-                f"(UI {box.ui_url}, MCP {box.mcp_url}); see `docker logs {box.ui.name}`"
+                f"(MCP {box.mcp_url}); see `docker logs {box.ui.name}`"
             )
+
+    async def _watch(self, box: DockerSandbox, task: asyncio.Task[Any]) -> None:
+        """While the scenario runs: a dead Agent UI or bridge cancels it at once, with the
+        reason in ``box.died``. Without this a killed UI (OOM, `docker kill`) leaves the bridge
+        without its network namespace and every MCP call hanging until its read timeout."""
+        while True:
+            await asyncio.sleep(self.watch_interval_s)
+            for role, container in (("Agent UI", box.ui), ("MCP bridge", box.mcp)):
+                state = await asyncio.to_thread(_state_of, container)
+                if state is not None:
+                    box.died = f"the {role} container {container.name} {state} mid-scenario"
+                    task.cancel()
+                    return
 
     # -- teardown -------------------------------------------------------------------------
 
-    def _teardown(self, network: Network, created: list[Container]) -> None:
-        for container in created:
+    def _teardown(self, scenario_id: str, made: _Made) -> None:
+        """Remove what this job made — recorded, or found by its labels — and free the LLM."""
+        job = {"label": [f"{RUN_LABEL}={self.run_id}", f"{JOB_LABEL}={scenario_id}"]}
+        containers = {c.id: c for c in reversed(made.containers)}  # the bridge before the UI
+        for found in self._listed(lambda: self.client.containers.list(all=True, filters=job)):
+            containers.setdefault(found.id, found)
+        for container in containers.values():
             try:
                 container.remove(force=True)
-            except NotFound:
-                pass
-        network.reload()
-        for attached in network.containers:
-            try:
-                network.disconnect(attached, force=True)
             except (NotFound, APIError):
-                pass
+                pass  # gone already; a failure is swept by label at the end of the run
+        networks = {made.network.id: made.network} if made.network is not None else {}
+        for found in self._listed(lambda: self.client.networks.list(filters=job)):
+            networks.setdefault(found.id, found)
+        for network in networks.values():
+            self.release(network)
+
+    @staticmethod
+    def _listed(listing: Callable[[], list[Any]]) -> list[Any]:
         try:
+            return listing()
+        except (APIError, NotFound):
+            return []
+
+    def release(self, network: Network) -> None:
+        """Detach everything from a sandbox network, remove it and its firewall rules.
+
+        The LLM container is force-disconnected by name first, running or not: a stopped
+        container is not listed among the network's endpoints, yet keeps a reference that
+        would make its next `docker start` fail once the network is gone.
+        """
+        try:
+            self.client.api.disconnect_container_from_network(self.llm_container, network.id, force=True)
+        except (NotFound, APIError):
+            pass  # not attached (or the LLM container is gone)
+        try:
+            network.reload()
+            for attached in network.containers:
+                try:
+                    network.disconnect(attached, force=True)
+                except (NotFound, APIError):
+                    pass
             network.remove()
         except (NotFound, APIError):
             pass
         finally:
             if not self.in_container:
-                release_network(network.id)
+                try:
+                    release_network(network.id)
+                except FirewallError:
+                    pass  # a sweep by label removes them (`trialbox clean`)
+
+    def sweep(self) -> int:
+        """Remove everything labelled with this run (a crashed or killed run's leftovers):
+        containers, then networks (LLM detached first), then their firewall rules. Returns how
+        many Docker objects were removed. Safe while no sandbox of this run is open."""
+        run = {"label": f"{RUN_LABEL}={self.run_id}"}
+        removed = 0
+        for container in self._listed(lambda: self.client.containers.list(all=True, filters=run)):
+            if container.labels.get("trialbox.role") == "llm":
+                continue  # a run's own LLM server (tests label theirs) is not a sandbox's
+            try:
+                container.remove(force=True)
+                removed += 1
+            except (NotFound, APIError):
+                pass
+        for network in self._listed(lambda: self.client.networks.list(filters=run)):
+            self.release(network)
+            removed += 1
+        repair_llm_networks(self.client, self.llm_container)
+        return removed
+
+
+def repair_llm_networks(client: docker.DockerClient, llm_container: str) -> list[str]:
+    """Drop the LLM container's references to networks that no longer exist (left by a run
+    killed outright, or by an older trialbox), so `docker start` works again. Returns them."""
+    try:
+        container = client.containers.get(llm_container)
+    except (NotFound, APIError):
+        return []
+    dropped = []
+    for name, settings in (container.attrs["NetworkSettings"].get("Networks") or {}).items():
+        try:
+            client.networks.get(settings.get("NetworkID") or name)
+            continue
+        except NotFound:
+            pass
+        except APIError:
+            continue
+        try:
+            client.api.disconnect_container_from_network(container.id, name, force=True)
+            dropped.append(name)
+        except (NotFound, APIError):
+            pass
+    return dropped
 
 
 def _address(container: Container, network_name: str) -> str:

@@ -24,12 +24,18 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import httpx
 
+from runner.sandbox._collect import Collector
 from runner.sandbox._configure import set_agent_model
+from runner.sandbox._environment import sandbox_environment
 from runner.sandbox._protocol import SandboxError
+from runner.sandbox._threads import finish_in_thread
+from runner.sandbox._ui import UiReply, http_ui_request
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ENTRYPOINT = REPO_ROOT / "images" / "agent-ui" / "entrypoint.py"
@@ -52,16 +58,26 @@ class LocalSandbox:
     mcp_headers: dict[str, str] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
 
-    async def collect(self, dest: Path) -> None:
-        """Copy the chat DB, both logs and the LLM server's stats into dest."""
-        dest.mkdir(parents=True, exist_ok=True)
+    async def ui_request(self, method: str, path: str, body: dict[str, Any] | None = None) -> UiReply:
+        """One request to the Agent UI on loopback."""
+        return await http_ui_request(self.ui_url, method, path, body)
+
+    async def collect(self, dest: Path) -> list[str]:
+        """Copy the chat DB, both logs and the LLM server's stats into dest; what could not be
+        collected is returned and written to ``collect-errors.txt``."""
+        collector = Collector(dest)
         database = self.home / "chat" / "gaia_chat.db"
         if database.exists():
-            await asyncio.to_thread(_snapshot_sqlite, database, dest / "gaia_chat.db")
+            await collector.step("gaia_chat.db", lambda: asyncio.to_thread(
+                _snapshot_sqlite, database, dest / "gaia_chat.db"))
+        else:
+            collector.note("gaia_chat.db", f"{database} does not exist (the Agent UI never wrote it)")
         for name in ("agent-ui.log", "mcp.log"):
             if (self.logs / name).exists():
-                shutil.copyfile(self.logs / name, dest / name)
+                await collector.step(name, partial(asyncio.to_thread, shutil.copyfile,
+                                                   self.logs / name, dest / name))
         (dest / "llm-stats.json").write_text(await _llm_stats(self.llm_url))
+        return collector.finish()
 
 
 def _snapshot_sqlite(source: Path, target: Path) -> None:
@@ -147,12 +163,13 @@ class LocalBackend:
             await self._wait_for_ui(box, processes[0], started)
             await self._wait_for_mcp(box, processes[1], started)
             if self.agent_model:
-                await set_agent_model(box.ui_url, self.agent_model)
+                await set_agent_model(box, self.agent_model)
             box.timings["cold_start_s"] = time.perf_counter() - started
             yield box
         finally:
-            # Shielded: a cancelled run must still stop its processes before it unwinds.
-            await asyncio.shield(asyncio.to_thread(self._teardown, box, processes, state))
+            # Run to its end even when cancelled (again): the processes must be stopped
+            # before the run unwinds.
+            await finish_in_thread(self._teardown, box, processes, state)
 
     # -- start-up ---------------------------------------------------------------------------
 
@@ -168,7 +185,8 @@ class LocalBackend:
                 start_new_session=True,  # own process group: teardown signals all of it
                 # Safety net for a runner killed outright (SIGKILL, OOM): the entrypoint asks
                 # the kernel to kill it when this process dies. Teardown never relies on it.
-                env={**os.environ, "TRIALBOX_EXIT_WITH_PARENT": str(os.getpid())},
+                # An allow-list, never the runner's own environment (it holds the judge's key).
+                env=sandbox_environment({"TRIALBOX_EXIT_WITH_PARENT": str(os.getpid())}),
                 cwd=log.parent,
             )
 

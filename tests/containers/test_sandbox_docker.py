@@ -160,3 +160,141 @@ def test_the_agent_ui_reaches_only_the_llm_server(llm_container: str) -> None:
     assert llm_status == 200
     assert outside_status == 0
     assert labelled(docker.from_env(), RUN_ID) == []
+
+
+# -- the Agent UI's port is reachable by its own bridge only ---------------------------------
+
+
+def test_no_one_but_the_sandboxs_bridge_reaches_the_agent_ui(llm_container: str) -> None:
+    """GAIA's UI has no authentication: it listens on its container's loopback, where only
+    the bridge (same network namespace) reaches it. From the host: no UI port at all, and the
+    bridge refuses a request without this sandbox's token. trialbox's own switches go
+    through `docker exec` and still work."""
+    import asyncio
+
+    import httpx
+
+    from runner.sandbox.docker import MCP_PORT, UI_PORT, DockerBackend
+
+    backend = DockerBackend(RUN_ID, llm_container, SUITE / "corpus")
+    llm = docker.from_env().containers.get(llm_container)
+
+    async def probe() -> dict[str, object]:
+        async with backend.open("ui_port_probe") as box:
+            address = box.mcp_url.split("//")[1].split(":")[0]
+            seen: dict[str, object] = {}
+            async with httpx.AsyncClient(timeout=5) as http:
+                for name, url in (("ui", f"http://{address}:{UI_PORT}/api/sessions"),):
+                    try:
+                        seen[name] = (await http.get(url)).status_code
+                    except httpx.ConnectError:
+                        seen[name] = "refused"
+                seen["mcp_without_token"] = (await http.post(f"http://{address}:{MCP_PORT}/mcp", json={})).status_code
+                wrong = {"Authorization": "Bearer " + "0" * 48}
+                seen["mcp_wrong_token"] = (await http.post(f"http://{address}:{MCP_PORT}/mcp", json={},
+                                                           headers=wrong)).status_code  # fmt: skip
+            # A neighbour on the sandbox network (the LLM server) cannot reach it either.
+            code = ("import urllib.request as u\n"
+                    f"try: print(u.urlopen('http://{address}:{UI_PORT}/api/health', timeout=3).status)\n"
+                    "except Exception as e: print('refused', type(e).__name__)\n")
+            seen["from_llm"] = llm.exec_run(["python3", "-c", code]).output.decode().strip()
+            health = await box.ui_request("GET", "/api/health")
+            seen["exec"] = (health.status, health.json().get("status"))
+            return seen
+
+    seen = asyncio.run(probe())
+    assert seen["ui"] == "refused"
+    assert seen["mcp_without_token"] == 401 and seen["mcp_wrong_token"] == 401
+    assert str(seen["from_llm"]).startswith("refused"), seen["from_llm"]
+    assert seen["exec"] == (200, "ok")
+    assert labelled(docker.from_env(), RUN_ID) == []
+
+
+# -- leaks whatever the timing; collect keeps what it can -------------------------------------
+
+
+@pytest.mark.parametrize("after_s", [0.0, 0.05, 0.3, 1.0, 3.0])
+def test_a_cancelled_start_leaves_nothing_whatever_the_moment(llm_container: str, after_s: float) -> None:
+    import asyncio
+
+    from runner.sandbox.docker import DockerBackend
+
+    backend = DockerBackend(RUN_ID, llm_container, SUITE / "corpus")
+    key = f"cancel_{str(after_s).replace('.', '_')}"
+
+    async def start_and_cancel() -> None:
+        async def hold() -> None:
+            async with backend.open(key):
+                await asyncio.sleep(600)
+
+        task = asyncio.create_task(hold())
+        await asyncio.sleep(after_s)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(start_and_cancel())
+    assert labelled(docker.from_env(), RUN_ID) == []
+    attached = docker.from_env().containers.get(llm_container).attrs["NetworkSettings"]["Networks"]
+    assert all(not name.startswith("tbx-") for name in attached), attached
+
+
+def test_collect_after_the_agent_ui_died_keeps_the_rest_and_says_why(
+    llm_container: str, tmp_path: Path
+) -> None:
+    import asyncio
+
+    from runner.sandbox.docker import DockerBackend
+
+    backend = DockerBackend(RUN_ID, llm_container, SUITE / "corpus")
+    backend.watch_interval_s = 3600  # collect by hand here; the watchdog is test_faults.py's
+
+    async def kill_then_collect() -> list[str]:
+        async with backend.open("collect_after_kill") as box:
+            box.ui.kill()
+            return await box.collect(tmp_path / "artifacts")
+
+    problems = asyncio.run(kill_then_collect())
+    assert len(problems) == 1 and problems[0].startswith("gaia_chat.db: the Agent UI container is exited"), problems
+    assert (tmp_path / "artifacts" / "collect-errors.txt").read_text().strip() == problems[0]
+    for name in ("agent-ui.log", "mcp.log", "llm-stats.json"):
+        assert (tmp_path / "artifacts" / name).is_file(), name
+    assert labelled(docker.from_env(), RUN_ID) == []
+
+
+def test_a_stopped_llm_server_is_detached_and_starts_again(llm_container: str) -> None:
+    """Teardown force-disconnects the LLM even when it is stopped (it is not listed among the
+    network's endpoints then); a reference left by a killed run is repaired by the sweep."""
+    import asyncio
+
+    from runner.sandbox.docker import DockerBackend, repair_llm_networks
+
+    client = docker.from_env()
+    backend = DockerBackend(RUN_ID, llm_container, SUITE / "corpus")
+    llm = client.containers.get(llm_container)
+    own = set(llm.attrs["NetworkSettings"]["Networks"])
+
+    async def stop_llm_inside() -> None:
+        async with backend.open("llm_stopped"):
+            llm.stop(timeout=2)
+
+    try:
+        asyncio.run(stop_llm_inside())
+        llm.reload()
+        assert set(llm.attrs["NetworkSettings"]["Networks"]) == own
+        # A run killed outright: its network is removed by someone else while the stopped LLM
+        # still names it — `docker start` would fail until repaired.
+        net = client.networks.create(f"tbx-{RUN_ID}-dangling", internal=True, labels={"trialbox.run": RUN_ID})
+        net.connect(llm_container)
+        net.remove()
+        assert repair_llm_networks(client, llm_container) == [f"tbx-{RUN_ID}-dangling"]
+    finally:
+        llm.start()
+    deadline = time.monotonic() + 180
+    while True:
+        llm.reload()
+        if llm.attrs["State"].get("Health", {}).get("Status") == "healthy":
+            break
+        assert time.monotonic() < deadline, "the LLM server did not come back"
+        time.sleep(1)
+    assert labelled(client, RUN_ID) == []

@@ -148,7 +148,6 @@ def test_gaia_refuses_an_unmapped_agent_type_naming_the_same_ids_as_our_registry
 
 
 def test_user_agent_folders_are_read_only_in_the_sandbox(llm_container: str) -> None:
-    import httpx
 
     from runner.sandbox.docker import DockerBackend
 
@@ -161,8 +160,8 @@ def test_user_agent_folders_are_read_only_in_the_sandbox(llm_container: str) -> 
             write = box.ui.exec_run(["touch", "/home/gaia/.gaia/agents/docs_helper/x"])
             link = box.ui.exec_run(["readlink", "/home/gaia/.gaia/agents/docs_helper"]).output.decode()
             env = box.ui.exec_run(["sh", "-c", "grep -l GAIA_MEMORY_ADMIN=1 /proc/[0-9]*/environ"])
-            async with httpx.AsyncClient(timeout=10) as http:
-                settings = (await http.get(f"{box.ui_url}/api/settings")).json()
+            # The UI listens on its container's loopback only: trialbox reaches it by docker exec.
+            settings = (await box.ui_request("GET", "/api/settings")).json()
             return write.exit_code, link.strip(), env.exit_code == 0, settings["custom_model"]
 
     exit_code, link, memory_on, custom_model = asyncio.run(probe())

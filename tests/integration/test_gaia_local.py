@@ -374,3 +374,25 @@ def test_attach_drives_an_agent_ui_that_is_already_running(
     artifacts = tmp_path / "artifacts"
     assert json.loads((artifacts / "llm-stats.json").read_text()).get("output_tokens", 0) > 0
     assert "gaia_chat.db" in json.loads((artifacts / "attached.json").read_text())["not_collected"]
+
+
+def test_no_secret_of_the_runner_reaches_the_sandbox_processes(
+    backend: LocalBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The judge's key (and anything else not allow-listed) stays in the runner's environment:
+    the Agent UI runs the agent under test, whose tools can read their own environment."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-canary-0123456789")
+    monkeypatch.setenv("TRIALBOX_CANARY_SECRET", "canary-value")
+
+    async def environments() -> list[bytes]:
+        async with backend.open("environment_probe") as box:
+            pids = processes_using(box.home)
+            assert len(pids) >= 2, "the Agent UI and the bridge must both run"
+            return [Path(f"/proc/{pid}/environ").read_bytes() for pid in pids]
+
+    for environ in asyncio.run(environments()):
+        names = {item.split(b"=", 1)[0] for item in environ.split(b"\0") if item}
+        assert b"ANTHROPIC_API_KEY" not in names
+        assert b"TRIALBOX_CANARY_SECRET" not in names
+        assert b"canary" not in environ
+        assert b"PATH" in names and b"GAIA_HOME" in names  # what GAIA needs is still there
