@@ -1,6 +1,6 @@
 """The fix loop's control flow with the Docker edge replaced: the fix sandbox by a scripted fixer
 that edits the copy it is given, the re-run by a rule that reads the patched agent. (The real
-sandbox and re-runs: tests/containers/test_fix_loop.py.)"""
+sandbox and re-runs: tests/containers/test_fix_loop_docker.py.)"""
 
 from __future__ import annotations
 
