@@ -62,6 +62,8 @@ test: export TESTCONTAINERS_CONNECTION_MODE ?= docker_host
 test: export TESTCONTAINERS_HOST_OVERRIDE ?= 127.0.0.1
 # Every layer must run: a skip (no Docker, no Chromium, no GAIA venv) fails the suite.
 test: export TRIALBOX_NO_SKIPS ?= 1
+# The fixer image carries Claude Code (the native binary from the npm registry) so its test runs.
+test: export TRIALBOX_FIXER_CLAUDE ?= 1
 test: docker install images corpus lint
 	$(BIN)/pytest $(PYTEST_ARGS)
 
