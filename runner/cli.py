@@ -17,6 +17,19 @@ from rich.console import Console
 
 from runner import __version__
 from runner.errors import EXIT_INFRA, EXIT_USAGE, InfraError, UsageError
+from runner.options import (
+    AgentId,
+    AgentModel,
+    BackendName,
+    Categories,
+    DeviceName,
+    ExcludeTags,
+    LlmContainer,
+    LlmUrl,
+    ScenarioIds,
+    Strict,
+    Tags,
+)
 from runner.paths import eval_root
 
 if TYPE_CHECKING:
@@ -101,22 +114,21 @@ def validate(paths: SuitePaths = None, corpus: Corpus = None, as_json: JsonOutpu
 def run(
     paths: SuitePaths = None,
     corpus: Corpus = None,
-    scenario: Annotated[list[str] | None, typer.Option("--scenario", "-s", help="scenario id (repeatable)")] = None,
-    category: Annotated[list[str] | None, typer.Option(help="category (repeatable)")] = None,
-    tag: Annotated[list[str] | None, typer.Option(help="tag (repeatable)")] = None,
-    exclude_tag: Annotated[list[str] | None, typer.Option(help="skip scenarios with this tag")] = None,
-    strict: Annotated[bool, typer.Option(help="any rejected scenario file stops the run before it starts")] = False,
-    backend: Annotated[str, typer.Option(help="docker (containers) or local (host processes)")] = "docker",
-    device: Annotated[str, typer.Option(help="auto | cpu | rocm | npu")] = "auto",
-    llm_url: Annotated[str, typer.Option(help="the LLM server as the engine reaches it",
-                                         envvar="TRIALBOX_LLM_URL")] = "http://127.0.0.1:13305",
-    llm_container: Annotated[str | None, typer.Option(help="docker backend: the LLM container [default: the stack's]")] = None,
+    scenario: ScenarioIds = None,
+    category: Categories = None,
+    tag: Tags = None,
+    exclude_tag: ExcludeTags = None,
+    strict: Strict = False,
+    backend: BackendName = "docker",
+    device: DeviceName = "auto",
+    llm_url: LlmUrl = "http://127.0.0.1:13305",
+    llm_container: LlmContainer = None,
     agent_dir: Annotated[list[Path] | None, typer.Option(
         help="a folder of GAIA agents (<id>/agent.py), mounted read-only into every sandbox (repeatable)")] = None,
-    agent: Annotated[str | None, typer.Option(help="agent id for scenarios without agent_type [default: gaia]")] = None,
+    agent: AgentId = None,
     agent_map: Annotated[list[str] | None, typer.Option(
         help="map GAIA agent types to agent ids: doc=ID,chat=ID (repeatable)")] = None,
-    agent_model: Annotated[str | None, typer.Option(help="the chat model the Agent UI asks the LLM server for")] = None,
+    agent_model: AgentModel = None,
     gaia: Annotated[str | None, typer.Option(
         help="amd-gaia version, wheel or source folder for the Agent UI image [default: the pinned 0.25.1]")] = None,
     target_url: Annotated[str | None, typer.Option(

@@ -13,28 +13,41 @@ from typing import Annotated
 
 import typer
 
+from runner.options import (
+    AgentId,
+    AgentModel,
+    BackendName,
+    Categories,
+    DeviceName,
+    ExcludeTags,
+    LlmContainer,
+    LlmUrl,
+    ScenarioIds,
+    Strict,
+    Tags,
+)
+
 EXIT_OK, EXIT_BELOW_TARGET, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
 
 
 def fix_command(
     paths: Annotated[list[Path] | None, typer.Argument(help="scenario files or folders [default: eval/scenarios]")] = None,
     corpus: Annotated[Path | None, typer.Option("--corpus", help="corpus root (holds manifest.json) [default: found beside the tree]")] = None,
-    scenario: Annotated[list[str] | None, typer.Option("--scenario", "-s", help="scenario id (repeatable)")] = None,
-    category: Annotated[list[str] | None, typer.Option(help="category (repeatable)")] = None,
-    tag: Annotated[list[str] | None, typer.Option(help="tag (repeatable)")] = None,
-    exclude_tag: Annotated[list[str] | None, typer.Option(help="skip scenarios with this tag")] = None,
-    strict: Annotated[bool, typer.Option(help="any rejected scenario file stops the run before it starts")] = False,
-    backend: Annotated[str, typer.Option(help="docker (containers) or local (host processes)")] = "docker",
-    device: Annotated[str, typer.Option(help="auto | cpu | rocm | npu")] = "auto",
-    llm_url: Annotated[str, typer.Option(help="the LLM server as the engine reaches it",
-                                         envvar="TRIALBOX_LLM_URL")] = "http://127.0.0.1:13305",
-    llm_container: Annotated[str | None, typer.Option(help="docker backend: the LLM container [default: the stack's]")] = None,
+    scenario: ScenarioIds = None,
+    category: Categories = None,
+    tag: Tags = None,
+    exclude_tag: ExcludeTags = None,
+    strict: Strict = False,
+    backend: BackendName = "docker",
+    device: DeviceName = "auto",
+    llm_url: LlmUrl = "http://127.0.0.1:13305",
+    llm_container: LlmContainer = None,
     agent_dir: Annotated[Path | None, typer.Option(
         help="the folder of GAIA agents (<id>/agent.py) to run and to patch — only ever read "
              "[default with --from: the run's one --agent-dir]")] = None,
-    agent: Annotated[str | None, typer.Option(help="agent id for scenarios without agent_type [default: gaia]")] = None,
+    agent: AgentId = None,
     agent_map: Annotated[list[str] | None, typer.Option(help="map GAIA agent types to agent ids: doc=ID,chat=ID")] = None,
-    agent_model: Annotated[str | None, typer.Option(help="the chat model the Agent UI asks the LLM server for")] = None,
+    agent_model: AgentModel = None,
     gaia: Annotated[str | None, typer.Option(help="amd-gaia version, wheel or source folder for the Agent UI image")] = None,
     concurrency: Annotated[int, typer.Option(min=1, max=16)] = 1,
     timeout: Annotated[float | None, typer.Option(help="seconds per scenario, > 0 [default: GAIA's formula]")] = None,
