@@ -24,7 +24,7 @@ from runner.progress import Progress
 from runner.report import RunWriter, Scorecard, Trace, scenario_result, trace_of
 from runner.sandbox import SandboxBackend
 from runner.scenarios import Manifest, Scenario, default_timeout_s, missing_documents
-from runner.scoring import judgings_cost_usd, scenario_status
+from runner.scoring import judgings_cost_usd, scenario_status, transcript_problem
 from runner.settings import RunSettings
 from runner.simulate import Simulator, SimulatorError, SimulatorUnavailable, preflight
 from runner.status import Status
@@ -173,11 +173,6 @@ class Engine:
     _finished: set[str] = field(default_factory=set)  # job keys recorded by this process
     stopped_by_infrastructure: bool = False
     _samples: dict[str, list[RejudgeSample]] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        # Reports list scenarios in the suite's declared order, whatever order they finish in.
-        position = {scenario.id: index for index, scenario in enumerate(self.scenarios)}
-        self.writer.order = lambda r: position.get(r.id, len(position)) * 1000 + (r.trial or 0)
 
     def plan(self) -> list[Job]:
         """Every job in declared order, minus those a resumed run already finished."""
@@ -365,24 +360,12 @@ def _replayed(job: Job, trace: Trace | None, manifest: Manifest | None) -> Outco
 
 
 def _classify(scenario: Scenario, transcript: Transcript, manifest: Manifest | None) -> Outcome:
-    """Infrastructure problems visible in a finished transcript: failed turns, and (GAIA's
-    rule) a setup document indexed into 0 chunks — unless the scenario is adversarial or the
-    document is one of the manifest's adversarial documents (empty, corrupt: 0 is expected)."""
-    failed_turns = [t for t in transcript.turns if t.error]
-    if failed_turns:
-        first = failed_turns[0]
-        return Outcome(transcript=transcript, infra=Status.INFRA_ERROR, error=f"turn {first.turn}: {first.error}")
-    empty = [d for d in transcript.indexed if d.chunks == 0
-             and not (manifest and d.corpus_doc and manifest.is_adversarial(d.corpus_doc))]
-    if empty and scenario.category != "adversarial":
-        doc = empty[0]
-        why = f": {doc.error}" if doc.error else ""
-        return Outcome(
-            transcript=transcript,
-            infra=Status.SETUP_ERROR,
-            error=f"setup document {doc.path} indexed 0 chunks{why}",
-        )
-    return Outcome(transcript=transcript)
+    """A finished conversation, with the infrastructure status its transcript shows (if any)."""
+    problem = transcript_problem(scenario, transcript, manifest)
+    if problem is None:
+        return Outcome(transcript=transcript)
+    status, error = problem
+    return Outcome(transcript=transcript, infra=status, error=error)
 
 
 def _sample(job: Job, transcript: Transcript, judgments: Judgments) -> RejudgeSample:

@@ -13,7 +13,7 @@ import os
 import re
 import signal
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -30,7 +30,7 @@ from runner.judge import (
     from_env_and_flags,
     open_judge,
 )
-from runner.report import RunConfig, RunWriter, Scorecard, Trace
+from runner.report import RunConfig, RunWriter, Scorecard, Trace, declared_order
 from runner.report._identity import served_model_of
 from runner.sandbox import SandboxBackend, SandboxError
 from runner.scenarios import (
@@ -291,12 +291,15 @@ def served_capabilities(url: str) -> frozenset[str] | None:
     return frozenset(labels & {"vision", "audio"})
 
 
-def open_writer(settings: RunSettings, resume: bool, extra: dict[str, Any] | None = None) -> RunWriter:
+def open_writer(settings: RunSettings, scenarios: Sequence[Scenario], resume: bool,
+                extra: dict[str, Any] | None = None) -> RunWriter:
+    """The run folder's writer, listing results in the order `scenarios` declares them."""
     run_dir = settings.run_dir
+    order = declared_order([scenario.id for scenario in scenarios])
     if resume and (run_dir / "scorecard.json").exists():
-        return RunWriter.resume(run_dir)
+        return RunWriter.resume(run_dir, order=order)
     settings.save(run_dir)
-    return RunWriter(run_dir, run_id=settings.run_id, config=run_config(settings, extra))
+    return RunWriter(run_dir, run_id=settings.run_id, config=run_config(settings, extra), order=order)
 
 
 def exit_code(card: Scorecard, min_pass_rate: float | None) -> int:
@@ -347,7 +350,7 @@ async def run(settings: RunSettings, say: Callable[[str], None], resume: bool = 
     extra = {**(extra or {}), **image_info, "agents": agents.describe()}
     if resume and settings.backend is Backend.DOCKER:
         _sweep(settings.run_id, say, "left over from the interrupted run", settings.llm_container)
-    writer = open_writer(settings, resume, extra)
+    writer = open_writer(settings, scenarios, resume, extra)
     for problem in rejected:
         if REJECTED_WARNING + problem not in writer.warnings:
             writer.warn(REJECTED_WARNING + problem)
@@ -399,7 +402,7 @@ async def rescore(original: Path, settings: RunSettings, say: Callable[[str], No
     scenarios = [s for s in chosen if any(k.split("__trial")[0] == s.id for k in saved)]
     say(f"rescoring {len(saved)} trace(s) of {original.name} into run {settings.run_id}")
     judge, _ = await prepare_judge(settings, say)
-    writer = open_writer(settings, resume=False, extra={"rescored_from": original.name})
+    writer = open_writer(settings, scenarios, resume=False, extra={"rescored_from": original.name})
     engine = Engine(settings, scenarios, ReplayedConversations(saved, manifest), judge, writer, say=say)
     return await engine.run()
 

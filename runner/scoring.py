@@ -14,7 +14,8 @@ Rules (DESIGN 2.1):
 - no judge: a failed exact check still FAILs the scenario (a check is evidence, not opinion;
   no score is given); every check passed → NOT_JUDGED, counted as "checks passed, not judged";
   no check at all → plain NOT_JUDGED (no score is invented);
-- infrastructure statuses pass through.
+- infrastructure statuses pass through; a finished transcript can itself show one (a failed
+  turn; GAIA's rule: a setup document indexed into 0 chunks), see `transcript_problem`.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ from runner.judgments import (
     TurnJudgment,
 )
 from runner.outcomes import CheckResult
+from runner.scenarios import Manifest, Scenario
+from runner.transcript import Transcript
 
 # Judge cost: the one price table (exact model ids) is runner/prices.py; re-exported because the
 # engine's budget check and the report ask scoring for a scenario's cost.
@@ -276,6 +279,27 @@ def _unjudged(
     else:
         note = "no judge configured and no exact check: verdicts are NOT_JUDGED"
     return ScenarioOutcome(status=Status.NOT_JUDGED, gates=gates, notes=[note])
+
+
+def transcript_problem(
+    scenario: Scenario, transcript: Transcript, manifest: Manifest | None
+) -> tuple[Status, str] | None:
+    """The infrastructure status a finished transcript shows, with why; None when it shows none.
+
+    A failed turn is INFRA_ERROR. GAIA's rule: a setup document indexed into 0 chunks is a
+    SETUP_ERROR — unless the scenario is adversarial or the document is one of the manifest's
+    adversarial documents (empty, corrupt: 0 chunks is what they are for)."""
+    failed_turns = [t for t in transcript.turns if t.error]
+    if failed_turns:
+        first = failed_turns[0]
+        return Status.INFRA_ERROR, f"turn {first.turn}: {first.error}"
+    empty = [d for d in transcript.indexed if d.chunks == 0
+             and not (manifest and d.corpus_doc and manifest.is_adversarial(d.corpus_doc))]
+    if empty and scenario.category != "adversarial":
+        doc = empty[0]
+        why = f": {doc.error}" if doc.error else ""
+        return Status.SETUP_ERROR, f"setup document {doc.path} indexed 0 chunks{why}"
+    return None
 
 
 def scenario_status(

@@ -74,6 +74,30 @@ class IndexedDocument(BaseModel):
     duration_s: float = Field(default=0.0, description="seconds the indexing took")
 
 
+class SetupTimings(BaseModel):
+    """Where a scenario's set-up time went, before its first turn. None means not measured.
+
+    The sandbox phases are measured by the backend when the sandbox is prepared (possibly ahead
+    of time, by the warm pool); `waited_s` is what the scenario itself waited for a sandbox."""
+
+    pool_hit: bool | None = Field(
+        default=None, description="the sandbox was already prepared (warm pool) when asked for")
+    waited_s: float | None = Field(
+        default=None, description="seconds from asking for a sandbox to having a ready one")
+    container_create_s: float | None = Field(
+        default=None, description="seconds to create the sandbox's network and containers")
+    gaia_import_s: float | None = Field(
+        default=None, description="seconds from the Agent UI process start to GAIA imported")
+    ui_ready_s: float | None = Field(
+        default=None, description="seconds from containers created to the Agent UI answering")
+    mcp_ready_s: float | None = Field(
+        default=None, description="seconds from containers created to the MCP bridge answering")
+    session_s: float | None = Field(
+        default=None, description="seconds to create the chat session (and switch its device)")
+    indexing_s: float | None = Field(
+        default=None, description="seconds to index the setup documents")
+
+
 class Transcript(BaseModel):
     """A whole conversation: setup, then every turn in order."""
 
@@ -88,3 +112,5 @@ class Transcript(BaseModel):
     indexed: list[IndexedDocument] = Field(
         default_factory=list, description="setup documents indexed before the first turn")
     turns: list[TurnRecord] = Field(default_factory=list, description="every turn, in order")
+    setup: SetupTimings | None = Field(
+        default=None, description="where the set-up time before the first turn went")

@@ -68,7 +68,7 @@ async def run_on_cluster(settings: RunSettings, address: str, on: dict[str, str]
     described = await _describe_node(node) if node else None
     cluster_extra = {"cluster": {"nodes": [n.model_dump(mode="json") for n in nodes],
                                  "selector": on}}
-    writer = open_writer(settings, resume, {**(extra or {}), **cluster_extra,
+    writer = open_writer(settings, scenarios, resume, {**(extra or {}), **cluster_extra,
                                             "agents": agents.describe()})
     if described is not None and not resume:
         # --per-node: this run's scorecard describes the node it ran on, not the controller,

@@ -45,7 +45,13 @@ from runner.report._models import (
 )
 from runner.report._performance import percentile
 from runner.report._summary_md import render_summary_md
-from runner.report._writer import GAIA_SCORECARD, RunWriter, atomic_write, read_scorecard
+from runner.report._writer import (
+    GAIA_SCORECARD,
+    RunWriter,
+    atomic_write,
+    declared_order,
+    read_scorecard,
+)
 
 __all__ = [
     "EXIT_MODELS_DIFFER",
@@ -68,6 +74,7 @@ __all__ = [
     "PerformanceStats",
     "RunConfig",
     "RunWriter",
+    "declared_order",
     "ScenarioQuality",
     "ScenarioResult",
     "Scorecard",

@@ -70,6 +70,13 @@ def read_scorecard(path: Path) -> Scorecard:
         ) from None
 
 
+def declared_order(scenario_ids: Sequence[str]) -> Callable[[ScenarioResult], int]:
+    """Results in the suite's declared order, trials of one scenario in trial order, whatever
+    order they finished in (scenarios run concurrently); ids not declared go last."""
+    position = {scenario_id: index for index, scenario_id in enumerate(scenario_ids)}
+    return lambda result: position.get(result.id, len(position)) * 1000 + (result.trial or 0)
+
+
 class RunWriter:
     """Owns results/<run_id>/: traces, scorecard, summary, JUnit and HTML report."""
 
@@ -80,6 +87,7 @@ class RunWriter:
         run_id: str,
         config: RunConfig,
         results: Sequence[ScenarioResult] = (),
+        order: Callable[[ScenarioResult], int] | None = None,
         clock: Callable[[], datetime] = _utc_now,
     ) -> None:
         self.run_dir = Path(run_dir)
@@ -91,18 +99,24 @@ class RunWriter:
         self.judge_agreement: JudgeAgreement | None = None
         self.warnings: list[str] = []
         self.finished = False
-        # How results are ordered in every file (the engine sets the suite's declared order);
-        # None keeps the order they finished in.
-        self.order: Callable[[ScenarioResult], int] | None = None
+        # How results are ordered in every file (see declared_order); None keeps the order they
+        # finished in.
+        self.order = order
         # The engine may finish scenarios from several threads; files are rewritten one at a time.
         self._lock = threading.RLock()
 
     @classmethod
-    def resume(cls, run_dir: Path, clock: Callable[[], datetime] = _utc_now) -> RunWriter:
+    def resume(
+        cls,
+        run_dir: Path,
+        order: Callable[[ScenarioResult], int] | None = None,
+        clock: Callable[[], datetime] = _utc_now,
+    ) -> RunWriter:
         """Continue a run folder: keeps the results its scorecard.json already holds."""
         card = read_scorecard(Path(run_dir) / SCORECARD)
         writer = cls(
-            run_dir, run_id=card.run_id, config=card.config, results=card.scenarios, clock=clock
+            run_dir, run_id=card.run_id, config=card.config, results=card.scenarios, order=order,
+            clock=clock,
         )
         writer.started = card.timestamp
         writer.warnings = list(card.warnings)

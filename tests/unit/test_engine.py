@@ -18,7 +18,7 @@ from runner.engine import Engine, Job, Outcome, cause_of
 from runner.judge import JudgeError
 from runner.judgments import DimensionScores, JudgeUsage, Judgments, TurnJudgment
 from runner.launch import EXIT_INFRA, EXIT_OK, exit_code
-from runner.report import RunConfig, RunWriter
+from runner.report import RunConfig, RunWriter, declared_order
 from runner.scenarios import Scenario, load_suite
 from runner.settings import RunSettings
 from runner.status import Status
@@ -81,8 +81,10 @@ def make_engine(tmp_path: Path, conversations: Conversations, judge: Judge | Non
                 writer: RunWriter | None = None, **settings: object) -> Engine:
     run_settings = RunSettings(run_id="20261130-100000-abcd", suite_paths=[SUITE / "scenarios"],
                                corpus_root=SUITE / "corpus", results_root=tmp_path, **settings)
-    writer = writer or RunWriter(run_settings.run_dir, run_id=run_settings.run_id, config=RunConfig())
-    return Engine(run_settings, scenarios(), conversations, judge, writer, say=lambda line: None)
+    suite = scenarios()
+    writer = writer or RunWriter(run_settings.run_dir, run_id=run_settings.run_id, config=RunConfig(),
+                                 order=declared_order([s.id for s in suite]))
+    return Engine(run_settings, suite, conversations, judge, writer, say=lambda line: None)
 
 
 def statuses(card: object) -> dict[str, Status]:
@@ -94,6 +96,34 @@ def test_a_judged_run_passes_and_lists_scenarios_in_declared_order(tmp_path: Pat
     assert [r.id for r in card.scenarios] == [s.id for s in scenarios()]
     assert set(statuses(card).values()) == {Status.PASS}
     assert exit_code(card, None) == EXIT_OK
+
+
+class ReverseFinishing(Conversations):
+    """Later scenarios finish first: the first one waits until every other one has finished."""
+
+    def __init__(self, total: int) -> None:
+        super().__init__()
+        self.total = total
+        self.finished: list[str] = []
+
+    async def converse(self, job: Job) -> Outcome:
+        position = len(self.started)
+        self.started.append(job.key)
+        while len(self.finished) < self.total - 1 - position:
+            await asyncio.sleep(0)
+        self.finished.append(job.key)
+        return self.outcome(job)
+
+
+def test_scenarios_finishing_out_of_order_are_listed_in_declared_order(tmp_path: Path) -> None:
+    declared = [s.id for s in scenarios()]
+    source = ReverseFinishing(len(declared))
+    engine = make_engine(tmp_path, source, concurrency=len(declared))
+    card = asyncio.run(engine.run())
+    assert source.finished == list(reversed(declared))
+    assert [r.id for r in card.scenarios] == declared
+    on_disk = json.loads((engine.settings.run_dir / "scorecard.json").read_text())
+    assert [r["id"] for r in on_disk["scenarios"]] == declared
 
 
 def test_judge_failure_is_errored_not_a_score(tmp_path: Path) -> None:
