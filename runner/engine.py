@@ -69,7 +69,14 @@ class ConversationSource(Protocol):
 
     live: bool  # whether conversations touch the agent (and so the LLM server)
 
+    async def prepare(self, jobs: Sequence[Job]) -> None:
+        """Called once with the run's plan, in order, before any job runs (a warm pool starts
+        preparing sandboxes for the first ones)."""
+
     async def converse(self, job: Job) -> Outcome: ...
+
+    async def close(self) -> None:
+        """Called once when the run ends, however it ends: what was prepared and not used goes."""
 
 
 @dataclass
@@ -88,6 +95,12 @@ class LiveConversations:
     # default agent for every scenario).
     agents: AgentRegistry | None = None
     live: bool = True
+
+    async def prepare(self, jobs: Sequence[Job]) -> None:
+        """Nothing prepared ahead yet: each job opens its sandbox when it starts."""
+
+    async def close(self) -> None:
+        """Nothing prepared, nothing to release."""
 
     async def converse(self, job: Job) -> Outcome:
         scenario = job.scenario
@@ -149,8 +162,14 @@ class ReplayedConversations:
     manifest: Manifest | None = None
     live: bool = False
 
+    async def prepare(self, jobs: Sequence[Job]) -> None:
+        """Nothing to prepare: the conversations are on disk."""
+
     async def converse(self, job: Job) -> Outcome:
         return _replayed(job, self.traces.get(job.key), self.manifest)
+
+    async def close(self) -> None:
+        """Nothing to release."""
 
 
 @dataclass
@@ -207,6 +226,7 @@ class Engine:
     async def _run(self, jobs: list[Job]) -> Scorecard:
         self.writer.write()
         gate = asyncio.Semaphore(self.settings.concurrency)
+        await self.conversations.prepare(jobs)
         tasks = [asyncio.create_task(self._guarded(job, gate), name=job.key) for job in jobs]
         try:
             await asyncio.gather(*tasks)
@@ -214,9 +234,11 @@ class Engine:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            await self.conversations.close()
             self._record_not_run(jobs, "the run was interrupted (Ctrl-C) before this scenario finished")
             self.writer.close()
             raise
+        await self.conversations.close()
         self._record_not_run(jobs, self._stopping or "not run")
         if self._samples:
             self.writer.set_judge_agreement(judge_agreement(self._samples))

@@ -16,7 +16,7 @@ import os
 import random
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -194,6 +194,12 @@ class ClusterConversations:
     def capacity(self) -> int:
         """Sandbox slots across the matching nodes (the run's useful concurrency)."""
         return sum(n.slots for n in self.log.nodes) or 1
+
+    async def prepare(self, jobs: Sequence[Job]) -> None:
+        """Nothing prepared ahead: each node opens its sandbox when its task starts."""
+
+    async def close(self) -> None:
+        """Nothing prepared here; the nodes tear their own sandboxes down."""
 
     async def converse(self, job: Job) -> Outcome:
         if self._shipment is None:

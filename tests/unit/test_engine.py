@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -51,11 +51,19 @@ class Conversations:
     def __init__(self, outcome: Callable[[Job], Outcome] | None = None) -> None:
         self.outcome = outcome or (lambda job: Outcome(transcript=transcript_for(job.scenario)))
         self.started: list[str] = []
+        self.planned: list[str] | None = None  # what the engine announced, in order
+        self.closed = 0
+
+    async def prepare(self, jobs: Sequence[Job]) -> None:
+        self.planned = [job.key for job in jobs]
 
     async def converse(self, job: Job) -> Outcome:
         self.started.append(job.key)
         await asyncio.sleep(0)
         return self.outcome(job)
+
+    async def close(self) -> None:
+        self.closed += 1
 
 
 class Judge:
@@ -153,6 +161,9 @@ def test_three_identical_infrastructure_errors_stop_the_run(tmp_path: Path) -> N
     assert found.count(Status.INFRA_ERROR) == 3
     assert found.count(Status.NOT_RUN) == len(found) - 3
     assert len(conversations.started) == 3
+    # The source heard the whole plan first, and was closed although the run stopped early.
+    assert conversations.planned == [f"{s.id}__trial{t}" for s in scenarios() for t in (1, 2)]
+    assert conversations.closed == 1
     assert exit_code(card, None) == EXIT_INFRA
     assert any("identical infrastructure errors" in w for w in card.warnings)
 
@@ -198,6 +209,7 @@ def test_cancel_records_unfinished_jobs_not_run_and_resume_runs_only_them(tmp_pa
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
+        assert conversations.closed == 1, "a cancelled run must release what it prepared"
         return engine
 
     first = asyncio.run(cancel_after_first())
@@ -210,6 +222,7 @@ def test_cancel_records_unfinished_jobs_not_run_and_resume_runs_only_them(tmp_pa
     resumed = make_engine(tmp_path, again, writer=RunWriter.resume(run_dir))
     card = asyncio.run(resumed.run())
     assert sorted(again.started) == sorted(not_run)
+    assert again.planned == not_run  # resume prepares only what it will run
     assert Status.NOT_RUN not in statuses(card).values()
     assert exit_code(card, None) == EXIT_OK
 
