@@ -36,14 +36,14 @@ from runner.judgments import (
     TurnJudgment,
 )
 from runner.outcomes import CheckResult
-from runner.scenarios import Manifest, Scenario
-from runner.transcript import Transcript
 
 # Judge cost: the one price table (exact model ids) is runner/prices.py; re-exported because the
 # engine's budget check and the report ask scoring for a scenario's cost.
 from runner.prices import judge_cost_usd as judge_cost_usd
 from runner.prices import judgings_cost_usd as judgings_cost_usd
+from runner.scenarios import Manifest, Scenario
 from runner.status import JUDGED, Status
+from runner.transcript import Transcript
 
 WEIGHTS: Mapping[str, float] = MappingProxyType(
     {

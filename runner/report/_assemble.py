@@ -13,10 +13,10 @@ from typing import Any
 from runner.judgments import Judgments, TurnJudgment
 from runner.outcomes import CheckResult
 from runner.report._models import Cost, RunConfig, ScenarioResult, Scorecard, Trace, TurnResult
-from runner.report._performance import performance_of
+from runner.report._performance import RESCORED_FROM, performance_of
 from runner.scoring import ScenarioOutcome, judgings_cost_usd, scenario_status, summarize
 from runner.status import Status
-from runner.transcript import Transcript, TurnRecord
+from runner.transcript import SetupTimings, Transcript, TurnRecord
 from runner.trials import JudgeAgreement, TrialStats, trial_stats
 
 
@@ -40,9 +40,12 @@ def scenario_result(
     wall_s: float | None = None,
     trial: int | None = None,
     judgings: Sequence[Judgments] = (),
+    setup: SetupTimings | None = None,
 ) -> ScenarioResult:
     """Score one scenario run and lay it out as a scorecard row. `judgings` are every judging
-    of the transcript (--rejudge K): the row is scored on the first, but costs all of them."""
+    of the transcript (--rejudge K): the row is scored on the first, but costs all of them.
+    `setup` is where set-up time went when no transcript carries it (a set-up that failed);
+    otherwise the transcript's own `setup` is used."""
     turn_numbers = [t.turn for t in transcript.turns] if transcript else None
     outcome = scenario_status(judgments, checks, infra=infra, conversation_turns=turn_numbers)
     usage = judgments.usage if judgments else None
@@ -68,6 +71,7 @@ def scenario_result(
         recommended_fix=verdict.recommended_fix if verdict else None,
         error=error,
         wall_s=wall_s,
+        setup=transcript.setup if transcript and transcript.setup else setup,
         trace=trace_name(scenario_id, trial),
         trial=trial,
         judge_model=judgments.judge_model if judgments else None,
@@ -177,7 +181,8 @@ def build_scorecard(
         summary=summarize(results),
         scenarios=list(results),
         cost=cost_of(results),
-        performance=performance_of(results),
+        # A rescore replays saved transcripts: its wall clock is not the agent's.
+        performance=performance_of(results, replayed=RESCORED_FROM in config.extra),
         trials=trials_of(results) if config.trials > 1 else None,
         judge_agreement=judge_agreement,
         warnings=list(warnings),

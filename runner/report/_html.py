@@ -16,6 +16,7 @@ from runner.outcomes import CheckResult
 from runner.report._charts import charts
 from runner.report._identity import model_line, served_model
 from runner.report._models import ScenarioResult, Scorecard, TurnResult
+from runner.report._performance import SETUP_PHASES, overhead_text, phase_seconds, pool_text
 from runner.report._summary_md import TURN_JUDGING_ON, agent_text, user_messages_text
 from runner.scoring import CHECKS_PASSED_NOT_JUDGED, checks_passed_not_judged, decided_pass_rate
 from runner.status import Status
@@ -297,8 +298,48 @@ def _performance(card: Scorecard) -> str:
         ("TTFT s", _score(t.ttft_s_mean)),
         ("tokens/s", _score(t.tokens_per_s_mean)),
         ("tokens in/out", f"{t.input_tokens}/{t.output_tokens}"),
+        ("harness overhead (wall ÷ turns)", _score(t.overhead_ratio)),
     ]
-    return '<div class="cards">' + "".join(_card(v, k) for k, v in cells) + "</div>"
+    return (
+        '<div class="cards">'
+        + "".join(_card(v, k) for k, v in cells)
+        + f'</div><p class="headline" id="overhead">{_e(overhead_text(card))}</p>'
+        + _setup(card)
+    )
+
+
+def _setup(card: Scorecard) -> str:
+    """Set-up phases over the run (median, p90), then each scenario's, collapsed."""
+    setup = card.performance.setup
+    if not setup.scenarios:
+        return (
+            '<h3>Set-up</h3><p class="muted" id="setup">Set-up timings: n/a (no scenario of this '
+            "run recorded them: traces written before set-up was timed, or no sandbox opened).</p>"
+        )
+    rows = "".join(
+        f"<tr><td>{_e(label)}</td><td class=n>{_score(stats.median_s)}</td>"
+        f"<td class=n>{_score(stats.p90_s)}</td><td class=n>{stats.measured}</td></tr>"
+        for label, stats in ((label, setup.phase(phase)) for phase, label in SETUP_PHASES.items())
+    )
+    head = "".join(f"<th class=n>{_e(label)} s</th>" for label in SETUP_PHASES.values())
+    per_scenario = "".join(
+        f"<tr><td>{_e(key)}</td><td>{_mark(stats.setup.pool_hit)}</td>"
+        + "".join(
+            f"<td class=n>{_score(phase_seconds(stats.setup, phase))}</td>"
+            for phase in SETUP_PHASES
+        )
+        + "</tr>"
+        for key, stats in card.performance.scenarios.items()
+        if stats.setup is not None
+    )
+    return (
+        f'<h3>Set-up</h3><p id="setup">Recorded for {setup.scenarios} of '
+        f"{len(card.scenarios)} scenarios · warm pool hits: {_e(pool_text(setup))}</p>"
+        "<table><tr><th>Phase</th><th class=n>Median s</th><th class=n>p90 s</th>"
+        f"<th class=n>Scenarios timed</th></tr>{rows}</table>"
+        "<details><summary>Set-up by scenario</summary><table><tr><th>Scenario</th>"
+        f"<th>Pool hit</th>{head}</tr>{per_scenario}</table></details>"
+    )
 
 
 def render_html(card: Scorecard) -> str:

@@ -17,7 +17,13 @@ from runner.judgments import ClaimJudgment, DimensionScores, JudgeUsage, Judgmen
 from runner.outcomes import CheckResult
 from runner.scoring import Decider, QualityGates, Summary
 from runner.status import Status
-from runner.transcript import ToolCall, Transcript, TurnPerformance, UserMessageSource
+from runner.transcript import (
+    SetupTimings,
+    ToolCall,
+    Transcript,
+    TurnPerformance,
+    UserMessageSource,
+)
 from runner.trials import JudgeAgreement, TrialStats
 
 SCHEMA_VERSION = 1
@@ -111,6 +117,11 @@ class ScenarioResult(_Model):
     recommended_fix: str | None = Field(default=None, description="the judge's recommended fix")
     error: str | None = Field(default=None, description="infrastructure error, when any")
     wall_s: float | None = Field(default=None, description="scenario wall clock, seconds")
+    setup: SetupTimings | None = Field(
+        default=None,
+        description="where the set-up time before the first turn went (from the transcript); "
+        "None when not recorded (no conversation, or a trace written before set-up was timed)",
+    )
     trace: str | None = Field(
         default=None, description="path of the trace, relative to the run folder"
     )
@@ -215,12 +226,84 @@ class PerformanceStats(_Model):
     turn_wall_s_p90: float | None = Field(
         default=None, description="90th percentile turn wall time, s"
     )
+    agent_turn_s: float | None = Field(
+        default=None,
+        description="agent turn time: the sum of the measured turns' wall times, s; None when "
+        "no turn was measured",
+    )
+    overhead_ratio: float | None = Field(
+        default=None,
+        description="harness overhead: scenario wall ÷ agent turn time (in totals: the sum of "
+        "wall_s over the sum of agent_turn_s, over the scenarios that have both); 1.0 means the "
+        "harness cost nothing; None when either is missing or the wall clock is a rescore's",
+    )
     ttft_s_mean: float | None = Field(default=None, description="mean time to first token, s")
     tokens_per_s_mean: float | None = Field(
         default=None, description="mean decode speed, tokens/s"
     )
     input_tokens: int = Field(default=0, description="prompt tokens, all turns")
     output_tokens: int = Field(default=0, description="generated tokens, all turns")
+    setup: SetupTimings | None = Field(
+        default=None,
+        description="the scenario's set-up phases (always None in totals: see Performance.setup); "
+        "None when not recorded",
+    )
+
+
+class PhaseStats(_Model):
+    """One set-up phase over the run's scenarios that measured it."""
+
+    measured: int = Field(default=0, description="scenarios that measured this phase")
+    median_s: float | None = Field(
+        default=None, description="median over those scenarios, s; None when none measured it"
+    )
+    p90_s: float | None = Field(
+        default=None, description="90th percentile over those scenarios, s; None when none did"
+    )
+
+
+class SetupStats(_Model):
+    """Where the run's set-up time went, phase by phase (see runner.transcript.SetupTimings)."""
+
+    scenarios: int = Field(
+        default=0, description="scenarios whose set-up timings were recorded"
+    )
+    pool_hits: int = Field(
+        default=0,
+        description="scenarios whose sandbox the warm pool had already prepared when asked for",
+    )
+    pool_known: int = Field(
+        default=0, description="scenarios that recorded whether their sandbox was a pool hit"
+    )
+    waited_s: PhaseStats = Field(
+        default_factory=PhaseStats,
+        description="visible set-up: what a scenario waited for a ready sandbox",
+    )
+    container_create_s: PhaseStats = Field(
+        default_factory=PhaseStats, description="creating the sandbox's network and containers"
+    )
+    gaia_import_s: PhaseStats = Field(
+        default_factory=PhaseStats, description="Agent UI process start to GAIA imported"
+    )
+    ui_ready_s: PhaseStats = Field(
+        default_factory=PhaseStats, description="containers created to the Agent UI answering"
+    )
+    mcp_ready_s: PhaseStats = Field(
+        default_factory=PhaseStats, description="containers created to the MCP bridge answering"
+    )
+    session_s: PhaseStats = Field(
+        default_factory=PhaseStats, description="creating the chat session"
+    )
+    indexing_s: PhaseStats = Field(
+        default_factory=PhaseStats, description="indexing the setup documents"
+    )
+
+    def phase(self, name: str) -> PhaseStats:
+        """The phase called `name` (a SetupTimings field other than pool_hit)."""
+        stats = getattr(self, name)
+        if not isinstance(stats, PhaseStats):
+            raise KeyError(f"{name!r} is not a set-up phase")
+        return stats
 
 
 class Performance(_Model):
@@ -231,6 +314,10 @@ class Performance(_Model):
     )
     scenarios: dict[str, PerformanceStats] = Field(
         default_factory=dict, description="by result key (id, or id__trial<k>)"
+    )
+    setup: SetupStats = Field(
+        default_factory=SetupStats,
+        description="set-up phases over the run (all zero counts when no scenario recorded them)",
     )
 
 

@@ -1,12 +1,40 @@
-"""Speed aggregates over turns: means and percentiles, None when nothing was measured."""
+"""Speed aggregates: turns (means, percentiles), set-up phases and the harness overhead ratio.
+
+None whenever nothing was measured: a trace written before set-up was timed renders "n/a".
+The sentences both renderers (summary.md, report.html) print for them are here too, so the two
+say the same thing."""
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable, Sequence
 
-from runner.report._models import Performance, PerformanceStats, ScenarioResult
-from runner.transcript import TurnPerformance
+from runner.report._models import (
+    Performance,
+    PerformanceStats,
+    PhaseStats,
+    ScenarioResult,
+    Scorecard,
+    SetupStats,
+)
+from runner.transcript import SetupTimings, TurnPerformance
+
+# The set-up phases, in the order a reader should see them (field of SetupTimings and of
+# SetupStats → label). `waited_s` first: it is the only one a scenario sees with a warm pool.
+SETUP_PHASES: dict[str, str] = {
+    "waited_s": "visible set-up (waited)",
+    "container_create_s": "container create",
+    "gaia_import_s": "GAIA import",
+    "ui_ready_s": "Agent UI ready",
+    "mcp_ready_s": "MCP ready",
+    "session_s": "session",
+    "indexing_s": "indexing",
+}
+
+OVERHEAD_LABEL = "harness overhead: scenario wall ÷ agent turn time"
+
+# runner/launch.py's rescore marks the runs it writes with this key of RunConfig.extra.
+RESCORED_FROM = "rescored_from"
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -26,21 +54,59 @@ def _mean(values: Sequence[float]) -> float | None:
     return statistics.fmean(values) if values else None
 
 
-def stats_of(turns: Iterable[TurnPerformance], wall_s: float | None) -> PerformanceStats:
+def phase_seconds(setup: SetupTimings | None, phase: str) -> float | None:
+    """One phase of a scenario's set-up (a key of SETUP_PHASES), None when not measured."""
+    value = getattr(setup, phase, None) if setup is not None else None
+    return float(value) if value is not None else None
+
+
+def overhead_ratio(wall_s: float | None, agent_turn_s: float | None) -> float | None:
+    """Scenario wall ÷ agent turn time; None unless both were measured (and turns took time)."""
+    if wall_s is None or agent_turn_s is None or agent_turn_s <= 0:
+        return None
+    return wall_s / agent_turn_s
+
+
+def overhead_parts(scenarios: Iterable[PerformanceStats]) -> tuple[float, float, int]:
+    """(sum of wall_s, sum of agent_turn_s, how many) over the scenarios that have both: the
+    numerator and denominator of the run's overhead ratio."""
+    both = [
+        (s.wall_s, s.agent_turn_s)
+        for s in scenarios
+        if overhead_ratio(s.wall_s, s.agent_turn_s) is not None
+    ]
+    return (
+        sum(w for w, _ in both if w is not None),
+        sum(t for _, t in both if t is not None),
+        len(both),
+    )
+
+
+def stats_of(
+    turns: Iterable[TurnPerformance],
+    wall_s: float | None,
+    setup: SetupTimings | None = None,
+    *,
+    with_overhead: bool = True,
+) -> PerformanceStats:
     measured = list(turns)
     walls = [t.wall_s for t in measured]
+    agent_turn_s = sum(walls) if walls else None
     return PerformanceStats(
         wall_s=wall_s,
         turns=len(measured),
         turn_wall_s_mean=_mean(walls),
         turn_wall_s_p50=percentile(walls, 50),
         turn_wall_s_p90=percentile(walls, 90),
+        agent_turn_s=agent_turn_s,
+        overhead_ratio=overhead_ratio(wall_s, agent_turn_s) if with_overhead else None,
         ttft_s_mean=_mean(
             [t.time_to_first_token_s for t in measured if t.time_to_first_token_s is not None]
         ),
         tokens_per_s_mean=_mean([t.tokens_per_s for t in measured if t.tokens_per_s is not None]),
         input_tokens=sum(t.input_tokens or 0 for t in measured),
         output_tokens=sum(t.output_tokens or 0 for t in measured),
+        setup=setup,
     )
 
 
@@ -48,11 +114,66 @@ def _turn_performance(result: ScenarioResult) -> list[TurnPerformance]:
     return [t.performance for t in result.turns if t.performance is not None]
 
 
-def performance_of(results: Sequence[ScenarioResult]) -> Performance:
-    walls = [r.wall_s for r in results if r.wall_s is not None]
-    return Performance(
-        totals=stats_of(
-            (p for r in results for p in _turn_performance(r)), sum(walls) if walls else None
-        ),
-        scenarios={r.key: stats_of(_turn_performance(r), r.wall_s) for r in results},
+def _phase(values: Sequence[float]) -> PhaseStats:
+    return PhaseStats(
+        measured=len(values), median_s=percentile(values, 50), p90_s=percentile(values, 90)
     )
+
+
+def setup_of(results: Sequence[ScenarioResult]) -> SetupStats:
+    """Each set-up phase over the scenarios that measured it, and the warm pool's hits."""
+    setups = [r.setup for r in results if r.setup is not None]
+    known = [s.pool_hit for s in setups if s.pool_hit is not None]
+    phases = {
+        phase: _phase([v for s in setups if (v := phase_seconds(s, phase)) is not None])
+        for phase in SETUP_PHASES
+    }
+    return SetupStats.model_validate(
+        {"scenarios": len(setups), "pool_hits": sum(known), "pool_known": len(known), **phases}
+    )
+
+
+def performance_of(results: Sequence[ScenarioResult], *, replayed: bool = False) -> Performance:
+    """The run's speed. `replayed` (a rescore) has no overhead ratio: its scenario wall clock
+    is the replay's and the judge's, not the agent's."""
+    walls = [r.wall_s for r in results if r.wall_s is not None]
+    with_overhead = not replayed
+    scenarios = {
+        r.key: stats_of(_turn_performance(r), r.wall_s, r.setup, with_overhead=with_overhead)
+        for r in results
+    }
+    totals = stats_of(
+        (p for r in results for p in _turn_performance(r)),
+        sum(walls) if walls else None,
+        with_overhead=False,
+    )
+    if with_overhead:
+        wall_s, agent_turn_s, _ = overhead_parts(scenarios.values())
+        totals.overhead_ratio = overhead_ratio(wall_s, agent_turn_s)
+    return Performance(totals=totals, scenarios=scenarios, setup=setup_of(results))
+
+
+def overhead_text(card: Scorecard) -> str:
+    """The run's overhead ratio, saying what it is and what it is made of:
+    `harness overhead: scenario wall ÷ agent turn time = 1.48 (670.6 s ÷ 451.9 s over 12
+    scenarios)`, or `= n/a (why)`."""
+    perf = card.performance
+    if RESCORED_FROM in card.config.extra:
+        return f"{OVERHEAD_LABEL} = n/a (a rescore: its wall clock is the replay's, not the agent's)"
+    wall_s, agent_turn_s, count = overhead_parts(perf.scenarios.values())
+    if perf.totals.overhead_ratio is None or count == 0:
+        return f"{OVERHEAD_LABEL} = n/a (no scenario has both a wall clock and a timed turn)"
+    noun = "scenario" if count == 1 else "scenarios"
+    text = (
+        f"{OVERHEAD_LABEL} = {perf.totals.overhead_ratio:.2f} "
+        f"({wall_s:.1f} s ÷ {agent_turn_s:.1f} s over {count} {noun})"
+    )
+    # The engine's scenario wall clock runs until the judge has answered (runner/engine.py).
+    return text + ("; the scenario wall includes judging" if card.config.judged else "")
+
+
+def pool_text(setup: SetupStats) -> str:
+    """`3 of 4 scenarios` (how many sandboxes the warm pool had ready), or n/a."""
+    if not setup.pool_known:
+        return "n/a"
+    return f"{setup.pool_hits} of {setup.pool_known} scenarios"

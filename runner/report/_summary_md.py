@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from runner.report._identity import model_line
 from runner.report._models import PerformanceStats, ScenarioResult, Scorecard
+from runner.report._performance import SETUP_PHASES, overhead_text, pool_text
 from runner.scoring import (
     CHECKS_PASSED_NOT_JUDGED,
     UserMessageCounts,
@@ -102,6 +103,8 @@ def _summary(card: Scorecard) -> list[str]:
         "## Summary",
         "",
         *_decided_lines(card),
+        # The one number that says what the harness costs (the lines above are what was decided).
+        f"- **{_cell(overhead_text(card))}**",
         f"- **Scenarios:** {s.total_scenarios}",
         f"- **User turns ({s.user_messages.total}):** {user_messages_text(s.user_messages)}",
         (
@@ -208,7 +211,8 @@ def _perf_row(label: str, p: PerformanceStats) -> str:
         f"| {_cell(label)} | {_num(p.wall_s, ' s', 1)} | {p.turns} | "
         f"{_num(p.turn_wall_s_mean, ' s')} | {_num(p.turn_wall_s_p50, ' s')} | "
         f"{_num(p.turn_wall_s_p90, ' s')} | {_num(p.ttft_s_mean, ' s', 3)} | "
-        f"{_num(p.tokens_per_s_mean, '', 1)} | {p.input_tokens} | {p.output_tokens} |"
+        f"{_num(p.tokens_per_s_mean, '', 1)} | {p.input_tokens} | {p.output_tokens} | "
+        f"{_num(p.overhead_ratio)} |"
     )
 
 
@@ -217,11 +221,41 @@ def _performance(card: Scorecard) -> list[str]:
     lines = [
         "## Performance",
         "",
-        "| Scenario | Wall | Turns | Turn mean | Turn p50 | Turn p90 | TTFT | Tokens/s | In | Out |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        (
+            "| Scenario | Wall | Turns | Turn mean | Turn p50 | Turn p90 | TTFT | Tokens/s | In | "
+            "Out | Overhead (wall ÷ turns) |"
+        ),
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     lines += [_perf_row(key, stats) for key, stats in perf.scenarios.items()]
     lines.append(_perf_row("**total**", perf.totals))
+    return lines + ["", *_setup(card)]
+
+
+def _setup(card: Scorecard) -> list[str]:
+    """Where set-up time went: each phase's median and p90 over the scenarios that timed it."""
+    setup = card.performance.setup
+    lines = ["### Set-up", ""]
+    if not setup.scenarios:
+        return lines + [
+            "Set-up timings: n/a (no scenario of this run recorded them: traces written before "
+            "set-up was timed, or no sandbox opened)."
+        ]
+    lines += [
+        (
+            f"- **Recorded for:** {setup.scenarios} of {len(card.scenarios)} scenarios · "
+            f"**Warm pool hits:** {pool_text(setup)}"
+        ),
+        "",
+        "| Phase | Median | p90 | Scenarios timed |",
+        "|---|---:|---:|---:|",
+    ]
+    for phase, label in SETUP_PHASES.items():
+        stats = setup.phase(phase)
+        lines.append(
+            f"| {label} | {_num(stats.median_s, ' s')} | {_num(stats.p90_s, ' s')} | "
+            f"{stats.measured} |"
+        )
     return lines
 
 

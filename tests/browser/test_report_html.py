@@ -19,7 +19,7 @@ from runner.judgments import DIMENSIONS, DimensionScores, Judgments, ScenarioVer
 from runner.outcomes import CheckResult
 from runner.report import RunConfig, RunWriter, scenario_result, trace_of
 from runner.status import Status
-from runner.transcript import ToolCall, Transcript, TurnPerformance, TurnRecord
+from runner.transcript import SetupTimings, ToolCall, Transcript, TurnPerformance, TurnRecord
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(
@@ -153,6 +153,10 @@ def test_report_shows_summary_categories_and_scenarios(run_dir, tmp_path):
         "PASS",
         "judged pass rate",
         "anthropic / claude-sonnet-4-6",
+        # walls 4 + 5 over turns 2.5 + 2.5 (memory_timeout has no turn); the judge ran within
+        "harness overhead: scenario wall ÷ agent turn time = 1.80 (9.0 s ÷ 5.0 s over 2 "
+        "scenarios); the scenario wall includes judging",
+        "Set-up timings: n/a",  # these transcripts predate set-up timing
     ):
         assert expected in text, expected
     # Run text stays text: the injected markup is visible, never an element.
@@ -212,6 +216,8 @@ CHART_IDS = ("chart-status-by-category", "chart-turn-latency", "chart-ttft", "ch
 
 SIMULATOR = "SmolLM2-135M-Instruct Q4_1"
 SOURCES = [("verbatim", None), ("extracted", None), ("simulated", SIMULATOR)]
+# The first scenario found the warm pool empty and waited for a cold start; the others did not.
+WAITED = [1.9, 0.1, 0.2, 0.3]
 
 
 def _checked_transcript(sid: str, walls: list[float], index: int = 0) -> Transcript:
@@ -220,6 +226,9 @@ def _checked_transcript(sid: str, walls: list[float], index: int = 0) -> Transcr
         scenario_id=sid,
         agent_id="doc_reader" if index % 2 == 0 else "no_tools",
         gaia_version="0.25.1",
+        setup=SetupTimings(
+            pool_hit=index != 0, waited_s=WAITED[index], container_create_s=1.1, ui_ready_s=2.4
+        ),
         turns=[
             TurnRecord(
                 turn=n,
@@ -289,6 +298,21 @@ def test_report_says_who_wrote_the_user_turns_and_which_agent_answered(unjudged_
     # Each turn names its source beside "User" (the summary line says "(by …)" instead).
     assert f"User simulated by {SIMULATOR} question 1" in text
     assert "User extracted question 2" in text and "User verbatim question 1" in text
+
+
+def test_report_shows_the_overhead_ratio_and_where_set_up_time_went(unjudged_run, tmp_path):
+    dom = dump((unjudged_run / "report.html").as_uri(), tmp_path)
+    text = " ".join(" ".join(dom.text).split())
+    # walls 5+6+7+8 = 26 s over turns (0.6+3.4) + (1.6+3.9) + (2.6+4.4) + (3.6+4.9) = 25 s
+    assert (
+        "harness overhead: scenario wall ÷ agent turn time = 1.04 (26.0 s ÷ 25.0 s over 4 "
+        "scenarios)"
+    ) in text
+    assert "Recorded for 4 of 4 scenarios · warm pool hits: 3 of 4 scenarios" in text
+    # waited 0.1, 0.2, 0.3, 1.9: median 0.25, p90 at rank 2.7 = 0.3 + 0.7 × 1.6 = 1.42
+    assert "visible set-up (waited) 0.25 1.42 4" in text
+    assert "GAIA import — — 0" in text  # not measured: a dash, never 0
+    assert "Set-up by scenario" in text
 
 
 def test_charts_are_svg_elements_with_titles_and_bars(unjudged_run, tmp_path):
