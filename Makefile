@@ -67,5 +67,7 @@ test: export TRIALBOX_FIXER_CLAUDE ?= 1
 test: docker install images corpus lint
 	$(BIN)/pytest $(PYTEST_ARGS)
 
+# ruff on everything; mypy --strict on runner/ (its settings: [tool.mypy] in pyproject.toml).
 lint: $(VENV)/.installed
 	$(BIN)/ruff check runner tests images/llm-cpu/trialbox_llm
+	$(BIN)/mypy

@@ -118,7 +118,9 @@ def find_llm_container() -> str | None:
     """The running LLM server container of the default stack, if any."""
     try:
         client = docker.from_env()
-        filters = {"label": [f"{k}={v}" for k, v in STACK_LABELS.items()], "status": "running"}
+        filters: dict[str, str | list[str] | bool] = {
+            "label": [f"{k}={v}" for k, v in STACK_LABELS.items()], "status": "running",
+        }
         found = client.containers.list(filters=filters)
     except docker.errors.DockerException:
         return None

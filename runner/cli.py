@@ -10,7 +10,7 @@ import math
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn, TextIO, TypeVar, cast
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TextIO, TypeVar, cast
 
 import typer
 from rich.console import Console
@@ -326,6 +326,7 @@ def execute(settings: RunSettings, resume: bool = False, extra: dict[str, Any] |
 
     try:
         card = run_blocking(settings, say, resume=resume, extra=extra,
+                            # rich types Console.file as IO[str]; it is the terminal's text stream
                             progress_stream=cast(TextIO, console.file))
     except UsageError as exc:
         fail(str(exc), EXIT_USAGE)
@@ -639,11 +640,12 @@ def bench(
 def _device(requested: str) -> DeviceChoice:
     from runner.stack.hardware import DeviceChoice, DeviceError, detect_device
 
-    if os.environ.get("TRIALBOX_IN_CONTAINER") == "1" and requested in ("cpu", "rocm", "npu"):
+    if os.environ.get("TRIALBOX_IN_CONTAINER") == "1":
         # The runner container has no /dev/kfd or /dev/accel: the controller on the host
         # already checked the device it passes down.
-        device = cast(Literal["cpu", "rocm", "npu"], requested)
-        return DeviceChoice(device=device, reason="chosen by the controller on the host")
+        match requested:
+            case "cpu" | "rocm" | "npu":
+                return DeviceChoice(device=requested, reason="chosen by the controller on the host")
     try:
         return detect_device(requested)
     except DeviceError as exc:

@@ -362,8 +362,9 @@ class LocalSimulator:
         return name
 
     async def _loaded_model(self) -> str | None:
+        assert self._chat is not None  # ensure_model, the only caller, checked it
         try:
-            health = await self._chat.send("GET", "/health")  # type: ignore[union-attr]
+            health = await self._chat.send("GET", "/health")
         except SimulatorUnavailable:
             raise
         except SimulatorError:

@@ -119,9 +119,10 @@ def module_ints(tree: ast.Module) -> dict[str, int]:
             for target in node.targets:
                 if isinstance(target, ast.Name) and value is not None:
                     found[target.id] = value
-        elif (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
-              and node.value is not None and _int_value(node.value) is not None):
-            found[node.target.id] = _int_value(node.value)  # type: ignore[assignment]
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            value = _int_value(node.value)
+            if value is not None:
+                found[node.target.id] = value
     return found
 
 

@@ -29,7 +29,7 @@ def write_xlsx(sheets: Sequence[tuple[str, Sequence[Sequence[CellValue]]]], *, t
     from openpyxl.writer.excel import ExcelWriter
 
     workbook = Workbook()
-    workbook.remove(workbook.active)
+    workbook.remove(workbook.worksheets[0])  # the default "Sheet" every new workbook starts with
     for name, rows in sheets:
         sheet = workbook.create_sheet(title=name)
         for row in rows:
@@ -48,17 +48,27 @@ def write_xlsx(sheets: Sequence[tuple[str, Sequence[Sequence[CellValue]]]], *, t
 
 
 def read_xlsx_rows(data: bytes) -> dict[str, list[list[CellValue | None]]]:
-    """Sheet name → rows of cell values, as a values-only reader sees them."""
+    """Sheet name → rows of cell values, as a values-only reader sees them.
+
+    The corpus writes only text and numbers (``write_xlsx``); any other value openpyxl reads
+    (a date, a rich-text run) comes back as its text, as a reader printing the cell would show it.
+    """
     from openpyxl import load_workbook
 
     workbook = load_workbook(io.BytesIO(data), read_only=True, data_only=True)
     try:
         return {
-            sheet.title: [list(row) for row in sheet.iter_rows(values_only=True)]
+            sheet.title: [[_plain(value) for value in row] for row in sheet.iter_rows(values_only=True)]
             for sheet in workbook.worksheets
         }
     finally:
         workbook.close()
+
+
+def _plain(value: object) -> CellValue | None:
+    if value is None or isinstance(value, str | int | float):
+        return value
+    return str(value)
 
 
 def _normalise_zip(data: bytes) -> bytes:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
@@ -27,7 +28,15 @@ from runner.options import (
     Tags,
 )
 
+if TYPE_CHECKING:  # for the annotations only: the functions import their machinery when called
+    from runner.fix._fixers import FixerOptions, FixerSpec
+    from runner.fix._models import Scope
+    from runner.settings import RunSettings
+
 EXIT_OK, EXIT_BELOW_TARGET, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
+
+#: ``cli.fail``: print the message and exit with the code.
+Fail = Callable[[str, int], NoReturn]
 
 
 def fix_command(
@@ -74,8 +83,9 @@ def fix_command(
     """Repair failing scenarios in an isolated fix sandbox: run → fix → re-run → compare; the
     agent directory is never written, the result is a patch under results/<run>/fix/."""
     from runner import cli
+    from runner.errors import InfraError, UsageError
     from runner.fix._fixers import FixerConfigError, FixerOptions, fixer_spec
-    from runner.launch import InfraError, UsageError, resume_settings
+    from runner.launch import resume_settings
     from runner.settings import Backend, RunSettings, Selection, new_run_id
 
     fail, say = cli.fail, cli.say
@@ -85,8 +95,12 @@ def fix_command(
         fail(f"--fixer-timeout {fixer_timeout}: give a number of seconds greater than 0", EXIT_USAGE)
     if not (math.isfinite(fixer_budget_usd) and fixer_budget_usd > 0):
         fail(f"--fixer-budget-usd {fixer_budget_usd}: give a dollar amount greater than 0", EXIT_USAGE)
-    if scope not in ("agent", "gaia"):
-        fail(f"--scope {scope!r}: choose agent or gaia", EXIT_USAGE)
+    chosen_scope: Scope
+    match scope:
+        case "agent" | "gaia":
+            chosen_scope = scope
+        case _:
+            fail(f"--scope {scope!r}: choose agent or gaia", EXIT_USAGE)
     options = FixerOptions(kind=fixer, command=fixer_cmd, model=fixer_model, url=fixer_url,
                            budget_usd=fixer_budget_usd, max_steps=fixer_max_steps)
     try:
@@ -124,12 +138,12 @@ def fix_command(
             agent_map=cli._agent_map(agent_map or []), agent_model=agent_model, gaia_spec=gaia)
     if not agent_dir.is_dir():
         fail(f"--agent-dir {agent_dir}: no such folder (give the folder holding <id>/agent.py)", EXIT_USAGE)
-    if scope == "gaia" and (agent_dir / "gaia_src").exists():
+    if chosen_scope == "gaia" and (agent_dir / "gaia_src").exists():
         fail(f"--scope gaia: {agent_dir}/gaia_src exists, but that is where GAIA's source goes in "
              "/workspace; rename that folder or use --scope agent", EXIT_USAGE)
     _preflight(fixer, fail)
     try:
-        code = run_fix(settings, agent_dir, scope, options, spec, max_iterations, target_pass_rate,
+        code = run_fix(settings, agent_dir, chosen_scope, options, spec, max_iterations, target_pass_rate,
                        fixer_timeout, from_run, say)
     except UsageError as exc:
         fail(str(exc), EXIT_USAGE)
@@ -138,12 +152,12 @@ def fix_command(
     raise typer.Exit(code)
 
 
-def _check_timeout(timeout: float | None, fail) -> None:  # type: ignore[no-untyped-def]
+def _check_timeout(timeout: float | None, fail: Fail) -> None:
     if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
         fail(f"--timeout {timeout}: give a number of seconds greater than 0", EXIT_USAGE)
 
 
-def _preflight(fixer: str, fail) -> None:  # type: ignore[no-untyped-def]
+def _preflight(fixer: str, fail: Fail) -> None:
     """The fixer image (with Claude Code for claude-code) must exist before phase A spends time."""
     from runner.fix._image import image_has_claude
     from runner.fix._sandbox import FIXER_IMAGE
@@ -159,8 +173,9 @@ def _preflight(fixer: str, fail) -> None:  # type: ignore[no-untyped-def]
         fail(str(exc), EXIT_INFRA)
 
 
-def run_fix(settings, agent_dir: Path, scope: str, options, spec, max_iterations: int,  # type: ignore[no-untyped-def]
-            target_pass_rate: float, fixer_timeout: float, from_run: Path | None, say) -> int:
+def run_fix(settings: RunSettings, agent_dir: Path, scope: Scope, options: FixerOptions, spec: FixerSpec,
+            max_iterations: int, target_pass_rate: float, fixer_timeout: float, from_run: Path | None,
+            say: Callable[[str], None]) -> int:
     """Phase A (unless --from), then the loop; returns the exit code."""
     from runner.fix._gaia import check_imports, gaia_source
     from runner.fix._loop import FixLoop, FixPlan

@@ -14,6 +14,7 @@ key a fixer needs (named below): no other secret reaches the sandbox.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shlex
@@ -21,7 +22,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from string import Template
+from typing import TypedDict
 
+from runner.fix._models import FixerKind
 from runner.fix._sandbox import egress_target
 from runner.paths import eval_root
 from runner.report import ScenarioResult
@@ -42,6 +45,7 @@ class FixerConfigError(ValueError):
 class FixerSpec:
     """What the sandbox runs for one fixer."""
 
+    kind: FixerKind  # the fixer the options named, once checked
     argv: list[str]
     env: dict[str, str]
     allow: tuple[str, int] | None  # the one host:port the egress proxy forwards to
@@ -71,7 +75,7 @@ def fixer_spec(options: FixerOptions, host_env: Mapping[str, str] | None = None)
             raise FixerConfigError("--fixer command needs --fixer-cmd CMD (run with sh -c in /workspace)")
         command, tools = _plug_in(options.command)
         extra = {"TRIALBOX_FIXER_URL": url} if url else {}
-        return FixerSpec(["sh", "-c", command], extra, allow, tools)
+        return FixerSpec("command", ["sh", "-c", command], extra, allow, tools)
     if options.kind == "claude-code":
         key_name = next((k for k in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN") if env.get(k)), None)
         if key_name is None and not options.url:
@@ -90,7 +94,7 @@ def fixer_spec(options: FixerOptions, host_env: Mapping[str, str] | None = None)
         else:
             allow = (ANTHROPIC_API, 443)
         argv = ["sh", "-c", f'exec claude -p "$(cat {PROMPT_PATH})" "$@"', "claude", *flags]
-        return FixerSpec(argv, child, allow)
+        return FixerSpec("claude-code", argv, child, allow)
     if options.kind == "openai":
         if not url or not options.model:
             raise FixerConfigError("--fixer openai needs --fixer-url (OpenAI-compatible base URL, "
@@ -102,20 +106,21 @@ def fixer_spec(options: FixerOptions, host_env: Mapping[str, str] | None = None)
         key = env.get("TRIALBOX_FIXER_API_KEY") or env.get("OPENAI_API_KEY")
         if key:
             child["TRIALBOX_FIXER_API_KEY"] = key
-        return FixerSpec(["python3", "/opt/trialbox/tool_loop.py"], child, allow)
+        return FixerSpec("openai", ["python3", "/opt/trialbox/tool_loop.py"], child, allow)
     raise FixerConfigError(f"--fixer {options.kind!r}: choose command, claude-code or openai")
 
 
 def _plug_in(command: str) -> tuple[str, dict[str, Path]]:
     """A command whose first word is a host file runs that file's copy under /context/tools;
     the rest of the command is kept as written (pipes, redirections, ``&&``)."""
-    lexer = shlex.shlex(command.strip(), posix=True)
+    stream = io.StringIO(command.strip())  # ours, so the rest can be read after the first word
+    lexer = shlex.shlex(stream, posix=True)
     lexer.whitespace_split = True
     try:
         first_word = lexer.get_token() or ""
     except ValueError as exc:
         raise FixerConfigError(f"--fixer-cmd {command!r}: {exc}") from None
-    rest = lexer.instream.read()
+    rest = stream.read()
     first = Path(first_word).expanduser()
     if not first_word or not first.is_file():
         return command, {}
@@ -149,7 +154,28 @@ def priority_order(failing: list[ScenarioResult]) -> list[ScenarioResult]:
                                           -shared[_cause(r)], r.id))
 
 
-def failing_entries(failing: list[ScenarioResult]) -> list[dict]:  # type: ignore[type-arg]
+class FailedCheck(TypedDict):
+    """One failed check of a failing scenario, as ``/context/failing.json`` lists it."""
+
+    type: str
+    diagnostic: str
+
+
+class FailingEntry(TypedDict):
+    """One failing scenario in ``/context/failing.json`` (what the fixer reads first)."""
+
+    id: str
+    severity: str
+    category: str
+    status: str
+    agent_id: str | None
+    root_cause: str | None
+    recommended_fix: str | None
+    failed_checks: list[FailedCheck]
+    trace: str  # the scenario's trace as the fix sandbox sees it
+
+
+def failing_entries(failing: list[ScenarioResult]) -> list[FailingEntry]:
     """The failing scenarios as data (``/context/failing.json``), in priority order."""
     return [{
         "id": r.id, "severity": r.severity, "category": r.category, "status": r.status.value,

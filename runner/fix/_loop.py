@@ -30,6 +30,7 @@ from runner.fix._models import (
     FixReport,
     IterationRecord,
     Problem,
+    Scope,
 )
 from runner.fix._patch import fix_log, make_patch, tree_hash
 from runner.fix._sandbox import FixSandbox, proxy_refusals
@@ -70,7 +71,7 @@ class FixPlan:
     """Everything the loop needs besides the phases it calls."""
 
     agent_dir: Path
-    scope: str  # agent | gaia
+    scope: Scope
     fixer: FixerOptions
     max_iterations: int = 3
     target_pass_rate: float = 0.90
@@ -99,8 +100,7 @@ class FixLoop:
         traces = {r.id: self.run_dir / "traces" / f"{r.key}.json" for r in card0.scenarios}
         all_ids = list(latest)
         report = FixReport(
-            run_dir=str(self.run_dir), agent_dir=str(original), scope=plan.scope,  # type: ignore[arg-type]
-            fixer=plan.fixer.kind,  # type: ignore[arg-type]
+            run_dir=str(self.run_dir), agent_dir=str(original), scope=plan.scope, fixer=self.spec.kind,
             fixer_target=f"{self.spec.allow[0]}:{self.spec.allow[1]}" if self.spec.allow else None,
             max_iterations=plan.max_iterations, target_pass_rate=plan.target_pass_rate,
             baseline_pass_rate=combined_rate(latest),
@@ -164,8 +164,9 @@ class FixLoop:
         record = IterationRecord(iteration=n)
         failing_ids = [r.id for r in failing_now]
         self.say(f"fix iteration {n}: {len(failing_ids)} failing scenario(s) → {plan.fixer.kind} fixer")
+        prompt = render_prompt(failing_now, plan.scope)
         context: dict[str, Path | bytes] = {
-            "fixer-prompt.md": render_prompt(failing_now, plan.scope).encode(),
+            "fixer-prompt.md": prompt.encode(),
             "failing.json": failing_json(failing_now),
         }
         for name in ("scorecard.json", "summary.md"):
@@ -176,7 +177,7 @@ class FixLoop:
                 context[f"traces/{sid}.json"] = traces[sid]
         for name, path in self.spec.tools.items():
             context[f"tools/{name}"] = path
-        atomic_write(iter_dir / "fixer-prompt.md", context["fixer-prompt.md"].decode())  # type: ignore[union-attr]
+        atomic_write(iter_dir / "fixer-prompt.md", prompt)
         # B: the fixer, in the sandbox.
         started = time.perf_counter()
         workspace = iter_dir / "workspace"
@@ -209,7 +210,7 @@ class FixLoop:
             gaia_patch, _ = make_patch(gaia_original, iter_dir / "gaia")
             (iter_dir / "gaia.diff").write_text(gaia_patch)
             _, gaia_this = make_patch(gaia_in, iter_dir / "gaia")
-        fixer = FixerRun(fixer=plan.fixer.kind, command=self.spec.argv,  # type: ignore[arg-type]
+        fixer = FixerRun(fixer=self.spec.kind, command=self.spec.argv,
                          exit_code=outcome.exit_code, timed_out=outcome.timed_out,
                          wall_s=round(outcome.wall_s, 2), changed_files=sorted(this_time),
                          outside_writes=outcome.outside_writes, skipped_entries=outcome.refused_entries,

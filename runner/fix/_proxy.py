@@ -24,6 +24,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 DEFAULT_PORT = 3128
@@ -58,10 +59,14 @@ def target_of(method: str, target: str) -> tuple[str, int] | None:
     return parts.hostname.lower(), number
 
 
+#: Where the proxy's decisions go, one JSON-able dict each (default: a JSON line on stdout).
+LogSink = Callable[[dict[str, object]], None]
+
+
 class EgressProxy:
     """One allowed destination; `log` receives every decision as a dict."""
 
-    def __init__(self, allow: tuple[str, int], log=None) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, allow: tuple[str, int], log: LogSink | None = None) -> None:
         self.allow = allow
         self.log = log or _print_json
 
@@ -139,11 +144,12 @@ async def _reply(writer: asyncio.StreamWriter, code: int, text: str) -> None:
         writer.close()
 
 
-def _print_json(entry: dict) -> None:  # type: ignore[type-arg]
+def _print_json(entry: dict[str, object]) -> None:
     print(json.dumps(entry), flush=True)
 
 
-async def serve(allow: tuple[str, int], port: int, host: str = "0.0.0.0", log=None) -> asyncio.AbstractServer:  # type: ignore[no-untyped-def]
+async def serve(allow: tuple[str, int], port: int, host: str = "0.0.0.0",
+                log: LogSink | None = None) -> asyncio.AbstractServer:
     proxy = EgressProxy(allow, log)
     return await asyncio.start_server(proxy.handle, host, port, limit=MAX_HEAD)
 

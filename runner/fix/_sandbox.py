@@ -29,6 +29,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import docker
 from docker.errors import APIError, ImageNotFound, NotFound
@@ -102,10 +103,12 @@ def scratch_ok(path: str) -> bool:
 DOCKER_MADE = frozenset({"/usr/sbin/docker-init"})
 
 
-def outside_writes(changes: list[dict]) -> list[str]:  # type: ignore[type-arg]
-    """The paths of ``docker diff`` a fixer changed outside its areas. A folder listed only
-    because something inside it changed is left out: the deepest paths name the writes."""
-    paths = sorted({c["Path"] for c in changes if not scratch_ok(c["Path"]) and c["Path"] not in DOCKER_MADE})
+def outside_writes(changes: list[dict[str, int | str]]) -> list[str]:
+    """The paths of ``docker diff`` (``{"Path": "/etc/x", "Kind": 0|1|2}`` each) a fixer changed
+    outside its areas. A folder listed only because something inside it changed is left out:
+    the deepest paths name the writes."""
+    written = {str(c["Path"]) for c in changes}
+    paths = sorted(p for p in written if not scratch_ok(p) and p not in DOCKER_MADE)
     return [p for p in paths if not any(other.startswith(p.rstrip("/") + "/") for other in paths)
             and not any(made.startswith(p.rstrip("/") + "/") for made in DOCKER_MADE)]
 
@@ -129,7 +132,7 @@ class FixSandbox:
         digest = hashlib.sha256(f"{self.label}\0{key}\0{time.time_ns()}".encode()).hexdigest()[:12]
         return f"tbx-fix-{digest}"
 
-    def _hardening(self, memory: str, pids: int, cpus: float) -> dict:  # type: ignore[type-arg]
+    def _hardening(self, memory: str, pids: int, cpus: float) -> dict[str, Any]:
         return {
             "cap_drop": ["ALL"], "security_opt": ["no-new-privileges:true"],
             "mem_limit": memory, "memswap_limit": memory, "pids_limit": pids,
@@ -195,7 +198,7 @@ class FixSandbox:
         networks.append(network)
         if internal and self.firewall:
             try:
-                isolate_network(network.id, _label(self.label))
+                isolate_network(_id_of(network), _label(self.label))
             except FirewallError as exc:
                 raise FixSandboxError(f"could not keep the fix sandbox off the host: {exc}") from exc
         return network
@@ -247,11 +250,18 @@ class FixSandbox:
                 network.remove()
             except (NotFound, APIError):
                 pass
-            if self.firewall:
+            if self.firewall and network.id is not None:  # no id: never isolated either
                 try:
                     release_network(network.id)
                 except FirewallError:
                     pass  # swept by label on the next cleanup
+
+
+def _id_of(network: Network) -> str:
+    """docker-py reads a model's id from its attributes, which a created network always has."""
+    if network.id is None:
+        raise FixSandboxError(f"Docker created network {network.name} without an id")
+    return network.id
 
 
 def _read(container: Container, path: str) -> bytes | None:

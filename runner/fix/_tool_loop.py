@@ -29,6 +29,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 WORKSPACE = Path(os.environ.get("TRIALBOX_WORKSPACE", "/workspace"))
 CONTEXT = Path(os.environ.get("TRIALBOX_CONTEXT", "/context"))
@@ -141,11 +142,11 @@ def write_file(path: str, content: str) -> str:
 HANDLERS: dict[str, Callable[..., str]] = {"list_files": list_files, "read_file": read_file, "search": search, "write_file": write_file}
 
 
-def emit(event: dict) -> None:  # type: ignore[type-arg]
+def emit(event: dict[str, Any]) -> None:
     print(json.dumps(event), flush=True)
 
 
-def chat(url: str, model: str, key: str, messages: list) -> dict:  # type: ignore[type-arg]
+def chat(url: str, model: str, key: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
     body = json.dumps({"model": model, "messages": messages, "tools": TOOLS, "tool_choice": "auto",
                        "temperature": 0}).encode()
     headers = {"Content-Type": "application/json"}
@@ -153,12 +154,17 @@ def chat(url: str, model: str, key: str, messages: list) -> dict:  # type: ignor
         headers["Authorization"] = f"Bearer {key}"
     request = urllib.request.Request(f"{url.rstrip('/')}/chat/completions", body, headers)
     with urllib.request.urlopen(request, timeout=300) as reply:  # noqa: S310 — the configured model only
-        return json.loads(reply.read())
+        answer = json.loads(reply.read())
+    if not isinstance(answer, dict):
+        raise ValueError(f"the model endpoint answered with a JSON {type(answer).__name__}, not an object")
+    return answer
 
 
-def run(url: str, model: str, key: str, prompt: str, max_steps: int, max_tokens: int) -> tuple[int, dict]:  # type: ignore[type-arg]
+def run(url: str, model: str, key: str, prompt: str, max_steps: int,
+        max_tokens: int) -> tuple[int, dict[str, Any]]:
     """The loop; returns (exit code, finish arguments or {})."""
-    messages: list = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}]  # type: ignore[type-arg]
+    messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM},
+                                      {"role": "user", "content": prompt}]
     used = 0
     for step in range(1, max_steps + 1):
         try:

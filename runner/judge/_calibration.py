@@ -19,9 +19,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from runner.judge._errors import CalibrationFailed, JudgeError
-from runner.judge._files import eval_root
 from runner.judge._judge import Judge
 from runner.judgments import DIMENSIONS, ClaimJudgment, ClaimLabel, Judgments
+from runner.paths import eval_root
 from runner.transcript import Transcript
 
 DEFAULT_DEADLINE_S = 120.0

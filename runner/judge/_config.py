@@ -115,13 +115,17 @@ def _resolve_simulator(
         return chosen_local, (
             f"local ({why}): each turn's user_message, else the question quoted in its objective, "
             f"else the LLM server writes it from objective and persona — {writer}")
-    if provider is None:
-        same: Literal["anthropic", "openai"] = "anthropic" if judge.provider == "anthropic" else "openai"
-        chosen = SimulatorConfig(provider=same, model=model or judge.model, url=url or judge.url)
-        why = "same provider as the judge"
-    else:
-        chosen = SimulatorConfig(provider=provider, model=model, url=url)  # type: ignore[arg-type]
-        why = "chosen explicitly"
+    match provider:
+        case None:
+            same: Literal["anthropic", "openai"] = "anthropic" if judge.provider == "anthropic" else "openai"
+            chosen = SimulatorConfig(provider=same, model=model or judge.model, url=url or judge.url)
+            why = "same provider as the judge"
+        case "anthropic" | "openai":
+            chosen = SimulatorConfig(provider=provider, model=model, url=url)
+            why = "chosen explicitly"
+        case _:  # "local" and "scripted" returned above; anything else failed the first check
+            raise ProviderConfigError(
+                f"simulator provider {provider!r}: choose {', '.join(SIMULATOR_PROVIDERS)}")
     if chosen.provider == "anthropic" and not env.get("ANTHROPIC_API_KEY"):
         raise ProviderConfigError("simulator anthropic needs ANTHROPIC_API_KEY in the environment")
     if chosen.provider == "openai" and not chosen.url:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from yaml.events import AliasEvent
+from yaml.events import AliasEvent, Event
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from runner.scenarios._problems import Problem, field_path
@@ -182,7 +182,7 @@ class _LimitedLoader(yaml.SafeLoader):
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self.depth = 0
-        self.alias_lines: list[int] = []
+        self.alias_lines: list[int | None] = []
 
     def fetch_flow_collection_start(self, TokenClass: Any) -> None:
         # The scanner keeps a possible simple key per open flow level and re-checks all of
@@ -194,23 +194,25 @@ class _LimitedLoader(yaml.SafeLoader):
                                 self.get_mark().line + 1)
         super().fetch_flow_collection_start(TokenClass)
 
-    def compose_node(self, parent: Node | None, index: Any) -> Node:
-        event = self.peek_event()
-        line = event.start_mark.line + 1
+    def compose_node(self, parent: Node | None, index: int) -> Node | None:
+        # types-PyYAML leaves Parser.peek_event unannotated; it returns the next Event.
+        event: Event = self.peek_event()  # type: ignore[no-untyped-call]
+        # PyYAML's parser gives every event a mark; the stubs allow None for hand-built events.
+        line = event.start_mark.line + 1 if event.start_mark is not None else None
         if isinstance(event, AliasEvent):
             self.alias_lines.append(line)
             if len(self.alias_lines) > MAX_ALIASES:
                 raise LimitExceeded(
                     f"more than {MAX_ALIASES} YAML aliases (*name) in one file",
                     "write the values out; scenario files need few aliases or none", line)
-            return super().compose_node(parent, index)  # type: ignore[no-any-return]
+            return super().compose_node(parent, index)
         self.depth += 1
         if self.depth > MAX_DEPTH:
             raise LimitExceeded(f"nesting is deeper than {MAX_DEPTH} levels",
                                 "a scenario needs only a few levels; flatten this structure",
                                 line)
         try:
-            return super().compose_node(parent, index)  # type: ignore[no-any-return]
+            return super().compose_node(parent, index)
         finally:
             self.depth -= 1
 
