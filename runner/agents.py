@@ -176,8 +176,9 @@ def needs_memory(scenario: Any) -> bool:
     setup = getattr(scenario, "setup", None)
     if setup is None:
         return False
-    extra = getattr(setup, "model_extra", None) or {}
-    return any(getattr(setup, key, None) is not None or key in extra for key in MEMORY_SETUP_KEYS)
+    # GAIA asks whether the key is present (`"memory_clear" in setup`), so a null value counts.
+    written = set(getattr(setup, "model_fields_set", set())) | set(getattr(setup, "model_extra", None) or {})
+    return any(key in written for key in MEMORY_SETUP_KEYS)
 
 
 class AgentRegistry:

@@ -322,7 +322,7 @@ def _agent_map(items: list[str]) -> dict[str, str]:
 
 def execute(settings: RunSettings, resume: bool = False, extra: dict[str, Any] | None = None) -> int:
     """Run and print the summary; map every failure to its exit code with one clear message."""
-    from runner.launch import exit_code, run_blocking
+    from runner.launch import run_blocking
 
     try:
         card = run_blocking(settings, say, resume=resume, extra=extra,
@@ -343,13 +343,18 @@ def execute(settings: RunSettings, resume: bool = False, extra: dict[str, Any] |
         run_dir = settings.run_dir
         fail(f"results could not be written ({exc.strerror or exc}); what finished is in "
              f"{run_dir} — free space, then `trialbox run --resume {run_dir}`", EXIT_INFRA)
+    code = _report_and_gate(card, settings)
+    return _baseline_steps(settings, card, code)
+
+
+def _report_and_gate(card: Scorecard, settings: RunSettings) -> int:
+    """Print the summary and, when a --min-pass-rate applies, which rate decided the exit code."""
+    from runner.launch import exit_code, quality_gate_line
+
     print_summary(card, settings.run_dir)
     if settings.min_pass_rate is not None:
-        from runner.launch import quality_gate_line
-
         say(quality_gate_line(card, settings.min_pass_rate))
-    code = exit_code(card, settings.min_pass_rate)
-    return _baseline_steps(settings, card, code)
+    return exit_code(card, settings.min_pass_rate)
 
 
 def _baseline_steps(settings: RunSettings, card: Scorecard, code: int) -> int:
@@ -408,8 +413,8 @@ def rescore(
     """Judge a run's saved transcripts again with another judge, into a new run folder."""
     import asyncio
 
-    from runner.launch import exit_code, resume_settings
     from runner.launch import rescore as replay
+    from runner.launch import resume_settings
     from runner.settings import new_run_id
 
     original = _or_fail(lambda: resume_settings(run_dir))
@@ -424,8 +429,8 @@ def rescore(
     except KeyboardInterrupt:
         console.print(f"[yellow]interrupted[/]: partial rescore in {settings.run_dir}", soft_wrap=True)
         raise typer.Exit(EXIT_INFRA) from None
-    print_summary(card, settings.run_dir)
-    raise typer.Exit(exit_code(card, settings.min_pass_rate))
+    # A rescore keeps the run's --min-pass-rate (run.json), so it says which rate decided too.
+    raise typer.Exit(_report_and_gate(card, settings))
 
 
 @app.command()

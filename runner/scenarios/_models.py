@@ -164,6 +164,8 @@ class Setup(_Model):
     memory_clear: bool | None = Field(default=None, description=(
         "GAIA: clear the agent's memory store before the scenario (each trialbox sandbox "
         "starts with an empty one anyway)."))
+    memory_seed: list[Any] | None = Field(default=None, description=(
+        "GAIA: facts stored in the agent's memory before the first turn (kept verbatim)."))
 
     @field_validator("index_documents", mode="before")
     @classmethod

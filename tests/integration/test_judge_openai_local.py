@@ -1,15 +1,15 @@
 """The OpenAI-compatible judge against a real local server (trialbox_llm on llama.cpp).
 
-The bundled 135M model is far too small to judge well: these tests check that whatever it answers
-is validated (or rejected with JudgeError), never trusted, and that the calibration gate turns it
-away. Needs the model files from `scripts/fetch-models` in .cache/models.
+The bundled 135M model is far too small to judge well, so each test asks a question whose
+outcome does not depend on how well it judges: a one-claim question the JSON-Schema grammar
+forces into a valid shape (accepted), a reply cut short by max_tokens (rejected with JudgeError,
+never trusted), and the calibration gate (which turns it away). Needs the model files from
+`scripts/fetch-models` in .cache/models.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -22,12 +22,12 @@ from runner.judge import (
     calibrate,
     load_calibration,
 )
-from runner.judgments import DIMENSIONS, ClaimLabel
+from runner.judgments import ClaimLabel
+from runner.scenarios import Scenario
 from runner.simulate import LLMSimulator
 from runner.transcript import TurnPerformance, TurnRecord, UserMessage
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
-
 
 
 @pytest.fixture
@@ -46,54 +46,51 @@ def _goa_only() -> CalibrationSet:
     return CalibrationSet(claims=[e for e in examples.claims if e.source == "goa-ai"], rubric=[])
 
 
-async def test_claim_labels_from_the_small_model_are_validated_or_rejected(judge_url: str, tmp_path: Path) -> None:
+# One claim: the request's schema (runner/judge/_replies.py `claims_schema`) then allows exactly
+# one entry named `pump`, and llama.cpp turns it into a grammar, so whatever the small model
+# thinks, its reply has the shape validation wants. These tests therefore expect one outcome.
+ONE_CLAIM = [{"name": "pump", "claim": "The pump is running."}]
+
+
+async def test_a_grammar_shaped_claim_label_from_the_small_model_is_accepted(judge_url: str, tmp_path: Path) -> None:
     judge = ModelJudge(OpenAIBackend(judge_url), JudgeCache(tmp_path))
-    claims = [{"name": "pump", "claim": "The pump is running."},
-              {"name": "valve", "claim": "The valve is open."}]
-    try:
-        labels = await judge.judge_claims(claims, "The pump is stopped; the valve is open.")
-    except JudgeError as error:
-        assert "failed validation twice" in str(error)  # rejected: fine, and said plainly
-        return
-    assert [label.name for label in labels] == ["pump", "valve"]
-    assert all(isinstance(label.label, ClaimLabel) and label.rationale for label in labels)
+    labels = await judge.judge_claims(ONE_CLAIM, "The pump is stopped; the valve is open.")
+    [label] = labels
+    assert label.name == "pump" and label.claim == "The pump is running."
+    assert isinstance(label.label, ClaimLabel) and label.rationale.strip()
     assert judge.judge_model == "openai:SmolLM2-135M-Instruct-GGUF"
 
 
-async def test_turn_grades_from_the_small_model_are_validated_or_rejected(judge_url: str) -> None:
+async def test_a_reply_cut_short_by_max_tokens_is_rejected_and_never_trusted(judge_url: str) -> None:
+    """Eight tokens cannot hold the claims object, so both the reply and the corrected one are
+    cut-off JSON: the judge says so with JudgeError instead of guessing a label."""
+    judge = ModelJudge(OpenAIBackend(judge_url, max_tokens=8))
+    with pytest.raises(JudgeError, match=r"(?s)claim_labels.*failed validation twice.*Last reply"):
+        await judge.judge_claims(ONE_CLAIM, "The pump is stopped.")
+
+
+async def test_turn_grades_cut_short_are_rejected_and_never_trusted(judge_url: str) -> None:
     example = load_calibration().rubric[0]
-    judge = ModelJudge(OpenAIBackend(judge_url, max_tokens=400))
-    try:
-        judgments = await judge.judge(example.scenario, example.transcript)
-    except JudgeError as error:
-        assert "failed validation twice" in str(error)
-        return
-    scores = judgments.turns[0].scores.model_dump()
-    assert set(scores) == set(DIMENSIONS) and all(0 <= value <= 10 for value in scores.values())
-    assert judgments.verdict is not None and judgments.verdict.verdict in ("PASS", "FAIL", "BLOCKED_BY_ARCHITECTURE")
-    assert judgments.usage.requests >= 2 and judgments.usage.input_tokens > 0
+    judge = ModelJudge(OpenAIBackend(judge_url, max_tokens=8))
+    with pytest.raises(JudgeError, match="failed validation twice"):
+        await judge.judge(example.scenario, example.transcript)
 
 
 async def test_a_second_identical_question_is_served_from_the_cache_of_the_same_server_only(
     judge_url: str, tmp_path: Path
 ) -> None:
-    claims = [{"name": "claim", "claim": "The pump is running."}]
     first = ModelJudge(OpenAIBackend(judge_url), JudgeCache(tmp_path))
-    try:
-        labels = await first.judge_claims(claims, "The pump is running.")
-    except JudgeError:
-        labels = None  # rejected twice: nothing valid was stored, so the next call asks again
+    labels = await first.judge_claims(ONE_CLAIM, "The pump is running.")
     again = ModelJudge(OpenAIBackend(judge_url), JudgeCache(tmp_path))
-    if labels is not None:
-        assert await again.judge_claims(claims, "The pump is running.") == labels
-        assert again.cache is not None and again.cache.hits == 1
+    assert await again.judge_claims(ONE_CLAIM, "The pump is running.") == labels
+    assert again.cache is not None and again.cache.hits == 1
     # The same model name at another address is another judge: it is asked, never the cache.
     from conftest import free_port
 
     elsewhere = ModelJudge(OpenAIBackend(f"http://127.0.0.1:{free_port()}", "SmolLM2-135M-Instruct-GGUF"),
                            JudgeCache(tmp_path))
     with pytest.raises(JudgeError, match="cannot connect"):
-        await elsewhere.judge_claims(claims, "The pump is running.")
+        await elsewhere.judge_claims(ONE_CLAIM, "The pump is running.")
     assert elsewhere.cache is not None and elsewhere.cache.hits == 0
 
 
@@ -116,19 +113,18 @@ async def test_a_judge_url_that_refuses_connections_is_one_clear_error() -> None
 
 async def test_llm_simulator_writes_a_message_and_keeps_scripted_turns_verbatim(judge_url: str) -> None:
     simulator = LLMSimulator("openai", url=judge_url)
-    scenario: Any = type("S", (), {"id": "s", "persona": "casual_user", "description": "Budget questions."})()
-    unscripted: Any = type("T", (), {"turn": 2, "objective": "Ask which department spends the most on travel.",
-                                     "user_message": None})()
+    scenario = Scenario.model_validate({
+        "id": "s", "category": "personality", "persona": "casual_user", "description": "Budget questions.",
+        "turns": [{"turn": 1, "objective": "Ask for the travel total.", "user_message": "What is the travel total?"},
+                  {"turn": 2, "objective": "Ask which department spends the most on travel."},
+                  {"turn": 3, "objective": "x", "user_message": "Exactly these words."}],
+    })
+    unscripted, scripted = scenario.turns[1], scenario.turns[2]
     history = [TurnRecord(turn=1, user_message="What is the travel total?", answer="It is $412,000.",
                           performance=TurnPerformance(wall_s=1.0))]
     written = await simulator.user_message(scenario, unscripted, history)
     assert written.source == "simulated" and written.model == "SmolLM2-135M-Instruct-GGUF"
     assert written.text.strip() and not written.text.lower().startswith("user:")
 
-    scripted: Any = type("T", (), {"turn": 3, "objective": "x", "user_message": "Exactly these words."})()
     assert await simulator.user_message(scenario, scripted, history) == UserMessage(
         text="Exactly these words.", source="verbatim")
-
-
-if os.environ.get("TRIALBOX_SKIP_LOCAL_LLM"):
-    pytestmark.append(pytest.mark.skip(reason="TRIALBOX_SKIP_LOCAL_LLM is set"))

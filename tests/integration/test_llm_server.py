@@ -119,10 +119,16 @@ def stop_server(process: subprocess.Popen) -> int:
         raise
 
 
+# No cap on output tokens (`--max-output-tokens 0`): the restart tests hold a stream that only
+# its client ends (see `endless_chat`). Every other request here names its own max_tokens.
+UNCAPPED = ("--max-output-tokens", "0")
+
+
 @pytest.fixture(scope="module")
 def server(models_dir, tmp_path_factory):
     process, base = start_server(
-        models_dir, tmp_path_factory.mktemp("llm") / "server.log", env=ADMIN_ENV
+        models_dir, tmp_path_factory.mktemp("llm") / "server.log", env=ADMIN_ENV,
+        extra_args=UNCAPPED,
     )
     yield base
     stop_server(process)
@@ -459,46 +465,65 @@ def test_unload_keeps_the_shared_models_resident_and_says_so(api):
     assert unknown.status_code == 404
 
 
-def long_chat(max_tokens: int) -> dict:
-    """A streamed generation that runs its full length (llama.cpp's `ignore_eos`)."""
+def endless_chat() -> dict:
+    """A streamed generation that only its client ends: no max_tokens, llama.cpp's
+    `ignore_eos`, on a server without an output cap, so it runs until the client closes it
+    (or fills the model's window, thousands of tokens away). The restart tests decide when
+    their stream ends instead of racing the model's speed."""
     return {
         "model": CHAT_ALIAS,
         "messages": [{"role": "user", "content": "Tell me a long story about a lighthouse."}],
-        "max_tokens": max_tokens,
         "ignore_eos": True,
         "temperature": 0,
         "stream": True,
     }
 
 
-def test_a_restart_waits_for_the_stream_in_flight_which_completes(api, admin_api):
-    """A load that needs a restart arrives mid-stream: the stream ends whole, then the model
-    restarts (before, the restart broke the stream with a ReadError / HTTP 502)."""
-    events: list[str] = []
-    answers: list[httpx.Response] = []
+def read_chunks(lines, count: int) -> None:
+    """Read `count` more streamed chunks, each a well-formed completion chunk."""
+    for _ in range(count):
+        line = next(lines)
+        while not line:  # the blank line that ends each SSE event
+            line = next(lines)
+        assert line.startswith("data: {"), line
+        assert json.loads(line[6:])["object"] == "chat.completion.chunk"
 
-    def restart_with_another_flag() -> None:
-        answers.append(
-            admin_api.post(
-                "/load",
-                json={"model_name": CHAT_ALIAS, "llamacpp_args": "--slot-prompt-similarity 0.25"},
-            )
+
+def load_in_background(admin_api, body: dict) -> tuple[threading.Thread, threading.Event, list]:
+    """POST /load from a thread (it waits for the stream); returns once its request is sent."""
+    sent, answered, answers = threading.Event(), threading.Event(), []
+
+    def trace(event: str, info: dict) -> None:
+        if event == "http11.send_request_body.complete":
+            sent.set()
+
+    def post() -> None:
+        answers.append(admin_api.post("/load", json=body, extensions={"trace": trace}))
+        answered.set()
+
+    loader = threading.Thread(target=post)
+    loader.start()
+    assert sent.wait(timeout=60), "the load request was never sent"
+    return loader, answered, answers
+
+
+def test_a_restart_waits_for_the_stream_in_flight_until_its_client_is_done(api, admin_api):
+    """A load that needs a restart arrives mid-stream: the stream goes on, whole, for as long
+    as its client reads it, and the model restarts only after (before, the restart broke the
+    stream with a ReadError / HTTP 502)."""
+    with api.stream("POST", "/chat/completions", json=endless_chat()) as response:
+        lines = response.iter_lines()
+        read_chunks(lines, 1)  # the generation is under way
+        loader, answered, answers = load_in_background(
+            admin_api,
+            {"model_name": CHAT_ALIAS, "llamacpp_args": "--slot-prompt-similarity 0.25"},
         )
-        events.append("load answered")
-
-    loader = threading.Thread(target=restart_with_another_flag)
-    chunks, done = 0, False
-    with api.stream("POST", "/chat/completions", json=long_chat(200)) as response:
-        for line in response.iter_lines():
-            if loader.ident is None:
-                loader.start()  # once the stream is under way
-            done = done or line == "data: [DONE]"
-            chunks += line.startswith("data: {")
-        events.append("stream ended")
+        read_chunks(lines, 50)  # the restart is waiting; the stream is not cut
+        assert not answered.is_set(), "the model restarted while a stream was in flight"
+    # The client is done: its hold on the model is released, and the waiting load restarts it.
     loader.join(timeout=120)
-    assert done and chunks >= 200
-    assert events == ["stream ended", "load answered"]
-    assert answers[0].status_code == 200 and answers[0].json()["started"] is True
+    assert answers and answers[0].status_code == 200, answers
+    assert answers[0].json()["started"] is True
     entry = loaded(api, "llm")
     assert "--slot-prompt-similarity 0.25" in entry["recipe_options"]["llamacpp_args"]
     assert entry["recipe_options"]["ctx_size"] == 65536  # the restart kept the window
@@ -596,7 +621,8 @@ def impatient_api(models_dir, tmp_path_factory):
     """A server that waits only one second for requests in flight, at a small chat window."""
     log = tmp_path_factory.mktemp("impatient") / "server.log"
     process, base = start_server(
-        models_dir, log, env=ADMIN_ENV, extra_args=("--chat-ctx", "8192", "--drain-timeout", "1")
+        models_dir, log, env=ADMIN_ENV,
+        extra_args=("--chat-ctx", "8192", "--drain-timeout", "1", *UNCAPPED),
     )
     with httpx.Client(base_url=base + "/api/v1", timeout=180, headers=ADMIN_HEADERS) as client:
         yield client
@@ -610,18 +636,17 @@ def test_chat_ctx_sets_the_chat_window(impatient_api):
 
 
 def test_a_restart_that_cannot_drain_is_a_409_and_the_stream_lives_on(impatient_api):
+    """The stream outlasts the one-second drain because its client holds it open, not because
+    the model happens to be slow."""
     before = loaded(impatient_api, "llm")
-    done = False
-    with impatient_api.stream("POST", "/chat/completions", json=long_chat(600)) as response:
+    with impatient_api.stream("POST", "/chat/completions", json=endless_chat()) as response:
         lines = response.iter_lines()
-        assert next(lines).startswith("data: ")  # the generation is under way, and held
+        read_chunks(lines, 1)  # the generation is under way, and held
         refused = impatient_api.post("/load", json={"model_name": CHAT_ALIAS, "ctx_size": 16384})
-        for line in lines:
-            done = done or line == "data: [DONE]"
+        read_chunks(lines, 20)  # the stream lives on after the refusal
     assert refused.status_code == 409
     error = refused.json()["error"]
     assert error["type"] == "model_busy" and "other clients" in error["message"]
-    assert done
     after = loaded(impatient_api, "llm")
     assert after["loaded_at"] == before["loaded_at"]
     assert after["recipe_options"]["ctx_size"] == 8192

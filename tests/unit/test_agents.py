@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -15,7 +15,7 @@ from runner.agents import (
     parse_agent_map,
     read_agent_id,
 )
-from runner.scenarios import load_suite
+from runner.scenarios import Scenario, load_suite
 
 FIXTURE_AGENTS = Path(__file__).resolve().parents[1] / "fixtures" / "agents"
 
@@ -39,8 +39,14 @@ def write_agent(root: Path, folder: str, agent_id: str = "", cls: str = "MyAgent
     return path
 
 
-def scenario(agent_type: str | None, **extra) -> SimpleNamespace:
-    return SimpleNamespace(id=f"s_{agent_type}", agent_type=agent_type, source_file=None, **extra)
+def scenario(agent_type: str | None = None, **fields: Any) -> Scenario:
+    """A scenario as a user's YAML file gives it, with only what these tests vary."""
+    data = {"id": f"s_{agent_type}", "category": "rag_quality", "persona": "casual_user",
+            "description": "Questions about the travel policy.",
+            "turns": [{"turn": 1, "objective": "Ask for the per diem."}], **fields}
+    if agent_type is not None:
+        data["agent_type"] = agent_type
+    return Scenario.model_validate(data)
 
 
 # -- reading agent folders without running them ----------------------------------------------
@@ -207,10 +213,14 @@ def test_describe_records_where_each_agent_comes_from() -> None:
 
 
 def test_memory_scenarios_are_the_memory_categories_or_a_memory_setup() -> None:
-    assert needs_memory(SimpleNamespace(category="memory", setup=None))
-    assert needs_memory(SimpleNamespace(category="gaia_memory", setup=None))
-    assert needs_memory(SimpleNamespace(category="rag_quality", setup=SimpleNamespace(memory_clear=True)))
-    assert not needs_memory(SimpleNamespace(category="rag_quality", setup=SimpleNamespace()))
+    assert needs_memory(scenario(category="memory"))
+    assert needs_memory(scenario(category="gaia_memory"))
+    assert needs_memory(scenario(setup={"memory_clear": True}))
+    # GAIA's rule is the key's presence: a seeded store, or a clear written as null, need memory.
+    assert needs_memory(scenario(setup={"memory_seed": [{"fact": "The user's name is Ada."}]}))
+    assert needs_memory(scenario(setup={"memory_clear": None}))
+    assert not needs_memory(scenario(setup={"index_documents": []}))
+    assert not needs_memory(scenario())
 
 
 def test_an_attached_agent_ui_knows_exactly_the_ids_it_reports() -> None:

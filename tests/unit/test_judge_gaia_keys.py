@@ -16,7 +16,7 @@ import yaml
 
 from runner.judge import AnthropicBackend, ModelJudge
 from runner.judge._cases import expected_answer_state
-from runner.scenarios import Scenario
+from runner.scenarios import GroundTruth, Scenario, Turn
 from runner.simulate import situation
 from runner.transcript import ToolCall, Transcript, TurnPerformance, TurnRecord
 
@@ -27,7 +27,7 @@ GRADES = {"correctness": 8, "tool_selection": 8, "context_retention": 10, "compl
           "failure_category": "none", "reasoning": "Figure taken from the queried document."}
 VERDICT = {"verdict": "PASS", "root_cause": None, "recommended_fix": None}
 
-# A GAIA user's scenario in the shape of their tree (DESIGN 2.8): expected_behavior at both
+# A GAIA user's scenario in the shape of their tree: expected_behavior at both
 # levels, fact_ids, expected_phrases, turn persona and note, captured_from, a ground truth without
 # an expected_answer key, and keys nobody declared (`difficulty`, `reviewer`, `source_row`).
 GAIA_SCENARIO = yaml.safe_load("""
@@ -72,46 +72,6 @@ turns:
       doc_id: riverton_budget_2026
       expected_answer: null
 """)
-
-SCENARIO_KEYS = {"expected_behavior", "captured_from"}
-TURN_KEYS = {"expected_behavior", "fact_ids", "expected_phrases", "persona", "note", "expected_tools",
-             "user_message", "success_criteria", "objective", "turn", "ground_truth", "checks", "claims"}
-TRUTH_KEYS = {"doc_id", "fact_id", "expected_answer", "note"}
-BASE_SCENARIO_KEYS = {"id", "name", "category", "severity", "description", "persona", "setup", "turns",
-                      "expected_outcome", "tags", "agent_type", "reference", "checks", "timeout"}
-
-
-class Typed:
-    """The scenario objects as runner/scenarios types them once GAIA's keys are declared: typed
-    attributes (absent ones None), undeclared keys kept verbatim in `extra_keys`."""
-
-    def __init__(self, data: dict[str, Any], declared: set[str]) -> None:
-        for key in declared:
-            setattr(self, key, data.get(key))
-        self.extra_keys = {key: value for key, value in data.items() if key not in declared}
-
-
-class TypedTruth(Typed):
-    def __init__(self, data: dict[str, Any]) -> None:
-        super().__init__(data, TRUTH_KEYS)
-        self.has_expected_answer = "expected_answer" in data
-        self.must_say_unknown = self.has_expected_answer and data["expected_answer"] is None
-
-
-def typed_scenario(data: dict[str, Any]) -> Any:
-    scenario: Any = Typed(data, BASE_SCENARIO_KEYS | SCENARIO_KEYS)
-    setup: Any = Typed(data.get("setup") or {}, {"index_documents", "memory_clear"})
-    setup.index_documents = [Typed(d, {"corpus_doc", "path"}) for d in setup.index_documents or []]
-    scenario.setup = setup
-    turns = []
-    for turn_data in data["turns"]:
-        turn: Any = Typed(turn_data, TURN_KEYS)
-        turn.ground_truth = TypedTruth(turn_data["ground_truth"]) if turn_data.get("ground_truth") else None
-        turn.claims = []
-        turns.append(turn)
-    scenario.turns = turns
-    return scenario
-
 
 def record(turn: int, message: str, answer: str) -> TurnRecord:
     return TurnRecord(turn=turn, user_message=message, answer=answer,
@@ -167,7 +127,7 @@ async def judged(api: JudgeAPI, scenario: Any) -> JudgeAPI:
 
 
 async def test_every_typed_gaia_key_reaches_the_turn_judge_with_its_label(api: JudgeAPI) -> None:
-    cases = (await judged(api, typed_scenario(GAIA_SCENARIO))).cases["turn_grades"]
+    cases = (await judged(api, Scenario.model_validate(GAIA_SCENARIO))).cases["turn_grades"]
     second = cases[1]
     assert "Expected behavior: Answers only from the indexed budget and says when a figure is missing." in second
     assert 'Captured from: {"captured_at": "2026-10-02T14:03:11Z", "session_id": "7f3c2a"}' in second
@@ -185,7 +145,7 @@ async def test_every_typed_gaia_key_reaches_the_turn_judge_with_its_label(api: J
 
 
 async def test_unknown_keys_reach_the_judge_verbatim_as_other_notes(api: JudgeAPI) -> None:
-    sent = await judged(api, typed_scenario(GAIA_SCENARIO))
+    sent = await judged(api, Scenario.model_validate(GAIA_SCENARIO))
     first = sent.cases["turn_grades"][0]
     assert "Other scenario notes (verbatim from the scenario file):\n- difficulty: hard\n- reviewer: mkowalski" in first
     second = sent.cases["turn_grades"][1]
@@ -196,7 +156,7 @@ async def test_unknown_keys_reach_the_judge_verbatim_as_other_notes(api: JudgeAP
 
 
 async def test_a_ground_truth_without_expected_answer_shows_no_expected_answer_line(api: JudgeAPI) -> None:
-    second = (await judged(api, typed_scenario(GAIA_SCENARIO))).cases["turn_grades"][1]
+    second = (await judged(api, Scenario.model_validate(GAIA_SCENARIO))).cases["turn_grades"][1]
     assert "expected answer:" not in second.lower()
     assert "null" not in second
     assert "No expected answer is given for this turn: grade correctness against the success criteria" in second
@@ -204,47 +164,33 @@ async def test_a_ground_truth_without_expected_answer_shows_no_expected_answer_l
 
 
 async def test_an_explicit_null_means_the_documents_do_not_contain_it(api: JudgeAPI) -> None:
-    third = (await judged(api, typed_scenario(GAIA_SCENARIO))).cases["turn_grades"][2]
+    third = (await judged(api, Scenario.model_validate(GAIA_SCENARIO))).cases["turn_grades"][2]
     assert "Ground truth expected answer: null (the documents do not contain it" in third
     assert "No expected answer is given" not in third
 
 
 async def test_a_given_expected_answer_is_shown_as_written(api: JudgeAPI) -> None:
-    first = (await judged(api, typed_scenario(GAIA_SCENARIO))).cases["turn_grades"][0]
+    first = (await judged(api, Scenario.model_validate(GAIA_SCENARIO))).cases["turn_grades"][0]
     assert "Ground truth expected answer: $1.84 million" in first
     assert "Ground truth source: document riverton_budget_2026, fact parks_maintenance" in first
     assert "Ground truth note: Line 14 of the capital table." in first
 
 
 async def test_the_verdict_judge_sees_the_same_ground_truth_rules(api: JudgeAPI) -> None:
-    verdict = (await judged(api, typed_scenario(GAIA_SCENARIO))).cases["scenario_verdict"][0]
+    verdict = (await judged(api, Scenario.model_validate(GAIA_SCENARIO))).cases["scenario_verdict"][0]
     assert verdict.count("Ground truth expected answer: $1.84 million") == 1
     assert verdict.count("Ground truth expected answer: null (the documents do not contain it") == 1
     assert "Expected behavior: Compares both years" in verdict
 
 
-async def test_the_loaded_scenario_model_keeps_missing_and_null_apart(api: JudgeAPI) -> None:
-    """runner.scenarios' own GroundTruth: the key left out is not the key written as null."""
+async def test_the_scenario_model_keeps_missing_and_null_apart(api: JudgeAPI) -> None:
+    """runner.scenarios' GroundTruth: the key left out is not the key written as null."""
     scenario = Scenario.model_validate(GAIA_SCENARIO)
     assert [expected_answer_state(t.ground_truth) for t in scenario.turns] == ["given", "absent", "must_say_unknown"]
     cases = (await judged(api, scenario)).cases["turn_grades"]
     assert "Ground truth expected answer: $1.84 million" in cases[0]
     assert "expected answer:" not in cases[1].lower()
     assert "Ground truth expected answer: null (the documents do not contain it" in cases[2]
-
-
-async def test_the_loaded_scenario_model_brings_every_gaia_key_to_the_judge(api: JudgeAPI) -> None:
-    """The same checks through runner.scenarios' own Scenario (typed GAIA keys, extra_keys)."""
-    sent = await judged(api, Scenario.model_validate(GAIA_SCENARIO))
-    first, second = sent.cases["turn_grades"][:2]
-    assert "Expected behavior: Answers only from the indexed budget" in first
-    assert '"session_id": "7f3c2a"' in first
-    assert "- difficulty: hard\n- reviewer: mkowalski" in first
-    for line in ("Persona for this turn: confused_user", "Turn note: The user mixes up capital",
-                 "Facts this turn covers: parks_maintenance, parks_maintenance_2025",
-                 'Expected phrases in the answer: "increase"; "2025"', "Expected behavior: Compares both years",
-                 "Expected tools (from the captured session): query_documents", "- source_row: 41"):
-        assert line in second, line
 
 
 @pytest.mark.parametrize(("truth", "state"), [
@@ -254,18 +200,18 @@ async def test_the_loaded_scenario_model_brings_every_gaia_key_to_the_judge(api:
 ])
 def test_expected_answer_state_for_plain_mappings(truth: dict[str, Any], state: str) -> None:
     assert expected_answer_state(truth) == state
-    assert expected_answer_state(TypedTruth(truth)) == state
+    assert expected_answer_state(GroundTruth.model_validate(truth)) == state
 
 
 def test_a_turn_with_nothing_to_grade_against_says_so() -> None:
     from runner.judge._cases import _ground_truth
 
-    bare = Typed({"turn": 1, "objective": "Say hello."}, TURN_KEYS)
+    bare = Turn.model_validate({"turn": 1, "objective": "Say hello."})
     assert _ground_truth(bare) == ["No ground truth or success criteria were given for this turn."]
 
 
 def test_the_simulated_user_never_sees_what_the_judge_is_told() -> None:
-    scenario = typed_scenario(GAIA_SCENARIO)
+    scenario = Scenario.model_validate(GAIA_SCENARIO)
     text = situation(scenario, scenario.turns[1], TRANSCRIPT.turns[:1])
     assert "confused_user" in text  # the turn's persona wins over the scenario's
     for secret in ("Compares both years", "increase", "parks_maintenance_2025", "mixes up capital",

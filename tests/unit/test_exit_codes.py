@@ -1,0 +1,86 @@
+"""`exit_code`: what a finished scorecard tells CI (runner/errors.py: 0 ok, 1 the quality gate
+failed, 2 scenario files were rejected, 3 infrastructure).
+
+The scorecards are built by the real `build_scorecard`, so the summary the gate reads is the one
+a run writes. tests/unit/test_rescore_cli.py checks the same codes from a real process, and
+tests/unit/test_launch_selection.py the rejected-files code.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from runner.errors import EXIT_INFRA, EXIT_OK, EXIT_QUALITY
+from runner.launch import exit_code
+from runner.report import RunConfig, ScenarioResult, Scorecard, build_scorecard
+from runner.scoring import QualityGates
+from runner.status import Status
+
+
+def judged(status: Status, score: float) -> ScenarioResult:
+    return ScenarioResult(id=f"j{score}", status=status, score=score, decided_by="judge",
+                          gates=QualityGates(rubric_ok=status is Status.PASS, checks_ok=True, checks_run=1))
+
+
+def checked(passed: bool) -> ScenarioResult:
+    """A result without a judge: FAIL when an exact check failed, else NOT_JUDGED."""
+    return ScenarioResult(id=f"c{passed}", status=Status.NOT_JUDGED if passed else Status.FAIL,
+                          decided_by=None if passed else "checks",
+                          gates=QualityGates(checks_ok=passed, checks_run=2))
+
+
+def infra(status: Status, n: int = 0) -> ScenarioResult:
+    return ScenarioResult(id=f"{status.value.lower()}{n}", status=status, error="what went wrong")
+
+
+def card(*results: ScenarioResult) -> Scorecard:
+    return build_scorecard(run_id="20261130-120000-cafe", timestamp=datetime(2026, 11, 30, tzinfo=UTC),
+                           config=RunConfig(), results=list(results), finished=True,
+                           judge_agreement=None, warnings=[])
+
+
+def test_the_gate_holds_the_judged_pass_rate_when_a_judge_decided() -> None:
+    half = card(judged(Status.PASS, 8.0), judged(Status.FAIL, 4.0))
+    assert half.summary.judged_pass_rate == 0.5
+    assert exit_code(half, None) == EXIT_OK  # no gate asked for: a FAIL is not an exit code
+    assert exit_code(half, 0.5) == EXIT_OK
+    assert exit_code(half, 0.51) == EXIT_QUALITY
+
+
+def test_without_a_judge_the_gate_holds_the_checks_pass_rate() -> None:
+    one_of_two = card(checked(True), checked(False))
+    assert one_of_two.summary.judged == 0 and one_of_two.summary.checks_pass_rate == 0.5
+    assert exit_code(one_of_two, 0.5) == EXIT_OK
+    assert exit_code(one_of_two, 0.9) == EXIT_QUALITY
+
+
+def test_a_gate_over_a_run_where_nothing_was_decided_fails() -> None:
+    undecided = card(ScenarioResult(id="plain", status=Status.NOT_JUDGED))
+    assert exit_code(undecided, None) == EXIT_OK
+    assert exit_code(undecided, 0.0) == EXIT_QUALITY  # not read as 0 % or 100 %
+
+
+def test_infrastructure_results_do_not_lower_the_gated_rate() -> None:
+    mixed = card(judged(Status.PASS, 9.0), infra(Status.INFRA_ERROR), infra(Status.TIMEOUT))
+    assert exit_code(mixed, 1.0) == EXIT_OK
+
+
+@pytest.mark.parametrize("status", [Status.INFRA_ERROR, Status.SETUP_ERROR, Status.TIMEOUT,
+                                    Status.BUDGET_EXCEEDED, Status.ERRORED])
+def test_a_run_where_everything_was_infrastructure_exits_3(status: Status) -> None:
+    assert exit_code(card(infra(status, 1), infra(status, 2)), None) == EXIT_INFRA
+    assert exit_code(card(infra(status, 1), infra(Status.INFRA_ERROR, 2)), 0.0) == EXIT_INFRA
+
+
+def test_one_result_that_worked_makes_it_a_completed_run() -> None:
+    assert exit_code(card(infra(Status.INFRA_ERROR), judged(Status.FAIL, 3.0)), None) == EXIT_OK
+    assert exit_code(card(infra(Status.ERRORED), checked(True)), None) == EXIT_OK
+
+
+def test_a_run_of_skips_only_completed_and_a_stopped_run_did_not() -> None:
+    assert exit_code(card(infra(Status.SKIPPED_NO_DOCUMENT), infra(Status.SKIPPED_NO_MODEL)), None) == EXIT_OK
+    assert exit_code(card(judged(Status.PASS, 9.0), infra(Status.NOT_RUN)), None) == EXIT_INFRA
+    # An infrastructure stop wins over the quality gate: the rate of a partial run is not the run's.
+    assert exit_code(card(judged(Status.FAIL, 2.0), infra(Status.NOT_RUN)), 0.9) == EXIT_INFRA
