@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-"""The folder holding the `runner` package (a checkout, or /app in the runner image)."""
+"""The folder holding the `runner` package (a checkout, or /opt/trialbox in the runner image, where eval/ sits beside it)."""
 
 
 def eval_root() -> Path:

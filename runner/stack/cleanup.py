@@ -13,6 +13,7 @@ from functools import partial
 
 import docker
 from docker.errors import APIError, NotFound
+from docker.models.containers import Container
 from docker.models.networks import Network
 
 RUN_LABEL = "trialbox.run"
@@ -42,19 +43,23 @@ def label_filter(run_id: str | None) -> dict[str, str]:
 def cleanup(run_id: str | None = None, client: docker.DockerClient | None = None) -> CleanupReport:
     """Remove labelled containers, then networks, then volumes (that order frees references)."""
     client = client or docker.from_env()
-    filters = label_filter(run_id)
+    filters: dict[str, str | list[str] | bool] = {**label_filter(run_id)}
     report = CleanupReport()
     for container in client.containers.list(all=True, filters=filters):
-        _remove(
-            partial(container.remove, force=True, v=True), container.name, report.containers, report
-        )
+        _remove(partial(container.remove, force=True, v=True), _name(container),
+                report.containers, report)
     for network in client.networks.list(filters=filters):
         _disconnect_all(network)
-        _remove(network.remove, network.name, report.networks, report)
+        _remove(network.remove, _name(network), report.networks, report)
     for volume in client.volumes.list(filters=filters):
         _remove(partial(volume.remove, force=True), volume.name, report.volumes, report)
     _sweep_firewall(run_id, report)
     return report
+
+
+def _name(thing: Container | Network) -> str:
+    """What the report calls it: its name, else its id (the engine always gives one of them)."""
+    return str(thing.name or thing.id)
 
 
 def _sweep_firewall(run_id: str | None, report: CleanupReport) -> None:

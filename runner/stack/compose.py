@@ -82,7 +82,7 @@ def _socket_gid(path: str = "/var/run/docker.sock") -> str:
 def admin_token_of(container: str, client: docker.DockerClient | None = None) -> str | None:
     """The admin token a (running) LLM container was started with; None when it has none."""
     client = client or docker.from_env()
-    env = client.containers.get(container).attrs.get("Config", {}).get("Env") or []
+    env: list[str] = client.containers.get(container).attrs.get("Config", {}).get("Env") or []
     for entry in env:
         name, _, value = entry.partition("=")
         if name == ADMIN_TOKEN_ENV and value.strip():
@@ -101,7 +101,7 @@ def running_admin_token(project: str) -> str | None:
                     "status": "running",
                 }
             )
-            return admin_token_of(found[0].id, client) if found else None
+            return admin_token_of(str(found[0].id), client) if found else None
         finally:
             client.close()
     except DockerException:
@@ -256,7 +256,7 @@ def up_llm(
     return LlmStack(
         project=project,
         device=device,
-        container=name,
+        container=name or container,
         url=f"http://127.0.0.1:{port}",
         admin_token=env[ADMIN_TOKEN_ENV],
     )

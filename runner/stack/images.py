@@ -3,6 +3,10 @@
 ``docker build`` goes through the engine's API with a context of exactly the files the
 Dockerfile copies (not the whole checkout); the engine's step output is kept in
 ``.cache/build/<name>/build.log``, as the CLI would print it, and quoted when a build fails.
+Two context folders are written here rather than by scripts/prepare-build-context (``GENERATED``):
+the runner's metadata wheel (runner/stack/project_wheel.py) and the bytecode of the packages it
+copies (runner/stack/image_bytecode.py), so a change under ``runner/`` builds no wheel and runs
+no container step: the runner image takes it in COPY layers only.
 
 Fast when nothing changed: each image is stamped with a digest of everything it is built from
 (``trialbox.inputs``: its Dockerfile and folder, the checkout files its Dockerfile copies, the
@@ -34,6 +38,8 @@ from typing import IO, Literal
 
 import docker
 from docker.errors import DockerException, ImageNotFound
+
+from runner.stack import image_bytecode, project_wheel
 
 # The images trialbox builds, in build order (each is independent; the order is for humans).
 IMAGES: tuple[str, ...] = ("llm-cpu", "agent-ui", "runner", "fixer")
@@ -219,6 +225,7 @@ def _build(
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text("")  # one log per build, so the quoted tail is this build's
     prepare_context(name, root, env=context_env, log=log)
+    write_generated(root, dockerfile.read_text())
     args = {"BASE_IMAGE": base, **(build_args or {})}
     paths = context_paths(dockerfile.read_text(), name, build_args or {})
     (root / ".cache").mkdir(exist_ok=True)
@@ -249,11 +256,41 @@ def _built(name: str, tag: str, started: float, labels: dict[str, str], *, rebui
 
 #: The label holding the digest of everything an image was built from.
 INPUTS_LABEL = "trialbox.inputs"
-#: What the .cache/build/<name>/<folder> a Dockerfile copies is made from, in the checkout
-#: (scripts/prepare-build-context): the trialbox wheel from these; wheels/ and requirements.txt
-#: from images/<name>/requirements*.txt, which every image's digest includes anyway.
-DERIVED_FROM: dict[str, tuple[str, ...]] = {
-    "trialbox": ("runner", "images/llm-cpu/trialbox_llm", "pyproject.toml"),
+
+
+@dataclass(frozen=True)
+class GeneratedFolder:
+    """A .cache/build/<name>/<folder> trialbox writes itself just before a build (rather than
+    scripts/prepare-build-context)."""
+
+    write: Callable[[Path, str, Path], object]  # (checkout, Dockerfile text, folder): fill it
+    inputs: Callable[[Path], bytes]  # checkout → what it is made from that the digest lacks
+
+
+def _write_files(target: Path, files: dict[str, bytes]) -> None:
+    """Make ``target`` hold exactly ``files`` (unchanged ones keep their mtime)."""
+    target.mkdir(parents=True, exist_ok=True)
+    for stale in target.iterdir():
+        if stale.name not in files and stale.is_file():
+            stale.unlink()
+    for file_name, content in files.items():
+        path = target / file_name
+        if not path.is_file() or path.read_bytes() != content:
+            path.write_bytes(content)
+
+
+#: The generated folders, by name. The metadata wheel is made from pyproject's name, version,
+#: dependencies and scripts only, so editing its tool settings rebuilds no image; the bytecode
+#: from the sources the Dockerfile copies, which the digest holds already.
+GENERATED: dict[str, GeneratedFolder] = {
+    "metadata": GeneratedFolder(
+        lambda root, _, target: _write_files(target, project_wheel.context_files(root)),
+        project_wheel.wheel_inputs,
+    ),
+    "bytecode": GeneratedFolder(
+        lambda root, dockerfile, target: image_bytecode.write_bytecode(root, dockerfile, target),
+        lambda _: image_bytecode.inputs(),
+    ),
 }
 #: Never part of an image (.dockerignore leaves them out of every build context).
 _SKIPPED_NAMES = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
@@ -288,10 +325,28 @@ def copied_paths(dockerfile: str) -> list[str]:
         if source.startswith("$"):
             continue  # an ARG-named context folder: its build arguments are in the digest
         if parts[:2] == [".cache", "build"]:
-            found += DERIVED_FROM.get(parts[3] if len(parts) > 3 else "", ())
+            # Made from what the digest already holds: images/<name>/requirements*.txt
+            # (scripts/prepare-build-context) or a GeneratedFolder's own inputs.
             continue
         found.append(_prefix(source))
     return sorted(set(found))
+
+
+def generated_folders(dockerfile: str) -> list[str]:
+    """The ``.cache/build/<name>/<folder>`` a Dockerfile copies that trialbox writes itself
+    (``GENERATED``), as checkout paths."""
+    found = set()
+    for source in _copy_sources(dockerfile):
+        parts = source.strip("/").split("/")
+        if parts[:2] == [".cache", "build"] and len(parts) > 3 and parts[3] in GENERATED:
+            found.add("/".join(parts[:4]))
+    return sorted(found)
+
+
+def write_generated(root: Path, dockerfile: str) -> None:
+    """Fill each generated folder the Dockerfile copies (``GENERATED``)."""
+    for folder in generated_folders(dockerfile):
+        GENERATED[folder.rsplit("/", 1)[1]].write(root, dockerfile, root / folder)
 
 
 def context_paths(dockerfile: str, name: str, build_args: dict[str, str]) -> list[str]:
@@ -308,8 +363,11 @@ def context_paths(dockerfile: str, name: str, build_args: dict[str, str]) -> lis
 
 
 def _context_filter(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
-    """What .dockerignore leaves out: caches, bytecode, egg-info, and build logs."""
+    """What .dockerignore leaves out: caches, bytecode, egg-info, and build logs — but a
+    generated folder is sent whole (the bytecode one holds nothing else)."""
     parts = info.name.split("/")
+    if parts[:2] == [".cache", "build"] and len(parts) > 3 and parts[3] in GENERATED:
+        return info
     if _SKIPPED_NAMES.intersection(parts) or any(p.endswith(".egg-info") for p in parts):
         return None
     if info.name.endswith(".pyc") or (parts[:2] == [".cache", "build"] and parts[-1] == "build.log"):
@@ -355,9 +413,13 @@ def inputs_digest(name: str, root: Path, base_id: str, build_args: dict[str, str
     id, so a re-bootstrapped base rebuilds everything); equal digests, equal images."""
     digest = hashlib.sha256()
     dockerfile = root / "images" / name / "Dockerfile"
+    text = dockerfile.read_text()
     for relative in sorted({f"images/{name}", "scripts/prepare-build-context",
-                            *copied_paths(dockerfile.read_text())}):
+                            *copied_paths(text)}):
         _hash_tree(digest.update, root, relative)
+    for folder in generated_folders(text):
+        digest.update(folder.encode() + b"\0")
+        digest.update(hashlib.sha256(GENERATED[folder.rsplit("/", 1)[1]].inputs(root)).digest())
     for cert in _certificates():
         digest.update(cert.name.encode() + b"\0" + cert.read_bytes())
     settings = {"base_id": base_id, "build_args": build_args, "labels": labels,
