@@ -134,6 +134,8 @@ def run(
     target_url: Annotated[str | None, typer.Option(
         help="attach to an Agent UI that is already running (its MCP bridge URL): no sandbox, no isolation")] = None,
     concurrency: Annotated[int, typer.Option(min=1, max=16)] = 1,
+    warm_pool: Annotated[bool, typer.Option(
+        help="start the next sandboxes (up to concurrency + 1) while scenarios run")] = True,
     trials: Annotated[int, typer.Option(min=1, max=50, help="run each scenario K times")] = 1,
     rejudge: Annotated[int, typer.Option(min=1, max=20, help="judge each transcript K times")] = 1,
     timeout: Annotated[float | None, typer.Option(help="seconds per scenario, > 0 [default: GAIA's formula]")] = None,
@@ -199,8 +201,8 @@ def run(
             backend=Backend(backend), device=SESSION_DEVICE[choice.device], device_reason=choice.reason,
             llm_url=llm_url,
             llm_container=llm_container or (None if target_url else _stack_llm_container(backend)),
-            concurrency=concurrency, trials=trials, rejudge=rejudge, timeout_s=timeout,
-            budget_usd=budget_usd, min_pass_rate=min_pass_rate, judge_provider=judge_provider,
+            concurrency=concurrency, warm_pool=warm_pool, trials=trials, rejudge=rejudge,
+            timeout_s=timeout, budget_usd=budget_usd, min_pass_rate=min_pass_rate, judge_provider=judge_provider,
             judge_model=judge_model, judge_url=judge_url, simulator_mode=simulator,
             simulator_model=simulator_model, simulator_url=simulator_url, strict=strict,
             derived_checks=derived_checks, agent_dirs=agent_dir or [], agent=agent,

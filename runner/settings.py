@@ -45,6 +45,9 @@ class RunSettings(BaseModel):
         default=None, description="docker backend: the running LLM server's container"
     )
     concurrency: int = Field(default=1, ge=1, le=16, description="sandboxes at the same time")
+    warm_pool: bool = Field(default=True, description=(
+        "prepare sandboxes ahead (up to concurrency + 1) while scenarios run; each is still "
+        "used once and destroyed"))
     trials: int = Field(default=1, ge=1, le=50, description="runs of each scenario")
     rejudge: int = Field(default=1, ge=1, le=20, description="judgments of each transcript")
     timeout_s: float | None = Field(
