@@ -13,7 +13,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, TextIO
+from typing import Any, Protocol, TextIO
 
 from runner.agents import AgentRegistry, needs_memory
 from runner.checks import run_all_checks
@@ -23,13 +23,14 @@ from runner.judgments import Judgments
 from runner.progress import Progress
 from runner.report import RunWriter, Scorecard, Trace, scenario_result, trace_of
 from runner.sandbox import SandboxBackend
+from runner.sandbox.pool import Lease, WarmPool, cold, pool_for
 from runner.scenarios import Manifest, Scenario, default_timeout_s, missing_documents
 from runner.scoring import judgings_cost_usd, scenario_status, transcript_problem
 from runner.settings import RunSettings
 from runner.simulate import Simulator, SimulatorError, SimulatorUnavailable, preflight
 from runner.status import Status
 from runner.target import run_conversation
-from runner.transcript import Transcript
+from runner.transcript import SetupTimings, Transcript
 from runner.trials import RejudgeSample, judge_agreement
 
 # Statuses that mean "the harness failed", counted towards the stop-after-N-identical rule.
@@ -81,7 +82,11 @@ class ConversationSource(Protocol):
 
 @dataclass
 class LiveConversations:
-    """Each job in a fresh sandbox: open it, talk to the agent, collect its artifacts."""
+    """Each job in a fresh sandbox: open it, talk to the agent, collect its artifacts.
+
+    With a warm pool (``prepare``; on unless ``settings.warm_pool`` is False, and only for
+    a backend that can make sandboxes ahead — Docker) the next jobs' sandboxes are started
+    while earlier jobs run; each is still used by one job only and destroyed after it."""
 
     settings: RunSettings
     backend: SandboxBackend
@@ -95,39 +100,51 @@ class LiveConversations:
     # default agent for every scenario).
     agents: AgentRegistry | None = None
     live: bool = True
+    pool: WarmPool[Any] | None = field(default=None, init=False, repr=False)
 
     async def prepare(self, jobs: Sequence[Job]) -> None:
-        """Nothing prepared ahead yet: each job opens its sandbox when it starts."""
+        """Start making the sandboxes of the first jobs, in the order they will run; a job
+        known now to be skipped (its document is missing, the model lacks an input) gets none."""
+        # As many start at once as a cold run would start: more would slow the ones jobs wait for.
+        self.pool = pool_for(self.backend, _pool_ahead(self.settings), starting=self.settings.concurrency)
+        if self.pool is not None:
+            self.pool.plan((job.key, needs_memory(job.scenario)) for job in jobs
+                           if self._skipped_before_sandbox(job.scenario) is None)
 
     async def close(self) -> None:
-        """Nothing prepared, nothing to release."""
+        """Remove every sandbox made ahead that no job used (the run stopped, or was cancelled)."""
+        if self.pool is not None:
+            await self.pool.close()
 
     async def converse(self, job: Job) -> Outcome:
         scenario = job.scenario
-        missing = missing_documents(scenario, self.settings.corpus_root)
-        if missing:
-            names = ", ".join(str(doc.path) for doc in missing)
-            return Outcome(infra=Status.SKIPPED_NO_DOCUMENT, error=f"document(s) not in the corpus: {names}")
-        lacking = self._lacking_capabilities(scenario)
-        if lacking:
-            return Outcome(infra=Status.SKIPPED_NO_MODEL,
-                           error=f"the served model has no {' or '.join(sorted(lacking))} input")
-        try:
-            # Before any sandbox: a turn nobody can write (no script, no model) is known now.
-            await preflight(self.simulator, scenario)
-        except SimulatorUnavailable as exc:
-            return Outcome(infra=Status.SKIPPED_NO_MODEL, error=str(exc))
-        except SimulatorError as exc:
-            return Outcome(infra=Status.ERRORED, error=str(exc))
+        skipped = self._skipped_before_sandbox(scenario)
+        if skipped is None:
+            try:
+                # Before any sandbox: a turn nobody can write (no script, no model) is known now.
+                await preflight(self.simulator, scenario)
+            except SimulatorUnavailable as exc:
+                skipped = Outcome(infra=Status.SKIPPED_NO_MODEL, error=str(exc))
+            except SimulatorError as exc:
+                skipped = Outcome(infra=Status.ERRORED, error=str(exc))
+        if skipped is not None:
+            if self.pool is not None:
+                self.pool.release(job.key)  # its sandbox, made ahead, goes now
+            return skipped
         timeout_s = self.settings.timeout_s or default_timeout_s(scenario)
         artifacts = self.settings.run_dir / "artifacts" / job.key
         collect_error: str | None = None
+        memory = needs_memory(scenario)
         try:
             async with asyncio.timeout(timeout_s):
-                async with self.backend.open(job.key, memory=needs_memory(scenario)) as box:
+                leasing = (self.pool.sandbox(job.key, memory=memory) if self.pool is not None
+                           else cold(self.backend, job.key, memory=memory))
+                async with leasing as lease:
+                    box = lease.box
                     agent_id = self.agents.resolve(scenario.agent_type) if self.agents else None
                     transcript = await run_conversation(box, scenario, self.simulator,
                                                         self.settings.device, agent_id=agent_id)
+                    transcript.setup = _setup_timings(lease, transcript.setup)
                     try:
                         problems = await box.collect(artifacts)
                     except (OSError, RuntimeError, ValueError) as exc:
@@ -147,11 +164,49 @@ class LiveConversations:
         outcome.warning = collect_error
         return outcome
 
+    def _skipped_before_sandbox(self, scenario: Scenario) -> Outcome | None:
+        """What a scenario gets without a sandbox when the corpus or the model rules it out."""
+        missing = missing_documents(scenario, self.settings.corpus_root)
+        if missing:
+            names = ", ".join(str(doc.path) for doc in missing)
+            return Outcome(infra=Status.SKIPPED_NO_DOCUMENT, error=f"document(s) not in the corpus: {names}")
+        lacking = self._lacking_capabilities(scenario)
+        if lacking:
+            return Outcome(infra=Status.SKIPPED_NO_MODEL,
+                           error=f"the served model has no {' or '.join(sorted(lacking))} input")
+        return None
+
     def _lacking_capabilities(self, scenario: Scenario) -> set[str]:
         needed = set(getattr(scenario, "required_capabilities", set()) or set())
         if self.capabilities is None:
             return set()
         return needed - self.capabilities
+
+
+def _pool_ahead(settings: RunSettings) -> int:
+    """Sandboxes the warm pool makes ahead: concurrency + 1 (the next wave of jobs finds theirs
+    ready), or none with --no-warm-pool."""
+    return settings.concurrency + 1 if settings.warm_pool else 0
+
+
+def _setup_timings(lease: Lease, measured: SetupTimings | None) -> SetupTimings:
+    """Where the scenario's set-up went: the sandbox's phases (measured by its backend, maybe
+    ahead of time) and the conversation's own set-up (session, indexing; by the target)."""
+    phases = lease.box.timings
+
+    def phase(name: str) -> float | None:
+        value = phases.get(name)
+        return round(value, 3) if value is not None else None
+
+    own = measured or SetupTimings()
+    return own.model_copy(update={
+        "pool_hit": lease.pool_hit,
+        "waited_s": round(lease.waited_s, 3),
+        "container_create_s": phase("container_create_s"),
+        "gaia_import_s": phase("gaia_import_s"),
+        "ui_ready_s": phase("ui_ready_s"),
+        "mcp_ready_s": phase("mcp_ready_s"),
+    })
 
 
 @dataclass

@@ -26,6 +26,7 @@ from runner.sandbox import Sandbox
 from runner.simulate import Simulator
 from runner.transcript import (
     IndexedDocument,
+    SetupTimings,
     ToolCall,
     Transcript,
     TurnPerformance,
@@ -70,6 +71,7 @@ async def run_conversation(
     from fastmcp import Client  # imported late: fastmcp is slow to import
     from fastmcp.client.transports import StreamableHttpTransport
 
+    connecting = time.perf_counter()
     transport = StreamableHttpTransport(box.mcp_url, headers=dict(box.mcp_headers))
     async with Client(transport) as client:
         gaia = _Gaia(client)
@@ -89,8 +91,15 @@ async def run_conversation(
             gaia_version=status.get("version"),  # the Agent UI's own amd-gaia version
         )
         transcript.device = await _switch_device(box, session, device)
+        # The session's set-up counts from connecting to the bridge: that too is time before
+        # the first turn that the agent under test does not spend.
+        indexing = time.perf_counter()
         for document in scenario.setup.index_documents:
             transcript.indexed.append(await _index(gaia, box, session["id"], document))
+        transcript.setup = SetupTimings(
+            session_s=round(indexing - connecting, 3),
+            indexing_s=round(time.perf_counter() - indexing, 3),
+        )
         for turn in scenario.turns:
             said = as_user_message(await simulator.user_message(scenario, turn, list(transcript.turns)))
             record = await _run_turn(gaia, box, session["id"], turn.turn, said.text, turn_timeout_s)

@@ -31,7 +31,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from docker.models.containers import Container
 from docker.types import LogConfig
@@ -159,7 +159,8 @@ def read_file(container: Container, path: str) -> bytes | None:
     Use instead of ``get_archive`` for anything under ``/tmp`` or the home (tmpfs).
     """
     result = container.exec_run(["python", "-c", _READ, path], demux=True)
-    stdout, stderr = result.output
+    # demux=True: (stdout, stderr) bytes or None each (docker-py's stubs say otherwise).
+    stdout, stderr = cast("tuple[bytes | None, bytes | None]", result.output)
     if result.exit_code == 3:
         return None
     if result.exit_code != 0:

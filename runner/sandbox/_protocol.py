@@ -35,8 +35,13 @@ class Sandbox(Protocol):
     # listens on a non-loopback address (GAIA_AGENT_UI_MCP_TOKEN); empty on loopback.
     mcp_headers: dict[str, str]
     llm_url: str  # the LLM server origin as the engine reaches it (for /api/v1/stats)
-    corpus_root: PurePath  # the corpus folder as the *Agent UI* sees it (index paths use this)
     timings: dict[str, float]  # start-up measurements, e.g. {"ui_ready_s", "cold_start_s"}
+
+    # Read-only, so a sandbox may narrow it (Path on the host, PurePosixPath in a container).
+    @property
+    def corpus_root(self) -> PurePath:
+        """The corpus folder as the *Agent UI* sees it (index paths use this)."""
+        ...
 
     async def ui_request(self, method: str, path: str, body: dict[str, Any] | None = None) -> UiReply:
         """One JSON request to the Agent UI itself (``X-Gaia-UI: 1`` is sent); raises

@@ -43,13 +43,15 @@ import os
 import re
 import secrets
 import socket
+import threading
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, cast
 
 import docker
 import httpx
@@ -81,7 +83,15 @@ MCP_TOKEN_ENV = "GAIA_AGENT_UI_MCP_TOKEN"
 UI_REQUEST_TIMEOUT_S = 30
 #: How often a running sandbox's containers are checked for death (a Docker API call each).
 WATCH_INTERVAL_S = 2.0
+#: Pause between readiness probes while a sandbox starts (each costs a refused connection).
+READY_POLL_S = 0.05
+#: How often a starting sandbox's containers are checked for death (a Docker API call each).
+LIVENESS_INTERVAL_S = 0.5
+#: Longest wait for the UI's "listening" log line before probing it once more anyway.
+UI_EVENT_WAIT_S = 1.0
 RUN_LABEL = "trialbox.run"
+#: The shape docker-py's ``list(filters=...)`` takes.
+_Filters = dict[str, str | list[str] | bool]
 JOB_LABEL = "trialbox.scenario"
 
 
@@ -171,7 +181,7 @@ _SNAPSHOT = (
 def _snapshot_chat_db(container: Container, dest: Path) -> None:
     result = container.exec_run(["python", "-c", _SNAPSHOT, f"{GAIA_HOME}/chat/gaia_chat.db"])
     if result.exit_code != 0:
-        (dest / "gaia_chat.db.error").write_bytes(result.output)
+        (dest / "gaia_chat.db.error").write_bytes(cast(bytes, result.output))  # not streamed: bytes
         raise SandboxError(f"the chat database snapshot failed (exit {result.exit_code}); "
                            "see gaia_chat.db.error")
     # /tmp is a tmpfs in a hardened sandbox: `docker cp` cannot see into it on Docker 20.10.
@@ -208,7 +218,8 @@ def _exec_ui_request(ui: Container, method: str, path: str, body: dict[str, Any]
                              demux=True)
     except (APIError, NotFound) as exc:
         raise SandboxError(f"cannot reach the Agent UI in {ui.name}: {_state_of(ui) or exc}") from exc
-    stdout, stderr = result.output
+    # demux=True: (stdout, stderr) bytes or None each (docker-py's stubs say otherwise).
+    stdout, stderr = cast("tuple[bytes | None, bytes | None]", result.output)
     if result.exit_code != 0:
         state = _state_of(ui)
         if state is not None:  # the container died under the request: say that, not "exit 137"
@@ -241,6 +252,25 @@ class _Made:
     containers: list[Container] = field(default_factory=list)
 
 
+@dataclass
+class DockerStart:
+    """A sandbox being made by ``DockerBackend.start``: what exists so far and, once its
+    containers run, the sandbox itself (not yet ready)."""
+
+    scenario_id: str
+    memory: bool
+    made: _Made
+    started: float  # time.perf_counter() when the start began
+    box: DockerSandbox | None = None
+    stopped: bool = False
+
+    @property
+    def sandbox(self) -> DockerSandbox:
+        if self.box is None:
+            raise SandboxError(f"the sandbox for {self.scenario_id} was never created")
+        return self.box
+
+
 class DockerBackend:
     """Creates sandboxes next to an already running LLM server container."""
 
@@ -269,33 +299,76 @@ class DockerBackend:
         self.agent_model = agent_model
         self.last_teardown_s = 0.0
         self.watch_interval_s = WATCH_INTERVAL_S
+        # How readiness is awaited (scripts/bench-sandbox compares the ways side by side).
+        self.ready_poll_s = READY_POLL_S
+        self.ready_by_event = True
+        self.create_in_parallel = True
+
+    # A sandbox's life in three steps, so a warm pool (runner/sandbox/pool.py) can make one
+    # ahead of its scenario: ``start`` creates it, ``ready`` waits until it answers, ``stop``
+    # removes it. ``open`` chains them for a caller that wants one now.
 
     @asynccontextmanager
     async def open(self, scenario_id: str, *, memory: bool = False) -> AsyncIterator[DockerSandbox]:
-        started = time.perf_counter()
-        made = _Made()
+        begun = await self.start(scenario_id, memory=memory)
         try:
-            box = await finish_in_thread(self._create, scenario_id, made, memory)
-            await self._wait_ready(box)
-            if self.agent_model:
-                await set_agent_model(box, self.agent_model)
-            box.timings["cold_start_s"] = time.perf_counter() - started
-            task = asyncio.current_task()
-            assert task is not None
-            watchdog = asyncio.create_task(self._watch(box, task))
-            try:
+            box = await self.ready(begun)
+            async with self.watching(begun):
                 yield box
-            except asyncio.CancelledError:
-                # Our watchdog's cancellation (and no one else's): a container died.
-                if box.died is not None and task.uncancel() == 0:
-                    raise SandboxError(box.died) from None
-                raise
-            finally:
-                watchdog.cancel()
         finally:
-            stopping = time.perf_counter()
-            await finish_in_thread(self._teardown, scenario_id, made)
-            self.last_teardown_s = time.perf_counter() - stopping
+            await self.stop(begun)
+
+    async def start(self, scenario_id: str, *, memory: bool = False) -> DockerStart:
+        """Create the sandbox's network and containers; hand the result to ``ready``, then
+        always to ``stop``. A failed or cancelled start removes what it made before raising."""
+        begun = DockerStart(scenario_id, memory, _Made(), time.perf_counter())
+        try:
+            begun.box = await finish_in_thread(self._create, scenario_id, begun.made, memory)
+        except BaseException:
+            await self.stop(begun)
+            raise
+        begun.box.timings["container_create_s"] = time.perf_counter() - begun.started
+        return begun
+
+    async def ready(self, begun: DockerStart) -> DockerSandbox:
+        """Wait until the bridge and, through it, the UI answer; set the agent's model."""
+        box = begun.sandbox
+        await self._wait_ready(box)
+        if self.agent_model:
+            await set_agent_model(box, self.agent_model)
+        box.timings["cold_start_s"] = time.perf_counter() - begun.started
+        imported = await asyncio.to_thread(_gaia_import_s, box.ui)
+        if imported is not None:
+            box.timings["gaia_import_s"] = imported
+        return box
+
+    @asynccontextmanager
+    async def watching(self, begun: DockerStart) -> AsyncIterator[None]:
+        """While the sandbox is in use: a dead container cancels the task using it and is
+        raised as a ``SandboxError`` that says which container and how it ended."""
+        box = begun.sandbox
+        task = asyncio.current_task()
+        assert task is not None
+        watchdog = asyncio.create_task(self._watch(box, task))
+        try:
+            yield
+        except asyncio.CancelledError:
+            # Our watchdog's cancellation (and no one else's): a container died.
+            if box.died is not None and task.uncancel() == 0:
+                raise SandboxError(box.died) from None
+            raise
+        finally:
+            watchdog.cancel()
+
+    async def stop(self, begun: DockerStart) -> None:
+        """Remove everything the start made (also found by its labels). Runs to its end even
+        when cancelled; a second call does nothing."""
+        if begun.stopped:
+            return
+        begun.stopped = True
+        stopping = time.perf_counter()
+        await finish_in_thread(self._teardown, begun.scenario_id, begun.made)
+        self.last_teardown_s = time.perf_counter() - stopping
 
     # -- creation -------------------------------------------------------------------------
 
@@ -318,7 +391,7 @@ class DockerBackend:
             if not self.in_container:
                 # The host's firewall keeps the sandbox from the host itself (internal networks
                 # only stop forwarding); inside the runner image there is no host firewall to set.
-                isolate_network(network.id, _slug(self.run_id))
+                isolate_network(str(network.id), _slug(self.run_id))
         except FirewallError as exc:
             raise SandboxError(f"could not isolate sandbox network {name}: {exc}") from exc
         except NotFound as exc:
@@ -340,12 +413,11 @@ class DockerBackend:
             flags += ["--agent-dir", inside]
         return volumes, flags
 
-    def _run(self, made: _Made, **options: Any) -> Container:
-        """create + start as two steps, recording the container in between: ``containers.run``
-        leaves a created container behind, unnamed to us, when its start fails."""
+    def _created(self, made: _Made, **options: Any) -> Container:
+        """A created container, recorded before anything starts it: ``containers.run`` leaves
+        a created container behind, unnamed to us, when its start fails."""
         container = self.client.containers.create(**options)
         made.containers.append(container)
-        container.start()
         return container
 
     def _start(self, scenario_id: str, network: Network, made: _Made, memory: bool = False) -> DockerSandbox:
@@ -357,7 +429,7 @@ class DockerBackend:
         try:
             # The UI listens on its container's loopback only: nothing but the bridge, which
             # shares its network namespace, can reach it (see the module docstring).
-            ui = self._run(
+            ui = self._created(
                 made, image=self.image, name=ui_name, network=network.name, init=True,
                 command=["ui", "--host", "127.0.0.1", "--llm-url", f"http://llm:{LLM_PORT}",
                          "--document-root", CORPUS_MOUNT, "--allowed-host", "localhost",
@@ -365,22 +437,34 @@ class DockerBackend:
                 volumes=volumes, labels=self._job_labels(scenario_id, "agent-ui"),
                 **container_options("agent-ui"),
             )  # fmt: skip
-            mcp = self._run(
-                made, image=self.image, name=mcp_name, network_mode=f"container:{ui.id}", init=True,
-                command=["mcp", "--host", "0.0.0.0", "--port", str(MCP_PORT),
-                         "--ui-url", f"http://127.0.0.1:{UI_PORT}", *memory_flag],
+            bridge = partial(
+                self._created, made, image=self.image, name=mcp_name, network_mode=f"container:{ui.id}",
+                init=True, command=["mcp", "--host", "0.0.0.0", "--port", str(MCP_PORT),
+                                    "--ui-url", f"http://127.0.0.1:{UI_PORT}", *memory_flag],
                 environment={MCP_TOKEN_ENV: token},
                 labels=self._job_labels(scenario_id, "mcp"),
                 **container_options("mcp"),
             )  # fmt: skip
+            if self.create_in_parallel:
+                # The bridge's container is created while the UI's starts: it needs the UI's
+                # container to exist, and to run only when it starts itself. Leaving the block
+                # waits for the creation, so a failed UI start still has the bridge recorded.
+                with ThreadPoolExecutor(max_workers=1) as side:
+                    creating = side.submit(bridge)
+                    ui.start()
+                    mcp = creating.result()
+            else:
+                ui.start()
+                mcp = bridge()
+            mcp.start()
         except docker.errors.ImageNotFound as exc:
             raise SandboxError(f"image {self.image} is missing — build it with `trialbox images`") from exc
         except APIError as exc:
             raise SandboxError(f"could not start sandbox containers: {exc.explanation}") from exc
         if self.in_container:
             network.connect(socket.gethostname())
-        box_host = ui_name if self.in_container else _address(ui, network.name)
-        llm_host = "llm" if self.in_container else _address(self.client.containers.get(self.llm_container), network.name)
+        box_host = ui_name if self.in_container else _address(ui, str(network.name))
+        llm_host = "llm" if self.in_container else _address(self.client.containers.get(self.llm_container), str(network.name))
         return DockerSandbox(
             scenario_id=scenario_id,
             ui_url=f"http://127.0.0.1:{UI_PORT}",
@@ -395,28 +479,49 @@ class DockerBackend:
     async def _wait_ready(self, box: DockerSandbox) -> None:
         """Ready means the MCP bridge lists its tools and, through it, the UI answers
         ``system_status`` — all over the bridge's HTTP port, so readiness costs no ``docker
-        exec`` (a process in the sandbox's CPU quota) while GAIA is still importing."""
+        exec`` (a process in the sandbox's CPU quota) while GAIA is still importing.
+
+        The UI, the slower of the two, is awaited by event: the line uvicorn prints once it
+        listens, read from Docker's followed log stream (``_printed``), so no poll interval
+        adds to the start; the short polls that remain cost a refused connection each."""
         from fastmcp import Client  # imported late: fastmcp is slow to import
         from fastmcp.client.transports import StreamableHttpTransport
 
         started = time.monotonic()
         deadline = started + self.ready_timeout_s
-        while True:
-            try:
-                transport = StreamableHttpTransport(box.mcp_url, headers=box.mcp_headers)
-                async with Client(transport, timeout=5) as client:
-                    await client.list_tools()
-                    box.timings.setdefault("mcp_ready_s", time.monotonic() - started)
-                    while not await _ui_answers_through(client):
-                        await asyncio.to_thread(self._check_alive, box, deadline)
-                        await asyncio.sleep(0.2)
-                box.timings["ui_ready_s"] = time.monotonic() - started
-                return
-            except SandboxError:
-                raise
-            except Exception:  # noqa: BLE001 — any other failure here means "not ready yet"
+        checked = started
+        ui_serving = asyncio.ensure_future(_printed(box.ui, _UI_SERVING_MARKER)) if self.ready_by_event else None
+
+        async def pause(for_ui: bool = False) -> None:
+            nonlocal checked
+            if time.monotonic() - checked >= LIVENESS_INTERVAL_S:  # a Docker API call: not every poll
                 await asyncio.to_thread(self._check_alive, box, deadline)
-                await asyncio.sleep(0.2)
+                checked = time.monotonic()
+            if for_ui and ui_serving is not None and not ui_serving.done():
+                # Ends the moment the line is printed; a bounded wait, so a UI that prints
+                # another line (another GAIA) is still found by the probe, a second later.
+                await asyncio.wait({ui_serving}, timeout=UI_EVENT_WAIT_S)
+            else:
+                await asyncio.sleep(self.ready_poll_s)
+
+        try:
+            while True:
+                try:
+                    transport = StreamableHttpTransport(box.mcp_url, headers=box.mcp_headers)
+                    async with Client(transport, timeout=5) as client:
+                        await client.list_tools()
+                        box.timings.setdefault("mcp_ready_s", time.monotonic() - started)
+                        while not await _ui_answers_through(client):
+                            await pause(for_ui=True)
+                    box.timings["ui_ready_s"] = time.monotonic() - started
+                    return
+                except SandboxError:
+                    raise
+                except Exception:  # noqa: BLE001 — any other failure here means "not ready yet"
+                    await pause()
+        finally:
+            if ui_serving is not None:
+                ui_serving.cancel()
 
     def _check_alive(self, box: DockerSandbox, deadline: float) -> None:
         for container in (box.ui, box.mcp):
@@ -447,7 +552,7 @@ class DockerBackend:
 
     def _teardown(self, scenario_id: str, made: _Made) -> None:
         """Remove what this job made — recorded, or found by its labels — and free the LLM."""
-        job = {"label": [f"{RUN_LABEL}={self.run_id}", f"{JOB_LABEL}={scenario_id}"]}
+        job: _Filters = {"label": [f"{RUN_LABEL}={self.run_id}", f"{JOB_LABEL}={scenario_id}"]}
         containers = {c.id: c for c in reversed(made.containers)}  # the bridge before the UI
         for found in self._listed(lambda: self.client.containers.list(all=True, filters=job)):
             containers.setdefault(found.id, found)
@@ -477,7 +582,7 @@ class DockerBackend:
         would make its next `docker start` fail once the network is gone.
         """
         try:
-            self.client.api.disconnect_container_from_network(self.llm_container, network.id, force=True)
+            self.client.api.disconnect_container_from_network(self.llm_container, str(network.id), force=True)
         except (NotFound, APIError):
             pass  # not attached (or the LLM container is gone)
         try:
@@ -493,7 +598,7 @@ class DockerBackend:
         finally:
             if not self.in_container:
                 try:
-                    release_network(network.id)
+                    release_network(str(network.id))
                 except FirewallError:
                     pass  # a sweep by label removes them (`trialbox clean`)
 
@@ -501,7 +606,7 @@ class DockerBackend:
         """Remove everything labelled with this run (a crashed or killed run's leftovers):
         containers, then networks (LLM detached first), then their firewall rules. Returns how
         many Docker objects were removed. Safe while no sandbox of this run is open."""
-        run = {"label": f"{RUN_LABEL}={self.run_id}"}
+        run: _Filters = {"label": f"{RUN_LABEL}={self.run_id}"}
         removed = 0
         for container in self._listed(lambda: self.client.containers.list(all=True, filters=run)):
             if container.labels.get("trialbox.role") == "llm":
@@ -535,7 +640,7 @@ def repair_llm_networks(client: docker.DockerClient, llm_container: str) -> list
         except APIError:
             continue
         try:
-            client.api.disconnect_container_from_network(container.id, name, force=True)
+            client.api.disconnect_container_from_network(str(container.id), name, force=True)
             dropped.append(name)
         except (NotFound, APIError):
             pass
@@ -547,7 +652,7 @@ def _address(container: Container, network_name: str) -> str:
     address = container.attrs["NetworkSettings"]["Networks"][network_name]["IPAddress"]
     if not address:
         raise SandboxError(f"{container.name} got no address on {network_name}")
-    return address
+    return str(address)
 
 
 def engine_error_hint(exc: DockerException) -> str:
@@ -556,3 +661,77 @@ def engine_error_hint(exc: DockerException) -> str:
     if "Connection refused" in text or "FileNotFoundError" in text or "No such file" in text:
         return "no Docker engine answers — run `scripts/ensure-docker` (or `make bench`, which does)"
     return text
+
+
+#: What GAIA's Agent UI prints once its modules are imported, just before uvicorn starts
+#: (gaia/ui/server.py ``main``): the end of the "GAIA import" phase of a sandbox's start-up.
+_UI_IMPORTED_MARKER = b"Starting GAIA Agent UI server on"
+
+
+#: What uvicorn prints once GAIA's Agent UI listens: the UI is up.
+_UI_SERVING_MARKER = b"Uvicorn running on"
+
+
+async def _printed(container: Container, marker: bytes) -> bool:
+    """True once ``container`` prints ``marker``; False when its log ends first (it stopped)
+    or cannot be read. Follows Docker's log stream — an event, no polling — in a daemon thread
+    of its own: the shared executor has few workers and this wait may last seconds."""
+    loop = asyncio.get_running_loop()
+    outcome: asyncio.Future[bool] = loop.create_future()
+    streams: list[Any] = []
+
+    def settle(found: bool) -> None:
+        if not outcome.done():
+            outcome.set_result(found)
+
+    def follow() -> None:
+        found = False
+        try:
+            stream = container.logs(stream=True, follow=True, stdout=True, stderr=True)
+            streams.append(stream)
+            recent = b""
+            for chunk in stream:
+                recent = (recent + chunk)[-4096:]  # a marker split over two chunks still matches
+                if marker in recent:
+                    found = True
+                    break
+        except Exception:  # noqa: BLE001, S110 — closed by the waiter, or the container went: not found
+            pass
+        try:
+            loop.call_soon_threadsafe(settle, found)
+        except RuntimeError:
+            pass  # the event loop is gone: nobody waits any more
+
+    threading.Thread(target=follow, name=f"log follower {container.name}", daemon=True).start()
+    try:
+        return await outcome
+    finally:
+        for stream in streams:
+            stream.close()  # ends the follower's read if it still waits
+
+
+def _gaia_import_s(ui: Container) -> float | None:
+    """Seconds from the Agent UI container's process start to GAIA imported, from Docker's
+    own clock on both ends (``State.StartedAt`` and the log line's timestamp); None when
+    either is unknown. Measured inside the sandbox, so the engine's polling does not count."""
+    try:
+        ui.reload()
+        started = _docker_time(str(ui.attrs["State"]["StartedAt"]))
+        logs = ui.logs(stdout=True, stderr=True, timestamps=True)
+    except (APIError, NotFound, KeyError, ValueError):
+        return None
+    for line in logs.splitlines():
+        if _UI_IMPORTED_MARKER in line:
+            try:
+                return round(_docker_time(line.split(b" ", 1)[0].decode()) - started, 3)
+            except ValueError:
+                return None
+    return None
+
+
+def _docker_time(text: str) -> float:
+    """Docker's RFC 3339 timestamps carry nanoseconds; datetime takes microseconds."""
+    from datetime import datetime
+
+    stamp = re.sub(r"(\.\d{6})\d*", r"\1", text.strip()).replace("Z", "+00:00")
+    return datetime.fromisoformat(stamp).timestamp()

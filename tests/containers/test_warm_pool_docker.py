@@ -1,0 +1,106 @@
+"""The warm pool on real Docker: a run cancelled while its pool is full leaves nothing behind.
+
+The engine runs four trials of one scenario at concurrency 1, so the pool keeps two sandboxes
+ready ahead of the one in use. The simulated user of the first trial takes its time (it never
+says its first message: a slow user, so the timing of the test does not depend on the model's
+speed). Once all three sandboxes are ready, the run is cancelled (what Ctrl-C does).
+Nothing may be left with the run's label — containers, networks — and no host firewall rule
+of runner/sandbox/_firewall.py may name the run. No label sweep runs here (`trialbox run`
+adds one after every run): the pool and the backend must clean up by themselves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from runner.engine import Engine, LiveConversations
+from runner.report import RunConfig, RunWriter, declared_order
+from runner.sandbox.docker import RUN_LABEL, DockerBackend
+from runner.scenarios import load_suite
+from runner.settings import Backend, RunSettings, Selection, new_run_id
+from runner.status import Status
+from runner.transcript import TurnRecord, UserMessage
+
+if TYPE_CHECKING:
+    from labelled_containers import LlmCpu
+
+docker = pytest.importorskip("docker")
+
+pytestmark = pytest.mark.containers
+
+ROOT = Path(__file__).resolve().parents[2]
+SUITE = ROOT / "tests" / "fixtures" / "engine_suite"
+SCENARIO = "lighthouse_fuel"
+FULL_WITHIN_S = 600
+
+
+class SlowUser:
+    """A simulated user who never gets round to saying anything."""
+
+    async def user_message(self, scenario: Any, turn: Any, history: Sequence[TurnRecord]) -> UserMessage:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+
+def leftovers(run_id: str) -> list[str]:
+    client = docker.from_env()
+    selector: dict[str, str | list[str] | bool] = {"label": f"{RUN_LABEL}={run_id}"}
+    found = [f"container {c.name}" for c in client.containers.list(all=True, filters=selector)]
+    found += [f"network {n.name}" for n in client.networks.list(filters=selector)]
+    return found
+
+
+def firewall_rules(run_id: str) -> list[str]:
+    listing = subprocess.run(["iptables", "-S", "INPUT"], capture_output=True, text=True, check=True)
+    return [line for line in listing.stdout.splitlines() if f"trialbox.run={run_id} " in line]
+
+
+def test_a_run_cancelled_with_a_full_pool_leaves_no_container_network_or_rule(
+    tmp_path: Path, llm_cpu: LlmCpu
+) -> None:
+    settings = RunSettings(
+        run_id=new_run_id(), suite_paths=[SUITE / "scenarios"], corpus_root=SUITE / "corpus",
+        results_root=tmp_path, selection=Selection(ids=[SCENARIO]), backend=Backend.DOCKER,
+        device="cpu", llm_url=llm_cpu.url, llm_container=llm_cpu.name, judge_provider="none",
+        simulator_mode="scripted", concurrency=1, trials=4,
+    )  # fmt: skip
+    suite = load_suite([SUITE / "scenarios"], SUITE / "corpus")
+    scenarios = [s for s in suite.scenarios if s.id == SCENARIO]
+    backend = DockerBackend(settings.run_id, llm_cpu.name, SUITE / "corpus")
+    live = LiveConversations(settings, backend, SlowUser())
+    writer = RunWriter(settings.run_dir, run_id=settings.run_id, config=RunConfig(),
+                       order=declared_order([SCENARIO]))
+    engine = Engine(settings, scenarios, live, None, writer, say=lambda line: None)
+    seen: dict[str, object] = {}
+
+    async def run_then_cancel() -> None:
+        task = asyncio.create_task(engine.run())
+        deadline = time.monotonic() + FULL_WITHIN_S
+        # Full: the first job has its sandbox and the pool holds two more, ready.
+        while not (live.pool is not None and len(live.pool.ready) == 2 and len(live.pool.waiting) == 2):
+            assert not task.done(), f"the run ended before its pool was full: {task.result()}"
+            assert time.monotonic() < deadline, f"the pool was not full within {FULL_WITHIN_S} s"
+            await asyncio.sleep(0.2)
+        seen["containers"] = len([c for c in leftovers(settings.run_id) if c.startswith("container")])
+        seen["rules"] = len(firewall_rules(settings.run_id))
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    try:
+        asyncio.run(run_then_cancel())
+        # What was there to clean up: three sandboxes of two containers, each network two rules.
+        assert seen == {"containers": 6, "rules": 6}
+        assert leftovers(settings.run_id) == []
+        assert firewall_rules(settings.run_id) == []
+        statuses = {r.key: r.status for r in writer.results}
+        assert len(statuses) == 4 and Status.NOT_RUN in statuses.values()
+    finally:
+        backend.sweep()  # only if the test failed: leave the machine clean
