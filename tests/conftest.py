@@ -8,10 +8,42 @@ developer's quick `pytest tests/unit`), skips stay skips so a partial machine is
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
+# testcontainers reads these when it is imported. Ryuk, its reaper, is an image this machine
+# cannot pull; our label sweep (labelled_containers.py) does its job. The same defaults as the
+# Makefile's `make test`, so a developer's direct `pytest` behaves alike.
+os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
+os.environ.setdefault("TESTCONTAINERS_CONNECTION_MODE", "docker_host")
+os.environ.setdefault("TESTCONTAINERS_HOST_OVERRIDE", "127.0.0.1")
+
+if TYPE_CHECKING:
+    from labelled_containers import LlmCpu
+
 NO_SKIPS = os.environ.get("TRIALBOX_NO_SKIPS") == "1"
+
+
+@pytest.fixture(scope="module")
+def llm_cpu_environment() -> dict[str, str]:
+    """Extra environment for the module's llm-cpu server; a module overrides this fixture to
+    set a switch (e.g. TRIALBOX_LLM_FORCE_TOOL)."""
+    return {}
+
+
+@pytest.fixture(scope="module")
+def llm_cpu(request: pytest.FixtureRequest, llm_cpu_environment: dict[str, str]) -> Iterator[LlmCpu]:
+    """One llm-cpu server per test module (some modules stop and restart theirs): `.name`,
+    `.url` (its address on Docker's bridge), `.container` (the docker SDK container). Labelled
+    `trialbox.run=pytest-llm-<module>-<random>`, removed with anything under that label."""
+    # Imported when a test asks for it: the unit layer never loads Docker's libraries.
+    from labelled_containers import llm_cpu_container, new_tag
+
+    module = request.module.__name__.rpartition(".")[2].removeprefix("test_").replace("_", "-")
+    with llm_cpu_container(new_tag(f"llm-{module}"), llm_cpu_environment) as server:
+        yield server
 
 
 @pytest.hookimpl(hookwrapper=True)

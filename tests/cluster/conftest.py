@@ -1,42 +1,31 @@
-"""Fixtures: one labelled llm-cpu container and a local Ray cluster (local_cluster.py)."""
+"""Fixtures: the module's llm-cpu container (tests/conftest.py) and a local Ray cluster
+(local_cluster.py)."""
 
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
 docker = pytest.importorskip("docker")
 ray = pytest.importorskip("ray")
 
-from local_cluster import TAG, LocalCluster  # noqa: E402
+from local_cluster import LocalCluster  # noqa: E402
 from ray.cluster_utils import Cluster  # noqa: E402
 
 from runner.cluster._node import QUIET_RAY_ENV  # noqa: E402
 
+if TYPE_CHECKING:
+    from labelled_containers import LlmCpu
+
 
 @pytest.fixture(scope="module")
-def llm() -> Iterator[tuple[str, str]]:
-    client = docker.from_env()
-    container = client.containers.run(
-        "trialbox/llm-cpu:dev", detach=True, init=True, name=f"tbx-{TAG}-llm",
-        labels={"trialbox.run": TAG, "trialbox.role": "llm"},
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            container.reload()
-            if container.attrs["State"].get("Health", {}).get("Status") == "healthy":
-                break
-            assert container.status != "exited", container.logs(tail=30).decode()
-            time.sleep(1)
-        else:
-            pytest.fail("llm-cpu did not become healthy in 180 s")
-        yield container.name, f"http://{container.attrs['NetworkSettings']['IPAddress']}:13305"
-    finally:
-        container.remove(force=True)
+def llm(llm_cpu: LlmCpu) -> tuple[str, str]:
+    """The module's llm-cpu server (`llm_cpu`, tests/conftest.py) as nodes are given it:
+    (container name, URL on Docker's bridge)."""
+    return llm_cpu.name, llm_cpu.url
 
 
 @pytest.fixture(scope="module")

@@ -12,14 +12,16 @@ import os
 import sqlite3
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import yaml
 
 from runner.capture import capture
+
+if TYPE_CHECKING:
+    from labelled_containers import LlmCpu
 
 docker = pytest.importorskip("docker")
 
@@ -28,37 +30,16 @@ pytestmark = [pytest.mark.containers, pytest.mark.timeout(1500)]
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "tests" / "fixtures" / "engine_suite"
 CORPUS = SUITE / "corpus"
-RUN_ID = f"pytest-capture-{int(time.time())}"
 
 
 @pytest.fixture(scope="module")
-def llm() -> Iterator[tuple[str, str]]:
-    """A labelled llm-cpu container forcing query_documents, so the replies have tool steps."""
-    client = docker.from_env()
-    container = client.containers.run(
-        "trialbox/llm-cpu:dev", detach=True, init=True, name=f"tbx-{RUN_ID}-llm",
-        labels={"trialbox.run": RUN_ID, "trialbox.role": "llm"},
-        environment={"TRIALBOX_LLM_FORCE_TOOL": "query_documents"},
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            container.reload()
-            if container.attrs["State"].get("Health", {}).get("Status") == "healthy":
-                break
-            assert container.status != "exited", container.logs(tail=30).decode()
-            time.sleep(1)
-        else:
-            pytest.fail("llm-cpu did not become healthy in 180 s")
-        yield container.name, f"http://{container.attrs['NetworkSettings']['IPAddress']}:13305"
-    finally:
-        container.remove(force=True)
-        leftovers = client.containers.list(all=True, filters={"label": f"trialbox.run={RUN_ID}"})
-        assert leftovers == [], f"left behind: {[x.name for x in leftovers]}"
+def llm_cpu_environment() -> dict[str, str]:
+    """The module's llm-cpu server forces query_documents, so the replies have tool steps."""
+    return {"TRIALBOX_LLM_FORCE_TOOL": "query_documents"}
 
 
-def trialbox(llm: tuple[str, str], results: Path, *args: str) -> Path:
-    container, url = llm
+def trialbox(llm: LlmCpu, results: Path, *args: str) -> Path:
+    container, url = llm.name, llm.url
     env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "TRIALBOX_JUDGE_URL")}
     done = subprocess.run(
         [sys.executable, "-m", "runner.cli", "run", *args, "--corpus", str(CORPUS), "--device", "cpu",
@@ -67,11 +48,14 @@ def trialbox(llm: tuple[str, str], results: Path, *args: str) -> Path:
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=1400,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-4000:]
-    return Path(json.loads(done.stdout)["run_dir"])
+    run_dir = Path(json.loads(done.stdout)["run_dir"])
+    leftovers = docker.from_env().containers.list(all=True, filters={"label": f"trialbox.run={run_dir.name}"})
+    assert leftovers == [], f"left behind: {[x.name for x in leftovers]}"
+    return run_dir
 
 
-def test_a_docker_sandbox_session_round_trips(llm: tuple[str, str], tmp_path: Path) -> None:
-    first = trialbox(llm, tmp_path / "results-1", str(SUITE / "scenarios"), "-s", "orchard_apples")
+def test_a_docker_sandbox_session_round_trips(llm_cpu: LlmCpu, tmp_path: Path) -> None:
+    first = trialbox(llm_cpu, tmp_path / "results-1", str(SUITE / "scenarios"), "-s", "orchard_apples")
     database = first / "artifacts" / "orchard_apples" / "gaia_chat.db"
     with sqlite3.connect(database) as conn:
         [(indexed_at,)] = conn.execute("SELECT filepath FROM documents").fetchall()
@@ -88,7 +72,7 @@ def test_a_docker_sandbox_session_round_trips(llm: tuple[str, str], tmp_path: Pa
                                 str(CORPUS)], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert validated.returncode == 0, validated.stdout + validated.stderr
 
-    second = trialbox(llm, tmp_path / "results-2", str(tree))
+    second = trialbox(llm_cpu, tmp_path / "results-2", str(tree))
     [row] = json.loads((second / "scorecard.json").read_text())["scenarios"]
     assert row["id"] == result.scenario_id and row["status"] in ("NOT_JUDGED", "FAIL")
     tool_checks = [c for turn in row["turns"] for c in turn["checks"] if c["type"] == "expected_tools"]

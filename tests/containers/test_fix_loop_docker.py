@@ -14,8 +14,8 @@ import json
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import typer
@@ -25,6 +25,9 @@ from runner.fix._command import fix_command
 from runner.fix._patch import tree_hash
 from runner.report import read_any_scorecard
 
+if TYPE_CHECKING:
+    from labelled_containers import LlmCpu
+
 docker = pytest.importorskip("docker")
 
 pytestmark = [pytest.mark.containers, pytest.mark.timeout(1500)]
@@ -32,7 +35,6 @@ pytestmark = [pytest.mark.containers, pytest.mark.timeout(1500)]
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "broken_agent"
 AGENTS = FIXTURE / "agents"
-RUN_LABEL = f"pytest-fixloop-{int(time.time())}"
 
 app = typer.Typer()
 app.command("fix")(fix_command)
@@ -43,29 +45,26 @@ def _version() -> None:  # a second command keeps `fix` a sub-command, as in tri
     print("test")
 
 
-@pytest.fixture(scope="module")
-def llm() -> Iterator[tuple[str, str]]:
-    """(container name, URL) of one llm-cpu server with the forced-tool switch on."""
+@pytest.fixture(scope="module", autouse=True)
+def images_built() -> None:
     client = docker.from_env()
     for image in ("trialbox/agent-ui:dev", "trialbox/llm-cpu:dev", "trialbox/fixer:dev"):
         try:
             client.images.get(image)
         except docker.errors.ImageNotFound:
             pytest.fail(f"{image} is not built — `trialbox images`")
-    container = client.containers.run(
-        "trialbox/llm-cpu:dev", detach=True, init=True, name=f"tbx-{RUN_LABEL}-llm",
-        labels={"trialbox.run": RUN_LABEL, "trialbox.role": "llm"},
-        environment={"TRIALBOX_LLM_FORCE_TOOL": "query_documents"})
-    try:
-        deadline = time.monotonic() + 180
-        while container.attrs["State"].get("Health", {}).get("Status") != "healthy":
-            assert time.monotonic() < deadline, "llm-cpu did not become healthy in 180 s"
-            assert container.status != "exited", container.logs(tail=30).decode()
-            time.sleep(1)
-            container.reload()
-        yield container.name, f"http://{container.attrs['NetworkSettings']['IPAddress']}:13305"
-    finally:
-        container.remove(force=True)
+
+
+@pytest.fixture(scope="module")
+def llm_cpu_environment() -> dict[str, str]:
+    """The module's llm-cpu server (`llm_cpu`, tests/conftest.py) has the forced-tool switch on."""
+    return {"TRIALBOX_LLM_FORCE_TOOL": "query_documents"}
+
+
+@pytest.fixture(scope="module")
+def llm(llm_cpu: LlmCpu) -> tuple[str, str]:
+    """(container name, URL) of the module's llm-cpu server."""
+    return llm_cpu.name, llm_cpu.url
 
 
 def _fix(llm: tuple[str, str], results: Path, *args: str) -> tuple[int, str]:

@@ -20,6 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from testcontainers.core.container import DockerContainer
+from testcontainers.core.wait_strategies import ExecWaitStrategy
 
 from runner.fix._fixers import FixerOptions, fixer_spec
 from runner.fix._sandbox import FIXER_IMAGE, FixSandbox, proxy_refusals
@@ -97,14 +99,22 @@ def world(client) -> Iterator[dict]:  # type: ignore[no-untyped-def]
     allowed = ScriptedOpenAI(repair_script(), host=gateway)
     second = ScriptedOpenAI([], host=gateway)
     canary = ScriptedOpenAI([], host="0.0.0.0")
-    other = client.containers.run(FIXER_IMAGE, command=["python3", "-m", "http.server", "8080"], detach=True,
-                                  labels={"trialbox.run": LABEL}, name=f"tbx-{LABEL}-other")
-    other.reload()
+    # Serving before the probe runs, so its refusal is the sandbox's doing, not a slow start.
+    serving = ExecWaitStrategy(["python3", "-c", "import urllib.request as u; u.urlopen('http://127.0.0.1:8080/')"])
+    other = (
+        DockerContainer(FIXER_IMAGE, name=f"tbx-{LABEL}-other")
+        .with_command(["python3", "-m", "http.server", "8080"])
+        .with_kwargs(labels={"trialbox.run": LABEL}, network="bridge")  # the default bridge, named
+        .waiting_for(serving.with_startup_timeout(60))
+    )
     try:
+        other.start()
+        wrapped = other.get_wrapped_container()
+        wrapped.reload()
         yield {"gateway": gateway, "allowed": allowed, "second": second, "canary": canary,
-               "other": (other.attrs["NetworkSettings"]["IPAddress"], 8080)}
+               "other": (wrapped.attrs["NetworkSettings"]["Networks"]["bridge"]["IPAddress"], 8080)}
     finally:
-        other.remove(force=True)
+        other.stop()
         for server in (allowed, second, canary):
             server.close()
 

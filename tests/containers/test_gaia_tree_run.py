@@ -13,11 +13,13 @@ import json
 import os
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from labelled_containers import LlmCpu
 
 docker = pytest.importorskip("docker")
 
@@ -25,38 +27,11 @@ pytestmark = [pytest.mark.containers, pytest.mark.timeout(1500)]
 
 ROOT = Path(__file__).resolve().parents[2]
 TREE = ROOT / "tests" / "fixtures" / "gaia_repo" / "eval" / "scenarios"
-RUN_ID = f"pytest-gaiatree-{int(time.time())}"
 TRIALBOX = Path(sys.executable).with_name("trialbox")
 
 
-@pytest.fixture(scope="module")
-def llm() -> Iterator[tuple[str, str]]:
-    """A labelled llm-cpu container; the engine reaches it at its address on Docker's bridge."""
-    client = docker.from_env()
-    container = client.containers.run(
-        "trialbox/llm-cpu:dev", detach=True, init=True, name=f"tbx-{RUN_ID}-llm",
-        labels={"trialbox.run": RUN_ID, "trialbox.role": "llm"},
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            container.reload()
-            if container.attrs["State"].get("Health", {}).get("Status") == "healthy":
-                break
-            assert container.status != "exited", container.logs(tail=30).decode()
-            time.sleep(1)
-        else:
-            pytest.fail("llm-cpu did not become healthy in 180 s")
-        address = container.attrs["NetworkSettings"]["IPAddress"]
-        yield container.name, f"http://{address}:13305"
-    finally:
-        container.remove(force=True)
-        leftovers = client.containers.list(all=True, filters={"label": f"trialbox.run={RUN_ID}"})
-        assert leftovers == [], f"left behind: {[x.name for x in leftovers]}"
-
-
-def test_a_gaia_tree_runs_as_it_is_in_docker_sandboxes(llm: tuple[str, str], tmp_path: Path) -> None:
-    container, url = llm
+def test_a_gaia_tree_runs_as_it_is_in_docker_sandboxes(llm_cpu: LlmCpu, tmp_path: Path) -> None:
+    container, url = llm_cpu.name, llm_cpu.url
     env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
     done = subprocess.run(
         [str(TRIALBOX), "run", str(TREE), "--category", "rag_quality", "--category", "captured",
@@ -84,3 +59,5 @@ def test_a_gaia_tree_runs_as_it_is_in_docker_sandboxes(llm: tuple[str, str], tmp
     derived = [c for r in results.values() for t in r["turns"] for c in t["checks"] if c.get("derived")]
     assert derived, "numeric expected answers must derive exact checks"
     assert (run_dir / "scorecard.gaia.json").is_file()
+    leftovers = docker.from_env().containers.list(all=True, filters={"label": f"trialbox.run={run_dir.name}"})
+    assert leftovers == [], f"left behind: {[x.name for x in leftovers]}"

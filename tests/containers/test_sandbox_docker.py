@@ -12,10 +12,13 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from labelled_containers import LlmCpu
 
 docker = pytest.importorskip("docker")
 
@@ -41,58 +44,35 @@ def _client():  # type: ignore[no-untyped-def]
     return client
 
 
-@pytest.fixture(scope="module")
-def llm_container() -> Iterator[str]:
-    client = _client()
-    container = client.containers.run(
-        "trialbox/llm-cpu:dev", detach=True, init=True, name=f"tbx-{RUN_ID}-llm",
-        labels={"trialbox.run": RUN_ID, "trialbox.role": "llm"},
-    )
-    try:
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            container.reload()
-            health = container.attrs["State"].get("Health", {}).get("Status")
-            if health == "healthy":
-                break
-            assert container.status != "exited", container.logs(tail=30).decode()
-            time.sleep(1)
-        else:
-            pytest.fail("llm-cpu did not become healthy in 180 s")
-        yield container.name
-    finally:
-        container.remove(force=True)
+@pytest.fixture(scope="module", autouse=True)
+def engine_and_images() -> None:
+    """A Docker engine answers and both images are built, before the module's LLM server starts."""
+    _client()
 
 
-def llm_address(name: str) -> str:
-    container = docker.from_env().containers.get(name)
-    networks = container.attrs["NetworkSettings"]["Networks"]
-    return f"http://{next(iter(networks.values()))['IPAddress']}:13305"
-
-
-def run(results: Path, llm: str, *args: str) -> subprocess.CompletedProcess[str]:
+def run(results: Path, llm: LlmCpu, *args: str) -> subprocess.CompletedProcess[str]:
     command = [
         sys.executable, "-m", "runner.cli", "run", str(SUITE / "scenarios"),
         "--corpus", str(SUITE / "corpus"), "--backend", "docker", "--device", "cpu",
-        "--llm-container", llm, "--llm-url", llm_address(llm), "--judge-provider", "none",
+        "--llm-container", llm.name, "--llm-url", llm.url, "--judge-provider", "none",
         "--simulator", "scripted", "--results", str(results), *args,
     ]  # fmt: skip
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=1200)
 
 
 def labelled(client, run_id: str) -> list[str]:  # type: ignore[no-untyped-def]
-    """Every container, network and volume of a run, except the module's LLM server."""
+    """Every container, network and volume of a run (the module's LLM server has its own label)."""
     flt = {"label": f"trialbox.run={run_id}"}
-    names = [c.name for c in client.containers.list(all=True, filters=flt) if not c.name.endswith("-llm")]
+    names = [c.name for c in client.containers.list(all=True, filters=flt)]
     names += [n.name for n in client.networks.list(filters=flt)]
     names += [v.name for v in client.volumes.list(filters=flt)]
     return names
 
 
 @pytest.fixture(scope="module")
-def two_scenarios(tmp_path_factory: pytest.TempPathFactory, llm_container: str) -> Path:
+def two_scenarios(tmp_path_factory: pytest.TempPathFactory, llm_cpu: LlmCpu) -> Path:
     results = tmp_path_factory.mktemp("results")
-    done = run(results, llm_container, "-s", "lighthouse_fuel", "-s", "orchard_apples")
+    done = run(results, llm_cpu, "-s", "lighthouse_fuel", "-s", "orchard_apples")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     (run_dir,) = [p for p in results.iterdir() if p.is_dir()]
     return run_dir
@@ -136,15 +116,15 @@ def test_teardown_leaves_nothing_labelled(two_scenarios: Path) -> None:
     assert labelled(docker.from_env(), card["run_id"]) == []
 
 
-def test_the_agent_ui_reaches_only_the_llm_server(llm_container: str) -> None:
+def test_the_agent_ui_reaches_only_the_llm_server(llm_cpu: LlmCpu) -> None:
     """Inside a sandbox the Agent UI resolves `llm` and nothing on the default bridge."""
     import asyncio
 
     from runner.sandbox.docker import DockerBackend
 
-    backend = DockerBackend(RUN_ID, llm_container, SUITE / "corpus")
+    backend = DockerBackend(RUN_ID, llm_cpu.name, SUITE / "corpus")
     # The same LLM server on the default bridge: a real server, but not through the sandbox net.
-    other_route = llm_address(llm_container)
+    other_route = llm_cpu.url
 
     async def probe() -> tuple[int, int]:
         async with backend.open("isolation_probe") as box:
@@ -165,7 +145,7 @@ def test_the_agent_ui_reaches_only_the_llm_server(llm_container: str) -> None:
 # -- the Agent UI's port is reachable by its own bridge only ---------------------------------
 
 
-def test_no_one_but_the_sandboxs_bridge_reaches_the_agent_ui(llm_container: str) -> None:
+def test_no_one_but_the_sandboxs_bridge_reaches_the_agent_ui(llm_cpu: LlmCpu) -> None:
     """GAIA's UI has no authentication: it listens on its container's loopback, where only
     the bridge (same network namespace) reaches it. From the host: no UI port at all, and the
     bridge refuses a request without this sandbox's token. trialbox's own switches go
@@ -176,8 +156,8 @@ def test_no_one_but_the_sandboxs_bridge_reaches_the_agent_ui(llm_container: str)
 
     from runner.sandbox.docker import MCP_PORT, UI_PORT, DockerBackend
 
-    backend = DockerBackend(RUN_ID, llm_container, SUITE / "corpus")
-    llm = docker.from_env().containers.get(llm_container)
+    backend = DockerBackend(RUN_ID, llm_cpu.name, SUITE / "corpus")
+    llm = docker.from_env().containers.get(llm_cpu.name)
 
     async def probe() -> dict[str, object]:
         async with backend.open("ui_port_probe") as box:
@@ -214,12 +194,12 @@ def test_no_one_but_the_sandboxs_bridge_reaches_the_agent_ui(llm_container: str)
 
 
 @pytest.mark.parametrize("after_s", [0.0, 0.05, 0.3, 1.0, 3.0])
-def test_a_cancelled_start_leaves_nothing_whatever_the_moment(llm_container: str, after_s: float) -> None:
+def test_a_cancelled_start_leaves_nothing_whatever_the_moment(llm_cpu: LlmCpu, after_s: float) -> None:
     import asyncio
 
     from runner.sandbox.docker import DockerBackend
 
-    backend = DockerBackend(RUN_ID, llm_container, SUITE / "corpus")
+    backend = DockerBackend(RUN_ID, llm_cpu.name, SUITE / "corpus")
     key = f"cancel_{str(after_s).replace('.', '_')}"
 
     async def start_and_cancel() -> None:
@@ -235,18 +215,18 @@ def test_a_cancelled_start_leaves_nothing_whatever_the_moment(llm_container: str
 
     asyncio.run(start_and_cancel())
     assert labelled(docker.from_env(), RUN_ID) == []
-    attached = docker.from_env().containers.get(llm_container).attrs["NetworkSettings"]["Networks"]
+    attached = docker.from_env().containers.get(llm_cpu.name).attrs["NetworkSettings"]["Networks"]
     assert all(not name.startswith("tbx-") for name in attached), attached
 
 
 def test_collect_after_the_agent_ui_died_keeps_the_rest_and_says_why(
-    llm_container: str, tmp_path: Path
+    llm_cpu: LlmCpu, tmp_path: Path
 ) -> None:
     import asyncio
 
     from runner.sandbox.docker import DockerBackend
 
-    backend = DockerBackend(RUN_ID, llm_container, SUITE / "corpus")
+    backend = DockerBackend(RUN_ID, llm_cpu.name, SUITE / "corpus")
     backend.watch_interval_s = 3600  # collect by hand here; the watchdog is test_faults.py's
 
     async def kill_then_collect() -> list[str]:
@@ -262,7 +242,7 @@ def test_collect_after_the_agent_ui_died_keeps_the_rest_and_says_why(
     assert labelled(docker.from_env(), RUN_ID) == []
 
 
-def test_a_stopped_llm_server_is_detached_and_starts_again(llm_container: str) -> None:
+def test_a_stopped_llm_server_is_detached_and_starts_again(llm_cpu: LlmCpu) -> None:
     """Teardown force-disconnects the LLM even when it is stopped (it is not listed among the
     network's endpoints then); a reference left by a killed run is repaired by the sweep."""
     import asyncio
@@ -270,8 +250,8 @@ def test_a_stopped_llm_server_is_detached_and_starts_again(llm_container: str) -
     from runner.sandbox.docker import DockerBackend, repair_llm_networks
 
     client = docker.from_env()
-    backend = DockerBackend(RUN_ID, llm_container, SUITE / "corpus")
-    llm = client.containers.get(llm_container)
+    backend = DockerBackend(RUN_ID, llm_cpu.name, SUITE / "corpus")
+    llm = client.containers.get(llm_cpu.name)
     own = set(llm.attrs["NetworkSettings"]["Networks"])
 
     async def stop_llm_inside() -> None:
@@ -285,9 +265,9 @@ def test_a_stopped_llm_server_is_detached_and_starts_again(llm_container: str) -
         # A run killed outright: its network is removed by someone else while the stopped LLM
         # still names it — `docker start` would fail until repaired.
         net = client.networks.create(f"tbx-{RUN_ID}-dangling", internal=True, labels={"trialbox.run": RUN_ID})
-        net.connect(llm_container)
+        net.connect(llm_cpu.name)
         net.remove()
-        assert repair_llm_networks(client, llm_container) == [f"tbx-{RUN_ID}-dangling"]
+        assert repair_llm_networks(client, llm_cpu.name) == [f"tbx-{RUN_ID}-dangling"]
     finally:
         llm.start()
     deadline = time.monotonic() + 180

@@ -13,6 +13,7 @@ import asyncio
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -22,6 +23,9 @@ from runner.scenarios import load_suite
 from runner.simulate import ScriptedSimulator
 from runner.target import TargetError, run_conversation
 from runner.transcript import Transcript
+
+if TYPE_CHECKING:
+    from labelled_containers import LlmCpu
 
 docker = pytest.importorskip("docker")
 
@@ -46,30 +50,19 @@ def _client():  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(scope="module")
-def llm_container() -> Iterator[str]:
-    """One llm-cpu server for the module, with the forced-tool switch on (see the docstring)."""
+def llm_cpu_environment() -> dict[str, str]:
+    """The module's llm-cpu server has the forced-tool switch on (see the docstring)."""
+    return {"TRIALBOX_LLM_FORCE_TOOL": "query_documents"}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def nothing_left_behind() -> Iterator[None]:
+    """The images are there before anything starts; nothing under RUN_ID is left after."""
     client = _client()
-    container = client.containers.run(
-        "trialbox/llm-cpu:dev", detach=True, init=True, name=f"tbx-{RUN_ID}-llm",
-        labels={"trialbox.run": RUN_ID, "trialbox.role": "llm"},
-        environment={"TRIALBOX_LLM_FORCE_TOOL": "query_documents"},
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            container.reload()
-            if container.attrs["State"].get("Health", {}).get("Status") == "healthy":
-                break
-            assert container.status != "exited", container.logs(tail=30).decode()
-            time.sleep(1)
-        else:
-            pytest.fail("llm-cpu did not become healthy in 180 s")
-        yield container.name
-    finally:
-        container.remove(force=True)
-        leftovers = client.containers.list(all=True, filters={"label": f"trialbox.run={RUN_ID}"})
-        leftovers += client.networks.list(filters={"label": f"trialbox.run={RUN_ID}"})
-        assert leftovers == [], f"left behind: {[x.name for x in leftovers]}"
+    yield
+    leftovers = client.containers.list(all=True, filters={"label": f"trialbox.run={RUN_ID}"})
+    leftovers += client.networks.list(filters={"label": f"trialbox.run={RUN_ID}"})
+    assert leftovers == [], f"left behind: {[x.name for x in leftovers]}"
 
 
 def doc_scenario():  # type: ignore[no-untyped-def]
@@ -95,14 +88,14 @@ def converse(llm: str, agent_id: str) -> Transcript:
 
 
 @pytest.fixture(scope="module")
-def under_docs_helper(llm_container: str) -> Transcript:
+def under_docs_helper(llm_cpu: LlmCpu) -> Transcript:
     # As `--agent-dir tests/fixtures/agents --agent-map doc=docs_helper` picks it.
-    return converse(llm_container, AgentRegistry([AGENTS], agent_map={"doc": "docs_helper"}).resolve("doc"))
+    return converse(llm_cpu.name, AgentRegistry([AGENTS], agent_map={"doc": "docs_helper"}).resolve("doc"))
 
 
 @pytest.fixture(scope="module")
-def under_plain_talker(llm_container: str) -> Transcript:
-    return converse(llm_container, AgentRegistry([AGENTS], agent_map={"doc": "plain_talker"}).resolve("doc"))
+def under_plain_talker(llm_cpu: LlmCpu) -> Transcript:
+    return converse(llm_cpu.name, AgentRegistry([AGENTS], agent_map={"doc": "plain_talker"}).resolve("doc"))
 
 
 def test_the_transcript_names_the_agent_and_the_gaia_version(
@@ -132,7 +125,7 @@ def test_the_document_agent_searches_and_the_toolless_one_makes_no_call(
 
 
 def test_gaia_refuses_an_unmapped_agent_type_naming_the_same_ids_as_our_registry(
-    llm_container: str,
+    llm_cpu: LlmCpu,
 ) -> None:
     """Without a mapping AgentRegistry stops `doc` before anything starts; asked anyway, the
     Agent UI refuses it too and lists exactly the ids the registry predicted."""
@@ -140,19 +133,19 @@ def test_gaia_refuses_an_unmapped_agent_type_naming_the_same_ids_as_our_registry
     [problem] = registry.problems([doc_scenario()])
     assert "'doc'" in problem and "--agent-map doc=<id>" in problem
     with pytest.raises(TargetError) as refused:
-        converse(llm_container, "doc")
+        converse(llm_cpu.name, "doc")
     message = str(refused.value)
     assert "Unknown agent_type 'doc'" in message
     listed = message.split("Registered agent ids: ", 1)[1].split(".", 1)[0]
     assert sorted(listed.split(", ")) == registry.ids
 
 
-def test_user_agent_folders_are_read_only_in_the_sandbox(llm_container: str) -> None:
+def test_user_agent_folders_are_read_only_in_the_sandbox(llm_cpu: LlmCpu) -> None:
 
     from runner.sandbox.docker import DockerBackend
 
     model = "SmolLM2-135M-Instruct-GGUF"
-    backend = DockerBackend(RUN_ID, llm_container, SUITE / "corpus", image=AGENT_UI,
+    backend = DockerBackend(RUN_ID, llm_cpu.name, SUITE / "corpus", image=AGENT_UI,
                             agent_dirs=[AGENTS], agent_model=model)
 
     async def probe() -> tuple[int, str, bool, str]:
