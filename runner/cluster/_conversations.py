@@ -7,11 +7,16 @@ plus ``device:<d>`` when ``--on device=d`` asks — and by labels for ``--on fin
 retried once on another node; a second loss is INFRA_ERROR. Each job returns once, so the
 engine records it once. Where every job ran goes to ``cluster.json`` in the run folder (never
 the cluster address: it may carry a token).
+
+Admission is the cluster's, not a fixed number: a job is sent only when the matching nodes, as
+they are *now*, have a free slot — so a node that joins mid-run takes the next job, and a job
+never waits in Ray's queue past a stop (the three-identical-errors rule) or a Ctrl-C.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
 import shutil
@@ -21,8 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import ray
 from pydantic import BaseModel, Field
+
+try:
+    import ray
+except ModuleNotFoundError as missing:  # the optional extra: say how to get it
+    raise ModuleNotFoundError("`trialbox run --cluster` needs Ray, the optional extra: "
+                              "pip install 'trialbox[cluster]'", name="ray") from missing
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from runner.cluster._node import (
@@ -42,6 +52,10 @@ from runner.status import Status
 # What `--on KEY=VALUE` may select on, and the node label each key reads.
 SELECTORS = {"device": DEVICE_LABEL, "fingerprint": FINGERPRINT_LABEL, "driver": DRIVER_LABEL,
              "node": NODE_LABEL}
+# How often a job waiting for a slot looks at the cluster again (a node may have joined).
+CAPACITY_POLL_S = 2.0
+# How long a cancelled job waits for its node to tear the sandbox down before the run ends.
+CANCEL_GRACE_S = 60.0
 # A task that ends with one of these lost its node or worker: the job itself never failed.
 LOST = (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError,
         ray.exceptions.LocalRayletDiedError, ray.exceptions.ObjectLostError,
@@ -95,23 +109,37 @@ class ClusterLog(BaseModel):
 
 @ray.remote(num_cpus=0)
 class _StartLedger:
-    """Which node each attempt started on: a lost task cannot say so itself."""
+    """Which node each attempt started on, and which attempts have ended there: a lost task
+    cannot say so itself, and a cancelled one resolves before its node has cleaned up."""
 
     def __init__(self) -> None:
         self.started: dict[str, str] = {}
+        self.ended: set[str] = set()
 
     def start(self, key: str, node_id: str) -> None:
         self.started[key] = node_id
 
+    def end(self, key: str) -> None:
+        self.ended.add(key)
+
     def where(self, key: str) -> str | None:
         return self.started.get(key)
+
+    def running(self, key: str) -> bool:
+        """Started and not ended (still busy on its node)."""
+        return key in self.started and key not in self.ended
 
 
 @ray.remote(num_cpus=0, max_retries=0)
 def _job_task(job: Job, shipment: Shipment, attempt: int, ledger: Any) -> tuple[str, dict[str, bytes]]:
     node_id = ray.get_runtime_context().get_node_id()
-    ray.get(ledger.start.remote(f"{job.key}#{attempt}", node_id))
-    return run_job_here(job, shipment, attempt, node_id)
+    key = f"{job.key}#{attempt}"
+    ray.get(ledger.start.remote(key, node_id))
+    try:
+        return run_job_here(job, shipment, attempt, node_id)
+    finally:
+        with contextlib.suppress(Exception):  # the ledger is only for the controller's waiting
+            ray.get(ledger.end.remote(key), timeout=10)
 
 
 def connect(address: str) -> None:
@@ -140,7 +168,8 @@ def parse_on(values: list[str]) -> dict[str, str]:
 def matching_nodes(on: dict[str, str]) -> list[ClusterNode]:
     """Alive nodes with sandbox slots whose labels match every --on selector."""
     found = []
-    for entry in ray.nodes():
+    entries: list[dict[str, Any]] = ray.nodes()  # type: ignore[no-untyped-call]  # ray ships it untyped
+    for entry in entries:
         resources, labels = entry.get("Resources", {}), entry.get("Labels", {}) or {}
         if not entry.get("Alive") or resources.get(SLOT_RESOURCE, 0) < 1:
             continue
@@ -166,19 +195,30 @@ class ClusterConversations:
     node_id: str | None = None  # --per-node: every job on this one node
     say: Callable[[str], None] = print
     live: bool = True
+    # Why the engine stopped starting jobs (None: it did not). A job that gets a slot after a
+    # stop is not sent: it is NOT_RUN with that reason, as the engine records it locally.
+    stopped: Callable[[], str | None] = lambda: None
+    resume: bool = False  # keep the placements the interrupted run recorded in cluster.json
     log: ClusterLog = field(default_factory=ClusterLog)
     _shipment: Any = None
     _ledger: Any = None
+    _in_flight: int = 0
+    _capacity: int = 0
+    _polled_at: float = 0.0
+    _admission: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _freed: asyncio.Event = field(default_factory=asyncio.Event)
 
     def start(self) -> list[ClusterNode]:
         """Connect, check some node can take the jobs, ship the corpus; returns the nodes."""
         connect(self.address)
-        nodes = [n for n in matching_nodes(self.on) if self.node_id in (None, n.node_id)]
+        nodes = self.nodes_now()
         if not nodes:
-            wanted = " ".join(f"{k}={v}" for k, v in self.on.items()) or "any device"
-            raise ClusterError(f"no node of the cluster offers sandbox slots for {wanted} — join "
-                               "one with `trialbox node join ADDRESS` (or change --on)")
-        self.log = ClusterLog(selector=dict(self.on), pinned_node=self.node_id, nodes=nodes)
+            raise ClusterError(f"no node of the cluster offers sandbox slots for {self._wanted()} "
+                               "— join one with `trialbox node join ADDRESS` (or change --on)")
+        kept = self._recorded_jobs() if self.resume else {}
+        self.log = ClusterLog(selector=dict(self.on), pinned_node=self.node_id, nodes=nodes,
+                              jobs=kept)
+        self._capacity, self._polled_at = sum(n.slots for n in nodes), time.monotonic()
         shipment = Shipment(
             settings_json=self.settings.model_dump_json(),
             corpus=pack(self.settings.corpus_root, "corpus"),
@@ -186,13 +226,19 @@ class ClusterConversations:
             manifest=self.manifest, agents=self.agents)
         self._shipment = ray.put(shipment)  # once: every task shares the one object
         here = ray.get_runtime_context().get_node_id()
-        self._ledger = _StartLedger.options(  # on the controller's node: it outlives any worker
+        # On the controller's node: it outlives any worker. (@ray.remote made the class an
+        # ActorClass, which mypy cannot see.)
+        self._ledger = _StartLedger.options(  # type: ignore[attr-defined]
             scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False)).remote()
         self._write_log()
         return nodes
 
+    def nodes_now(self) -> list[ClusterNode]:
+        """The matching nodes alive now (--per-node: the one pinned node, if alive)."""
+        return [n for n in matching_nodes(self.on) if self.node_id in (None, n.node_id)]
+
     def capacity(self) -> int:
-        """Sandbox slots across the matching nodes (the run's useful concurrency)."""
+        """Sandbox slots across the matching nodes at start (the run's recorded concurrency)."""
         return sum(n.slots for n in self.log.nodes) or 1
 
     async def prepare(self, jobs: Sequence[Job]) -> None:
@@ -204,6 +250,53 @@ class ClusterConversations:
     async def converse(self, job: Job) -> Outcome:
         if self._shipment is None:
             self.start()
+        refused = await self._admit()
+        if refused is not None:
+            return refused
+        try:
+            reason = self.stopped()
+            if reason is not None:
+                return Outcome(infra=Status.NOT_RUN, error=reason)
+            return await self._converse(job)
+        finally:
+            self._in_flight -= 1
+            self._freed.set()
+
+    async def _admit(self) -> Outcome | None:
+        """Wait, in declared order, for a free slot on the matching nodes as they are now; an
+        Outcome when none is left at all (every matching node gone)."""
+        async with self._admission:  # an asyncio.Lock is FIFO: jobs start in declared order
+            while self._in_flight >= self._capacity_now():
+                if self._capacity == 0:
+                    return Outcome(infra=Status.INFRA_ERROR, error=(
+                        f"no node of the cluster offers sandbox slots for {self._wanted()} any "
+                        "more — join one with `trialbox node join ADDRESS`, then resume the run"))
+                self._freed.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._freed.wait(), CAPACITY_POLL_S)
+            self._in_flight += 1
+            return None
+
+    def _capacity_now(self) -> int:
+        """Slots of the matching nodes, looked up again at most every CAPACITY_POLL_S."""
+        if time.monotonic() - self._polled_at >= CAPACITY_POLL_S:
+            self._capacity = sum(n.slots for n in self.nodes_now())
+            self._polled_at = time.monotonic()
+        return self._capacity
+
+    def _wanted(self) -> str:
+        return " ".join(f"{k}={v}" for k, v in self.on.items()) or "any device"
+
+    def _recorded_jobs(self) -> dict[str, Placement]:
+        """cluster.json's placements of an interrupted run: a resumed run keeps its finished
+        jobs, so where they ran must stay on record."""
+        path = self.settings.run_dir / "cluster.json"
+        try:
+            return ClusterLog.model_validate_json(path.read_text()).jobs
+        except (OSError, ValueError):
+            return {}
+
+    async def _converse(self, job: Job) -> Outcome:
         placement = Placement(key=job.key)
         self.log.jobs[job.key] = placement
         submitted = time.perf_counter()
@@ -227,6 +320,9 @@ class ClusterConversations:
         self._write_artifacts(job, artifacts)
         self._write_log()
         warning = report.warning
+        if report.infra is not None and report.node_name != "?":
+            # The error names no node (the stop rule compares causes across nodes): say it here.
+            warning = f"ran on node {report.node_name}; {warning}" if warning else f"ran on node {report.node_name}"
         if len(placement.attempts) > 1:
             first = placement.attempts[0]
             note = (f"attempt 1 lost with node {first.node_name or 'unknown'} ({first.error}); "
@@ -249,7 +345,10 @@ class ClusterConversations:
         try:
             text, artifacts = await ref
         except asyncio.CancelledError:
-            ray.cancel(ref)  # Ctrl-C: the node's sandbox is torn down by the task's own cleanup
+            # Ctrl-C: the task is interrupted on its node and its sandbox torn down there; wait
+            # for that (bounded) so the run's last sweep (run_on_cluster) finds nothing in use.
+            ray.cancel(ref)
+            await _settled(ref, self._ledger, f"{job.key}#{attempt}", CANCEL_GRACE_S)
             raise
         except LOST as exc:
             node_id = await self._ledger.where.remote(f"{job.key}#{attempt}")
@@ -313,6 +412,22 @@ class ClusterConversations:
         tmp = path.with_suffix(".json.tmp")
         tmp.write_text(self.log.model_dump_json(indent=2))
         tmp.replace(path)
+
+
+async def _settled(ref: Any, ledger: Any, key: str, timeout_s: float) -> None:
+    """Wait until a cancelled task has ended on its node, its sandbox swept (bounded). Ray
+    resolves a cancelled task's result at once; the ledger hears when the task itself ends."""
+    future: asyncio.Future[Any] = asyncio.wrap_future(ref.future())
+    future.add_done_callback(lambda done: done.cancelled() or done.exception())
+    deadline = time.monotonic() + timeout_s
+    await asyncio.wait([future], timeout=timeout_s)
+    while time.monotonic() < deadline:
+        try:
+            if not await ledger.running.remote(key):
+                return
+        except ray.exceptions.RayError:
+            return  # the ledger is gone with the cluster: nothing left to wait for
+        await asyncio.sleep(0.5)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -174,6 +174,9 @@ def join(address: str, *, device: str = "auto", slots: int | None = None,
     With `llm_container` the running LLM server is used as it is (its device must be given);
     otherwise the stack is ensured for `device` like `trialbox bench` does. `node_ip` is the
     address other nodes reach this one at (default: Ray's guess, the primary interface)."""
+    if not ray_command().exists():
+        raise NodeError(f"Ray is not installed beside this trialbox ({ray_command()} is missing) — "
+                        "install the optional extra: pip install 'trialbox[cluster]'")
     state_file = state_dir / "state.json"
     if state_file.exists():
         state = NodeState.model_validate_json(state_file.read_text())

@@ -10,6 +10,7 @@ validation message instead of a confusing unpickling error. Judging stays on the
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import tempfile
 import time
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from runner.cluster._node import NodeConfig, load_node_config
+from runner.cluster._node import NodeConfig, NodeError, load_node_config
 from runner.cluster._ship import Packed, unpack
 from runner.status import Status
 from runner.transcript import Transcript
@@ -78,6 +79,13 @@ def run_job_here(job: Job, shipment: Shipment, attempt: int, node_id: str) -> tu
     scratch = Path(tempfile.mkdtemp(prefix="trialbox-job-"))
     try:
         report, artifacts = asyncio.run(_converse(job, shipment, node, attempt, scratch))
+    except KeyboardInterrupt:
+        # ray.cancel (the controller's Ctrl-C) raises this in the middle of the event loop, where
+        # the sandbox's own teardown may not get to run. Only a Ctrl-C cancels, so every job of
+        # the run is going: sweep the run's objects on this node before the task ends — the
+        # controller waits for that, and ends with the node clean.
+        sweep_here(json.loads(shipment.settings_json)["run_id"])
+        raise
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     report = report.model_copy(update={"node_id": node_id,
@@ -97,8 +105,10 @@ async def _converse(job: Job, shipment: Shipment, node: NodeConfig, attempt: int
                      converse_s=0.0)
     problem = await llm_health_probe(node.llm_url)
     if problem is not None:
+        # No node name in the error: the engine stops after three identical errors, and the
+        # same cause on two nodes must compare equal (the controller names the node beside it).
         return base.model_copy(update={"infra": Status.INFRA_ERROR, "error": (
-            f"node {node.name}'s LLM server stopped answering ({problem}); restart it there "
+            f"the node's LLM server stopped answering ({problem}); restart it on that node "
             "with `trialbox up`")}), {}
     settings = controller.model_copy(update={
         "llm_url": node.llm_url,
@@ -123,6 +133,30 @@ async def _converse(job: Job, shipment: Shipment, node: NodeConfig, attempt: int
     artifacts = {p.name: p.read_bytes() for p in sorted(folder.glob("*")) if p.is_file()} if folder.is_dir() else {}
     return base.model_copy(update={"transcript": outcome.transcript, "infra": outcome.infra,
                                    "error": outcome.error, "warning": outcome.warning}), artifacts
+
+
+def sweep_here(run_id: str) -> tuple[int, list[str]]:
+    """Remove what run `run_id` left on this node's Docker engine (by its label, as a local run
+    does at its end): (objects removed, what could not be)."""
+    from runner.stack.cleanup import cleanup
+
+    report = cleanup(run_id)
+    problems = list(report.failures)
+    try:
+        node = load_node_config()
+    except NodeError:
+        return report.removed, problems  # a stray Ray worker: no LLM container of ours here
+    try:
+        import docker
+
+        from runner.sandbox.docker import repair_llm_networks
+
+        # A stopped LLM container keeps references to removed networks: `docker start` would
+        # fail on them.
+        repair_llm_networks(docker.from_env(), node.llm_container)
+    except Exception as exc:  # noqa: BLE001 — a repair failure must not hide the sweep's result
+        problems.append(f"LLM container {node.llm_container}: {exc}")
+    return report.removed, problems
 
 
 def _on_node(url: str | None, controller_llm: str, node_llm: str) -> str | None:

@@ -26,10 +26,11 @@ from runner.cluster._conversations import (
     matching_nodes,
 )
 from runner.cluster._node import NodeConfig, load_node_config
+from runner.cluster._remote import sweep_here
 from runner.engine import Engine
+from runner.errors import InfraError
 from runner.launch import (
     REJECTED_WARNING,
-    InfraError,
     agent_registry,
     check_results_root,
     open_writer,
@@ -42,6 +43,7 @@ from runner.settings import RunSettings, new_run_id
 
 T = TypeVar("T")
 MAX_CONCURRENCY = 16  # RunSettings' own bound
+SWEEP_TIMEOUT_S = 120.0
 
 
 async def run_on_cluster(settings: RunSettings, address: str, on: dict[str, str],
@@ -53,13 +55,15 @@ async def run_on_cluster(settings: RunSettings, address: str, on: dict[str, str]
     check_results_root(settings)
     agents = agent_registry(settings, scenarios)
     conversations = ClusterConversations(address, settings, on, manifest=manifest, agents=agents,
-                                         node_id=node.node_id if node else None, say=say)
+                                         node_id=node.node_id if node else None, say=say,
+                                         resume=resume)
     try:
         nodes = conversations.start()
     except ClusterError as exc:
         raise InfraError(str(exc)) from None
-    # The cluster's slots are the useful concurrency; the engine's gate would otherwise hold
-    # jobs back that a free node could take.
+    # Recorded: the cluster's slots when the run started. The engine itself admits up to the
+    # bound; ClusterConversations sends a job only when a node has a free slot *now*, so a node
+    # that joins mid-run takes work (runner/cluster/_conversations.py).
     settings.concurrency = min(MAX_CONCURRENCY, conversations.capacity())
     say(f"run {settings.run_id}: {len(scenarios)} scenario(s) × {settings.trials} trial(s) on "
         f"{len(nodes)} node(s) ({', '.join(f'{n.name}:{n.device}×{n.slots}' for n in nodes)}), "
@@ -68,6 +72,8 @@ async def run_on_cluster(settings: RunSettings, address: str, on: dict[str, str]
     described = await _describe_node(node) if node else None
     cluster_extra = {"cluster": {"nodes": [n.model_dump(mode="json") for n in nodes],
                                  "selector": on}}
+    if resume:
+        sweep_nodes(settings.run_id, nodes, say, "left over from the interrupted run")
     writer = open_writer(settings, scenarios, resume, {**(extra or {}), **cluster_extra,
                                             "agents": agents.describe()})
     if described is not None and not resume:
@@ -79,11 +85,57 @@ async def run_on_cluster(settings: RunSettings, address: str, on: dict[str, str]
         writer.config.llm_server = identity
         writer.write()
     for problem in rejected:
-        writer.warn(REJECTED_WARNING + problem)
+        if REJECTED_WARNING + problem not in writer.warnings:
+            writer.warn(REJECTED_WARNING + problem)
     say(f"results: {settings.run_dir}")
     # No controller-side LLM health probe: each node checks its own server before each job.
-    engine = Engine(settings, scenarios, conversations, judge, writer, say=say, llm_health=None)
-    return await engine.run()
+    engine = Engine(settings.model_copy(update={"concurrency": MAX_CONCURRENCY}), scenarios,
+                    conversations, judge, writer, say=say, llm_health=None)
+    conversations.stopped = lambda: stop_reason(engine)
+    try:
+        return await engine.run()
+    finally:
+        # As a local run's end: whatever a cancelled, killed or crashed sandbox left behind on
+        # a node goes by the run's label (nodes lost meanwhile are skipped).
+        try:
+            alive = conversations.nodes_now()
+        except ray.exceptions.RayError:
+            alive = nodes
+        sweep_nodes(settings.run_id, alive or nodes, say, "left behind by this run")
+
+
+def stop_reason(engine: Engine) -> str | None:
+    """Why the engine stopped starting jobs, or None. (Engine keeps it private; the cluster
+    needs it because its jobs wait for a node's slot after the engine let them start.)"""
+    return engine._stopping
+
+
+def sweep_nodes(run_id: str, nodes: list[ClusterNode], say: Callable[[str], None], why: str) -> None:
+    """Remove run `run_id`'s Docker objects on every node (by label); never raises: a sweep must
+    not hide the run's own outcome. One node after the other: nodes that share a Docker engine
+    (a test cluster, two nodes on one box) would otherwise race to remove the same objects."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    for node in nodes:
+        strategy = NodeAffinitySchedulingStrategy(node.node_id, soft=False)
+        try:
+            count, problems = ray.get(_sweep_task.options(scheduling_strategy=strategy).remote(run_id),
+                                      timeout=SWEEP_TIMEOUT_S)
+        except (ray.exceptions.RayError, TimeoutError) as exc:
+            text = str(exc).strip()
+            say(f"warning: could not sweep run {run_id}'s Docker objects on node {node.name}: "
+                f"{text.splitlines()[0] if text else type(exc).__name__}")
+            continue
+        for problem in problems:
+            say(f"warning: node {node.name}: could not remove {problem}")
+        if count:
+            say(f"removed {count} Docker object(s) {why} on node {node.name} "
+                f"(label trialbox.run={run_id})")
+
+
+@ray.remote(num_cpus=0, max_retries=0)
+def _sweep_task(run_id: str) -> tuple[int, list[str]]:
+    return sweep_here(run_id)
 
 
 class NodeRun(BaseModel):
