@@ -224,8 +224,13 @@ def run(
 def _run_on_cluster(settings: RunSettings, address: str, on: list[str], per_node: bool,
                     resume: bool) -> int:
     """`run --cluster`: the same plan, each job placed on a node (runner/cluster)."""
-    from runner.cluster._conversations import ClusterError, parse_on
-    from runner.cluster._run import run_blocking, run_on_cluster, run_per_node
+    try:
+        from runner.cluster._conversations import ClusterError, parse_on
+        from runner.cluster._run import run_blocking, run_on_cluster, run_per_node
+    except ModuleNotFoundError as exc:
+        if exc.name != "ray":
+            raise
+        fail(str(exc), EXIT_USAGE)
     from runner.launch import exit_code
 
     try:
@@ -250,10 +255,11 @@ def _run_on_cluster(settings: RunSettings, address: str, on: list[str], per_node
     except InfraError as exc:
         fail(str(exc), EXIT_INFRA)
     except KeyboardInterrupt:
-        say(f"interrupted: partial scorecard in {settings.run_dir}")
+        run_dir = settings.run_dir
+        say(f"interrupted: partial scorecard in {run_dir}; continue with `trialbox run --resume "
+            f"{run_dir} --cluster ADDRESS` (or TRIALBOX_CLUSTER)")
         return EXIT_INFRA
-    print_summary(card, settings.run_dir)
-    return _baseline_steps(settings, card, exit_code(card, settings.min_pass_rate))
+    return _baseline_steps(settings, card, _report_and_gate(card, settings))
 
 
 @node_app.command("join")

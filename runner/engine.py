@@ -248,6 +248,11 @@ class Engine:
     stopped_by_infrastructure: bool = False
     _samples: dict[str, list[RejudgeSample]] = field(default_factory=dict)
 
+    @property
+    def stopping(self) -> str | None:
+        """Why the run starts no further job (a stop rule fired), or None while it goes on."""
+        return self._stopping
+
     def plan(self) -> list[Job]:
         """Every job in declared order, minus those a resumed run already finished."""
         trials = self.settings.trials

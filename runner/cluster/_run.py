@@ -91,7 +91,8 @@ async def run_on_cluster(settings: RunSettings, address: str, on: dict[str, str]
     # No controller-side LLM health probe: each node checks its own server before each job.
     engine = Engine(settings.model_copy(update={"concurrency": MAX_CONCURRENCY}), scenarios,
                     conversations, judge, writer, say=say, llm_health=None)
-    conversations.stopped = lambda: stop_reason(engine)
+    # Jobs wait for a node's free slot after the engine let them start: they ask it first.
+    conversations.stopped = lambda: engine.stopping
     try:
         return await engine.run()
     finally:
@@ -102,12 +103,6 @@ async def run_on_cluster(settings: RunSettings, address: str, on: dict[str, str]
         except ray.exceptions.RayError:
             alive = nodes
         sweep_nodes(settings.run_id, alive or nodes, say, "left behind by this run")
-
-
-def stop_reason(engine: Engine) -> str | None:
-    """Why the engine stopped starting jobs, or None. (Engine keeps it private; the cluster
-    needs it because its jobs wait for a node's slot after the engine let them start.)"""
-    return engine._stopping
 
 
 def sweep_nodes(run_id: str, nodes: list[ClusterNode], say: Callable[[str], None], why: str) -> None:

@@ -163,6 +163,7 @@ def test_ctrl_c_tears_the_sandboxes_down_on_the_nodes_and_resume_finishes(
             process.kill()
     output = (tmp_path / "first.log").read_text()
     assert code == EXIT_INFRA, output
+    assert f"continue with `trialbox run --resume {run_dir} --cluster ADDRESS`" in output, output
     assert _labelled(run_dir.name) == [], output
     card = _card(run_dir)
     interrupted = [r for r in card.scenarios if r.status is Status.NOT_RUN]
