@@ -19,10 +19,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-import docker
-from docker.errors import DockerException, ImageNotFound
-
-from runner.stack.images import BuiltImage, ImageBuildError, _build, repo_root
+from runner.stack.images import BuiltImage, ImageBuildError, _build, image_labels, repo_root
 
 FIXER = "fixer"
 CLAUDE_PACKAGE = "@anthropic-ai/claude-code-linux-x64"
@@ -98,15 +95,8 @@ def build_fixer_image(root: Path | None = None, base: str | None = None,
 
 def image_has_claude(tag: str) -> str | None:
     """The Claude Code version an image carries (its label), None when it has none."""
-    try:
-        client = docker.from_env()
-        try:
-            labels = client.images.get(tag).labels or {}
-        finally:
-            client.close()
-    except ImageNotFound:
+    labels = image_labels(tag)
+    if labels is None:
         return None
-    except DockerException as exc:
-        raise ImageBuildError(f"cannot ask the Docker engine about {tag}: {exc}") from exc
     version = labels.get(CLAUDE_LABEL)
     return None if version in (None, "none") else version

@@ -673,18 +673,25 @@ def build_agent_ui_image(spec: str | None = None) -> tuple[str, str]:
     return built.tag, built.labels[GAIA_VERSION_LABEL]
 
 
-def image_gaia(tag: str) -> dict[str, str | None]:
-    """What an agent-ui image says it holds: ``{"gaia_version", "gaia_spec"}`` (None: unlabelled)."""
+def image_labels(tag: str) -> dict[str, str] | None:
+    """An image's labels; None when no image has that tag."""
     try:
         client = docker.from_env()
         try:
-            labels = client.images.get(tag).labels or {}
+            return dict(client.images.get(tag).labels or {})
         finally:
             client.close()
     except ImageNotFound:
-        raise ImageBuildError(f"image {tag} is not built — `trialbox images`") from None
+        return None
     except DockerException as error:
         raise ImageBuildError(f"cannot ask the Docker engine about {tag}: {error}") from error
+
+
+def image_gaia(tag: str) -> dict[str, str | None]:
+    """What an agent-ui image says it holds: ``{"gaia_version", "gaia_spec"}`` (None: unlabelled)."""
+    labels = image_labels(tag)
+    if labels is None:
+        raise ImageBuildError(f"image {tag} is not built — `trialbox images`")
     return {"gaia_version": labels.get(GAIA_VERSION_LABEL), "gaia_spec": labels.get(GAIA_SPEC_LABEL)}
 
 
