@@ -8,6 +8,7 @@ developer's quick `pytest tests/unit`), skips stay skips so a partial machine is
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -19,6 +20,13 @@ import pytest
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 os.environ.setdefault("TESTCONTAINERS_CONNECTION_MODE", "docker_host")
 os.environ.setdefault("TESTCONTAINERS_HOST_OVERRIDE", "127.0.0.1")
+
+# Several tests press Ctrl-C on a trialbox process (SIGINT) as a user at a terminal would. A
+# shell starts a background job (`make test &`, a CI script's `cmd &`) with SIGINT *ignored*, and
+# every child inherits that, so the trialbox under test would never see the signal. Give SIGINT
+# its usual meaning here; children then start with the default disposition.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 if TYPE_CHECKING:
     from labelled_containers import LlmCpu
