@@ -162,6 +162,15 @@ def _state_of(container: Container) -> str | None:
     return f"is {container.status} (exit code {state.get('ExitCode')}){killed}"
 
 
+def _death_of(box: DockerSandbox) -> str | None:
+    """Which of the sandbox's containers is no longer running, and how it ended; None: both run."""
+    for role, container in (("Agent UI", box.ui), ("MCP bridge", box.mcp)):
+        state = _state_of(container)
+        if state is not None:
+            return f"the {role} container {container.name} {state} mid-scenario"
+    return None
+
+
 def _save_logs(container: Container, path: Path) -> None:
     path.write_bytes(container.logs(stdout=True, stderr=True))
 
@@ -359,6 +368,11 @@ class DockerBackend:
             raise
         finally:
             watchdog.cancel()
+        # The watchdog looks every few seconds; a container that died since then (the bridge
+        # answers "cannot connect" at once when the UI is killed) is still what went wrong.
+        died = await asyncio.to_thread(_death_of, box)
+        if died is not None:
+            raise SandboxError(died)
 
     async def stop(self, begun: DockerStart) -> None:
         """Remove everything the start made (also found by its labels). Runs to its end even
@@ -541,12 +555,11 @@ class DockerBackend:
         without its network namespace and every MCP call hanging until its read timeout."""
         while True:
             await asyncio.sleep(self.watch_interval_s)
-            for role, container in (("Agent UI", box.ui), ("MCP bridge", box.mcp)):
-                state = await asyncio.to_thread(_state_of, container)
-                if state is not None:
-                    box.died = f"the {role} container {container.name} {state} mid-scenario"
-                    task.cancel()
-                    return
+            died = await asyncio.to_thread(_death_of, box)
+            if died is not None:
+                box.died = died
+                task.cancel()
+                return
 
     # -- teardown -------------------------------------------------------------------------
 

@@ -224,15 +224,20 @@ def test_collect_after_the_agent_ui_died_keeps_the_rest_and_says_why(
 ) -> None:
     import asyncio
 
+    from runner.sandbox import SandboxError
     from runner.sandbox.docker import DockerBackend
 
     backend = DockerBackend(RUN_ID, llm_cpu.name, SUITE / "corpus")
     backend.watch_interval_s = 3600  # collect by hand here; the watchdog is test_faults.py's
 
     async def kill_then_collect() -> list[str]:
-        async with backend.open("collect_after_kill") as box:
-            box.ui.kill()
-            return await box.collect(tmp_path / "artifacts")
+        problems: list[str] = []
+        # Leaving the sandbox says the death too, though the watchdog never looked.
+        with pytest.raises(SandboxError, match="the Agent UI container .* mid-scenario"):
+            async with backend.open("collect_after_kill") as box:
+                box.ui.kill()
+                problems = await box.collect(tmp_path / "artifacts")
+        return problems
 
     problems = asyncio.run(kill_then_collect())
     assert len(problems) == 1 and problems[0].startswith("gaia_chat.db: the Agent UI container is exited"), problems
