@@ -124,7 +124,7 @@ def test_sandbox_opens_ready_and_closes_without_leftovers(backend: LocalBackend)
             return box
 
     box = asyncio.run(scenario_run())
-    # Each start-up phase is recorded (runner/benchmark.py reads cold_start_s); their order is
+    # Each start-up phase is recorded (scripts/bench-sandbox reads cold_start_s); their order is
     # not asserted: the waits run one after the other, so it holds by construction.
     assert set(box.timings) == {"ui_ready_s", "mcp_ready_s", "cold_start_s"}, box.timings
     assert processes_using(box.home) == [], "processes outlived the sandbox"
