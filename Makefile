@@ -27,7 +27,7 @@ docker: host-packages
 # The venv is rebuilt only when pyproject.toml changes (stamp file).
 $(VENV)/.installed: pyproject.toml
 	@test -x $(BIN)/python || $(HOST_PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet -e '.[test,llm,corpus,cluster]'
+	$(BIN)/pip install --quiet -e '.[test,llm,corpus,cluster,inspect]'
 	@touch $@
 
 install: $(VENV)/.installed
