@@ -25,6 +25,9 @@ from runner.evidence import (
     first_difference,
     in_order_matches,
 )
+from runner.literals import MIN_LITERAL_CHARACTERS, characters, literal_in
+from runner.numbers import NUMBER as _NUMBER
+from runner.numbers import FoundNumber, find_numbers, number_matches, value_of
 from runner.outcomes import CheckResult
 from runner.scenarios import (
     CHECK_TYPES,
@@ -45,10 +48,12 @@ from runner.scenarios import (
     Turn,
 )
 from runner.scenarios._checks import CHECK_MODELS
+from runner.scenarios._regex import user_regex_search
 from runner.transcript import IndexedDocument, Transcript, TurnRecord
 
 __all__ = [
     "CHECK_TYPES",
+    "CANDIDATE_BAND",
     "DERIVED_TOLERANCE",
     "EXPECTED_TOOLS",
     "MAX_LITERAL_WORDS",
@@ -68,6 +73,7 @@ __all__ = [
     "ToolsExact",
     "ToolsInOrder",
     "amount_of",
+    "hedged",
     "derived_checks",
     "deviation_band",
     "expected_tools_check",
@@ -168,7 +174,10 @@ def run_all_checks(scenario: Scenario, transcript: Transcript,
 
 
 def _decide(item: Planned, context: _Context) -> CheckResult:
-    passed, diagnostic = _DECIDERS[type(item.check)](item.check, context)
+    if item.derived and isinstance(item.check, AnswerContains):
+        passed, diagnostic = _derived_literal(item.check, context)
+    else:
+        passed, diagnostic = _DECIDERS[type(item.check)](item.check, context)
     return CheckResult(type=item.label, turn=context.turn, passed=passed, derived=item.derived,
                        diagnostic="" if passed else item.origin + diagnostic)
 
@@ -218,8 +227,10 @@ def derived_checks(turn: Turn) -> list[AnswerContains | AnswerNumber]:
     """Exact answer checks derived from the turn's ground_truth.expected_answer.
 
     A number or an amount ("$412,000", "24.6", "12%") becomes answer_number within GAIA's 5%;
-    a short literal (≤ MAX_LITERAL_WORDS words) becomes answer_contains, ignoring case and
-    spacing; anything else derives nothing. A list derives one check per item.
+    a short literal (≤ MAX_LITERAL_WORDS words, ≥ MIN_LITERAL_CHARACTERS letters and digits)
+    becomes answer_contains, decided on whole tokens (runner/literals.py: case, punctuation,
+    thousands separators, currency words and date formats do not matter); anything else
+    derives nothing. A list derives one check per item.
     """
     truth = turn.ground_truth
     if truth is None or not has_expected_answer(truth):
@@ -242,6 +253,8 @@ def _derive(value: object) -> AnswerContains | AnswerNumber | None:
     amount = amount_of(text)
     if amount is not None:
         return AnswerNumber(type="answer_number", value=amount, tolerance=DERIVED_TOLERANCE)
+    if characters(text) < MIN_LITERAL_CHARACTERS:
+        return None  # "No", "A": found by chance in almost any answer — the judge decides
     if len(text.split()) <= MAX_LITERAL_WORDS:
         return AnswerContains(type="answer_contains", text=text, ignore_case=True)
     return None
@@ -265,7 +278,7 @@ def amount_of(text: str) -> float | None:
     counted = not before and len(after) <= 2 and all(word.isalpha() for word in after)
     if not counted and any(word not in _UNIT_WORDS for word in before + after):
         return None
-    value = find_numbers(match.group(0))[0].value
+    value = value_of(match)
     raw = match.group(0)
     plain = not (_CURRENCY.search(raw) or match["word"] or match["suffix"] or match["percent"])
     if plain and re.fullmatch(r"\d{4}", match["digits"]) and 1900 <= value <= 2100:
@@ -284,7 +297,8 @@ def argument_matches(matcher: ArgumentMatcher, value: Any) -> bool:
     if "equals" in matcher.model_fields_set:
         return bool(value == matcher.equals)
     text = value if isinstance(value, str) else json.dumps(value, default=str)
-    return re.search(matcher.matches or "", text) is not None
+    # RE2, not `re`: a user's pattern must not backtrack for seconds on the event loop.
+    return user_regex_search(matcher.matches or "", text)
 
 
 def call_matches(step: ToolStep | ToolCalled | ToolNotCalled, call: CallEvidence) -> bool:
@@ -387,6 +401,17 @@ def _answer_contains(check: AnswerContains, context: _Context) -> tuple[bool, st
     return False, f"expected the answer to contain {check.text!r}{how}; got {_quote(answer)}"
 
 
+def _derived_literal(check: AnswerContains, context: _Context) -> tuple[bool, str]:
+    """A literal derived from ground truth, matched as whole tokens (runner/literals.py): a
+    declared answer_contains is the author's exact substring, a derived one is a fact that a
+    correct answer may write another way ("September 8, 2026" for "8 September 2026")."""
+    answer = context.answer or ""
+    if literal_in(check.text, answer):
+        return True, ""
+    return False, (f"expected the answer to say {check.text!r} (as whole words, ignoring case, "
+                   f"punctuation and how numbers and dates are written); got {_quote(answer)}")
+
+
 def _answer_not_contains(check: AnswerNotContains, context: _Context) -> tuple[bool, str]:
     answer = context.answer or ""
     at = _position_of(check.text, answer, check.ignore_case)
@@ -395,56 +420,6 @@ def _answer_not_contains(check: AnswerNotContains, context: _Context) -> tuple[b
     around = answer[max(0, at - 40): at + len(check.text) + 40]
     return False, (f"expected the answer not to contain {check.text!r}; got it at character "
                    f"{at}: {_quote(around)}")
-
-
-@dataclass(frozen=True)
-class FoundNumber:
-    """A number read from text: its value and the text it was read from."""
-
-    value: float
-    text: str
-
-
-_SCALES = {"thousand": 1e3, "k": 1e3, "million": 1e6, "mn": 1e6, "m": 1e6,
-           "billion": 1e9, "bn": 1e9, "b": 1e9, "trillion": 1e12, "t": 1e12}
-
-_NUMBER = re.compile(
-    r"""
-    (?<![\w.])                                    # not the middle of a word or a number
-    (?P<sign>[-−])?
-    [$€£¥]?
-    (?P<digits>\d{1,3}(?:,\d{3})+(?:\.\d+)?       # 14,200,000 or 1,234.5
-             |\d+(?:\.\d+)?                       # 14200000 or 14.2
-             |\.\d+)                              # .5
-    (?:
-        \s?(?P<word>(?i:thousand|million|billion|trillion|mn|bn))\b
-      | (?P<suffix>[kKmMbBT])\b                   # 14.2M, 3k — attached only ("5 m" is metres)
-    )?
-    (?P<percent>\s?(?:%|(?i:percent)\b))?
-    """,
-    re.VERBOSE,
-)
-
-
-def find_numbers(text: str) -> list[FoundNumber]:
-    """Every number in `text`, scaled ("$14.2 million" -> 14200000).
-
-    A percentage yields two readings, 12.5 and 0.125, so the expected value may be written
-    either way; the closest reading wins.
-    """
-    found = []
-    for match in _NUMBER.finditer(text):
-        value = float(match["digits"].replace(",", ""))
-        scale = match["word"] or match["suffix"]
-        if scale:
-            value *= _SCALES[scale.lower()]
-        if match["sign"]:
-            value = -value
-        raw = match.group(0).strip()
-        found.append(FoundNumber(value, raw))
-        if match["percent"]:
-            found.append(FoundNumber(value / 100, raw))
-    return found
 
 
 _BANDS = ((0.01, "≤1%", 10), (0.05, "≤5%", 8), (0.15, "5–15%", 4), (0.50, "15–50%", 1))
@@ -465,6 +440,42 @@ def relative_deviation(found: float, expected: float) -> float:
     return abs(found - expected) / abs(expected)
 
 
+CANDIDATE_BAND = 0.5
+"""A number within 50% of the expected value is a candidate for it: the answer could be
+offering it as the figure asked for (GAIA's rubric gives anything further off 0)."""
+
+_HEDGE = re.compile(r"\b(?:or|either|maybe|perhaps|possibly|might|could be|not sure|unsure|"
+                    r"somewhere|between)\b", re.IGNORECASE)
+"""Words that offer a figure as one of several ("$400,000 or $412,000")."""
+
+
+def _candidates(answer: str, check: AnswerNumber) -> list[FoundNumber]:
+    """The answer's distinct candidates for the expected figure: each written number read the
+    way closest to the expected value, those within CANDIDATE_BAND kept, and figures within
+    the check's tolerance of one another counted once ("$1.15 million (1,150,000)")."""
+    distinct: list[FoundNumber] = []
+    for match in number_matches(answer):
+        value = value_of(match)
+        readings = [value, value / 100] if match["percent"] else [value]
+        best = min(readings, key=lambda reading: relative_deviation(reading, check.value))
+        if relative_deviation(best, check.value) > CANDIDATE_BAND + 1e-12:
+            continue
+        if all(relative_deviation(best, seen.value) > check.tolerance + 1e-12
+               for seen in distinct):
+            distinct.append(FoundNumber(best, match.group(0).strip()))
+    return distinct
+
+
+def hedged(answer: str, check: AnswerNumber) -> list[FoundNumber]:
+    """The candidates when the answer hedges between them — three or more distinct ones, or
+    two with a hedging word ("or", "maybe", "between") — else []. "Up from $3.9M to $4.2M"
+    asserts one figure and mentions another; "$3.9M, $4.2M or $4.6M" asserts none."""
+    found = _candidates(answer, check)
+    if len(found) >= 3 or (len(found) == 2 and _HEDGE.search(answer)):
+        return found
+    return []
+
+
 def _answer_number(check: AnswerNumber, context: _Context) -> tuple[bool, str]:
     answer = context.answer or ""
     numbers = find_numbers(answer)
@@ -473,6 +484,11 @@ def _answer_number(check: AnswerNumber, context: _Context) -> tuple[bool, str]:
         return False, f"expected {expected}; got no number in the answer {_quote(answer)}"
     closest = min(numbers, key=lambda n: relative_deviation(n.value, check.value))
     deviation = relative_deviation(closest.value, check.value)
+    offered = hedged(answer, check)
+    if offered:
+        listed = ", ".join(f'"{found.text}"' for found in offered)
+        return False, (f"expected {expected} asserted as one figure; got a hedged answer "
+                       f"offering {len(offered)} candidates for it: {listed}")
     if deviation <= check.tolerance + 1e-12:
         return True, ""
     band, score = deviation_band(deviation)

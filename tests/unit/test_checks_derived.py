@@ -156,8 +156,8 @@ def test_a_derived_literal_ignores_case_and_spacing():
     assert not result.passed
     assert result.diagnostic == (
         "derived from ground_truth.expected_answer 'Jane Doe': expected "
-        "the answer to contain 'Jane Doe' (ignoring case); got "
-        "'The owner is John Doe.'"
+        "the answer to say 'Jane Doe' (as whole words, ignoring case, punctuation and how "
+        "numbers and dates are written); got 'The owner is John Doe.'"
     )
 
 
@@ -238,3 +238,101 @@ def test_a_turn_never_reached_fails_its_expected_tools_and_derived_checks():
         ("answer_number", 2, True, False),
     ]
     assert all(r.diagnostic.startswith("expected turn 2 to run") for r in results)
+
+
+# --- literals match as whole tokens (issue 19: each example of its "Why") ----------------
+
+
+def test_notice_does_not_pass_on_copyright_notices():
+    assert not only("NOTICE", "Yes — keep the copyright notices when you redistribute.").passed
+    assert only("NOTICE", "It is the NOTICE file; you must pass it on.").passed
+    assert only("NOTICE", "The file is called notice.txt.").passed  # punctuation splits tokens
+
+
+@pytest.mark.parametrize("expected", ["No", "A", "Q", "ok", "n/a"])
+def test_a_literal_of_fewer_than_3_letters_or_digits_derives_no_check(expected):
+    # "No" would otherwise pass on "I do not know": deciding it is the judge's job
+    assert derived_checks(turn(**truth(expected))) == []
+
+
+@pytest.mark.parametrize("answer", [
+    "The contract ends on 8 September 2026.",
+    "It ends September 8, 2026.",
+    "End date: 2026-09-08",
+    "The 8th of September, 2026 is the last day.",
+    "sept. 8 2026",
+])
+def test_a_date_passes_every_way_of_writing_it(answer):
+    assert only("8 September 2026", answer).passed
+
+
+@pytest.mark.parametrize("answer", [
+    "It ends on 9 September 2026.", "It ends on 8 October 2026.", "2027-09-08", "In 2026.",
+])
+def test_a_date_fails_another_date(answer):
+    assert not only("8 September 2026", answer).passed
+
+
+@pytest.mark.parametrize("answer", [
+    "The Baltics, with $1,150,000.",
+    "The largest allocation goes to the Baltics: $1.15 million.",
+    "Baltics — 1,150,000 USD",
+    "The baltics region gets 1.15M dollars",
+])
+def test_a_region_and_amount_literal_passes_paraphrases(answer):
+    assert only("Baltics with $1,150,000", answer).passed
+
+
+@pytest.mark.parametrize("answer", [
+    "The Baltics, with $1,500,000.", "Poland, with $1,150,000.", "The Baltics.",
+])
+def test_a_region_and_amount_literal_fails_the_wrong_region_or_amount(answer):
+    assert not only("Baltics with $1,150,000", answer).passed
+
+
+@pytest.mark.parametrize(("expected", "answer", "passed"), [
+    # GAIA-shaped ground truths: codes, versions, names and short values
+    ("Version 2.0, January 2004", "This is version 2.0 of the licence, from January 2004.", True),
+    ("Version 2.0, January 2004", "This is version 2.1, January 2004.", False),
+    ("Q3 2025", "That was in Q3 2025.", True),
+    ("Q3 2025", "That was in Q4 2025.", False),
+    ("ISO 9001", "They hold iso-9001 certification.", True),
+    ("ISO 9001", "They hold ISO 90012.", False),
+    ("Jane Doe", "Doe, Jane owns it.", True),
+    ("Finance Director", "The Finance Director's sign-off.", True),
+    ("Finance Director", "The Finance Directorate.", False),
+    ("2025", "Published in March 2025.", True),
+    ("2025", "Published in 20256.", False),
+])
+def test_gaia_shaped_literals(expected, answer, passed):
+    assert only(expected, answer).passed is passed
+
+
+# --- amounts: the figure the answer asserts, and hedged answers ---------------------------
+
+
+def test_a_hedged_list_of_amounts_fails_even_though_one_is_right():
+    result = only("$412,000", "It is $380,000, $412,000 or $450,000.")
+    assert not result.passed
+    assert "hedged answer offering 3 candidates" in result.diagnostic
+
+
+def test_two_candidates_with_or_is_hedged():
+    assert not only("$412,000", "Either $350,000 or $412,000, I am not sure.").passed
+
+
+def test_one_figure_with_others_mentioned_is_not_hedged():
+    # a second figure of another size is context, not a candidate
+    assert only("$412,000", "Travel gets $412,000 of the $3,100,000 total.").passed
+    # two close figures without a hedging word: one asserted, one compared against
+    assert only("$4.2 million", "Revenue rose to $4.2M, up from $3.9M.").passed
+
+
+def test_the_same_figure_written_twice_is_one_candidate():
+    assert only("$1,150,000", "$1.15 million (1,150,000 USD), or about 1.15M").passed
+
+
+def test_hedging_applies_to_declared_number_checks_too():
+    t = turn(checks=[{"type": "answer_number", "value": 2450000, "tolerance": 0.001}])
+    (result,) = run_turn_checks(t, record("Maybe $2,000,000, $2,450,000 or $2,900,000."))
+    assert not result.passed and not result.derived
