@@ -18,13 +18,16 @@ import asyncio
 import posixpath
 import re
 import time
+from collections.abc import Callable
 from pathlib import PurePath
 from typing import Any
 
 from runner.agents import DEFAULT_AGENT_ID
 from runner.sandbox import Sandbox
+from runner.sandbox._collect import fetch_meter
 from runner.simulate import Simulator
 from runner.transcript import (
+    GaiaReportedPerformance,
     IndexedDocument,
     SetupTimings,
     ToolCall,
@@ -61,8 +64,13 @@ async def run_conversation(
     device: str,
     turn_timeout_s: float = DEFAULT_TURN_TIMEOUT_S,
     agent_id: str | None = None,
+    keep: Callable[[Transcript], None] | None = None,
 ) -> Transcript:
     """Run ``scenario`` against the Agent UI in ``box`` and return what happened, turn by turn.
+
+    ``keep`` is handed the transcript as soon as the session exists, and it grows in place turn
+    by turn: when the conversation is cut short (timeout, dead container, any error) the caller
+    still has the turns done so far.
 
     ``agent_id`` is the GAIA agent the session runs, as ``AgentRegistry.resolve`` picked it
     from the scenario's ``agent_type``; without one, the scenario's own ``agent_type`` (or our
@@ -90,6 +98,8 @@ async def run_conversation(
             agent_id=str(session.get("agent_type") or agent_id),
             gaia_version=status.get("version"),  # the Agent UI's own amd-gaia version
         )
+        if keep is not None:
+            keep(transcript)
         transcript.device = await _switch_device(box, session, device)
         # The session's set-up counts from connecting to the bridge: that too is time before
         # the first turn that the agent under test does not spend.
@@ -100,13 +110,46 @@ async def run_conversation(
             session_s=round(indexing - connecting, 3),
             indexing_s=round(time.perf_counter() - indexing, 3),
         )
+        await _prepare_memory(gaia, scenario)
         for turn in scenario.turns:
+            if getattr(turn, "new_session", False):
+                session = await _new_session(gaia, box, scenario, agent_id, device)
             said = as_user_message(await simulator.user_message(scenario, turn, list(transcript.turns)))
             record = await _run_turn(gaia, box, session["id"], turn.turn, said.text, turn_timeout_s)
             record.user_message_source = said.source
             record.simulator_model = said.model
             transcript.turns.append(record)
     return transcript
+
+
+async def _prepare_memory(gaia: _Gaia, scenario: Any) -> None:
+    """``setup.memory_clear`` / ``setup.memory_seed`` through GAIA's own admin MCP tools, as
+    GAIA's simulator calls them (a memory sandbox sets GAIA_MEMORY_ADMIN=1 on UI and bridge).
+    A seed item written as a bare string becomes ``{"content": ...}``, the row GAIA stores."""
+    setup = scenario.setup
+    if setup.memory_clear:
+        reply = await gaia.call("memory_clear", scope="all")
+        if _failed(reply) or "error" in reply:
+            raise TargetError(f"memory_clear failed for {scenario.id}: {_detail(reply)}")
+    if setup.memory_seed:
+        items = [{"content": item} if isinstance(item, str) else item for item in setup.memory_seed]
+        reply = await gaia.call("memory_seed", items=items)
+        if _failed(reply) or "error" in reply or reply.get("count") != len(items):
+            raise TargetError(f"memory_seed failed for {scenario.id}: {_detail(reply)}")
+
+
+async def _new_session(
+    gaia: _Gaia, box: Sandbox, scenario: Any, agent_id: str, device: str
+) -> dict[str, Any]:
+    """A turn with ``new_session: true`` opens a fresh chat session in the same sandbox (same
+    memory store, no chat history, no indexed documents): recall across sessions."""
+    session = await gaia.call("create_session", title=f"trialbox: {scenario.id} (new session)",
+                              agent_type=agent_id)
+    if _failed(session) or not session.get("id"):
+        raise TargetError(f"create_session (new session) failed for {scenario.id}: "
+                          f"{_detail(session)}")
+    await _switch_device(box, session, device)
+    return session
 
 
 def as_user_message(said: UserMessage | str) -> UserMessage:
@@ -207,6 +250,7 @@ async def _run_turn(
     gaia: _Gaia, box: Sandbox, session_id: str, number: int, message: str, timeout_s: float
 ) -> TurnRecord:
     started = time.perf_counter()
+    since = time.time()  # the front door's records of this turn arrive from now on
     reply = await gaia.call("start_message", session_id=session_id, message=message)
     if _failed(reply):
         return _errored(number, message, started, f"start_message: {_detail(reply)}")
@@ -214,6 +258,8 @@ async def _run_turn(
     wall_s = time.perf_counter() - started
     view = await gaia.call("turn_view", session_id=session_id)
     metrics = await gaia.call("turn_metrics", session_id=session_id)
+    records = await fetch_meter(box.llm_url, getattr(box, "llm_client", None), since,
+                                getattr(box, "llm_token", None))
     if view.get("outcome") == "error" and not error:
         error = f"the Agent UI reported an error: {view.get('error')}"
     return TurnRecord(
@@ -221,7 +267,7 @@ async def _run_turn(
         user_message=message,
         answer=str(view.get("content") or ""),
         tool_calls=tool_calls_from_steps(view.get("steps") or [], view.get("denials") or []),
-        performance=_performance(wall_s, metrics),
+        performance=_performance(wall_s, metrics, records),
         error=error,
     )
 
@@ -370,8 +416,47 @@ def parse_tool_detail(detail: str) -> dict[str, Any]:
     return arguments
 
 
-def _performance(wall_s: float, metrics: dict[str, Any]) -> TurnPerformance:
-    """Speed of one turn from GAIA's own numbers; None wherever GAIA reported nothing."""
+def turn_performance_from_meter(records: list[dict[str, Any]], wall_s: float) -> TurnPerformance:
+    """A turn's speed from *all* of its own requests at the front door (`trialbox_llm.meter`):
+    TTFT of the first call, decode rate over every call (tokens after each first token over
+    the time after it, summed), tokens summed. Non-streamed calls have no front-door TTFT:
+    when no call streamed, the server's self-reported figures are used and labelled so."""
+    done = sorted((r for r in records if r.get("status") == 200), key=lambda r: r["started_at"])
+    base = TurnPerformance(wall_s=round(wall_s, 3), source="not_measured", llm_calls=len(done))
+    if not done:
+        return base
+
+    def total(key: str) -> int | None:
+        values = [r.get(key) for r in done]
+        known = [v for v in values if isinstance(v, int)]
+        return sum(known) if known else None
+
+    base.input_tokens, base.output_tokens = total("prompt_tokens"), total("completion_tokens")
+    base.queue_wait_s = round(sum(float(r.get("queue_wait_s") or 0.0) for r in done), 6)
+    streamed = [r for r in done if r.get("time_to_first_token_s") is not None]
+    if streamed:
+        base.source = "front_door"
+        base.time_to_first_token_s = float(streamed[0]["time_to_first_token_s"])
+        timed = [r for r in streamed if r.get("decode_s") and r.get("completion_tokens")]
+        seconds = sum(float(r["decode_s"]) for r in timed)
+        tokens = sum(int(r["completion_tokens"]) - 1 for r in timed)
+        base.tokens_per_s = round(tokens / seconds, 3) if seconds > 0 and tokens > 0 else None
+        return base
+    reported = [r["self_reported"] for r in done if isinstance(r.get("self_reported"), dict)]
+    if reported:
+        base.source = "self_reported"
+        base.time_to_first_token_s = reported[0].get("time_to_first_token")
+        rates = [x["tokens_per_second"] for x in reported if x.get("tokens_per_second")]
+        base.tokens_per_s = round(sum(rates) / len(rates), 3) if rates else None
+    return base
+
+
+def _performance(
+    wall_s: float, metrics: dict[str, Any], records: list[dict[str, Any]] | None = None
+) -> TurnPerformance:
+    """Speed of one turn from the front door's records of this sandbox's requests; GAIA's own
+    figures are kept beside them as reported by GAIA, and used (labelled so) only when the
+    LLM has no front door to ask (`records` None)."""
 
     def number(*keys: str) -> float | None:
         for key in keys:
@@ -382,10 +467,18 @@ def _performance(wall_s: float, metrics: dict[str, Any]) -> TurnPerformance:
 
     tokens_in = number("turn_input_tokens", "tokens_in")
     tokens_out = number("turn_output_tokens", "tokens_out")
-    return TurnPerformance(
-        wall_s=round(wall_s, 3),
+    gaia = GaiaReportedPerformance(
         time_to_first_token_s=number("time_to_first_token_s"),
         tokens_per_s=number("tokens_per_second"),
         input_tokens=int(tokens_in) if tokens_in is not None else None,
         output_tokens=int(tokens_out) if tokens_out is not None else None,
+    )
+    if records is not None:
+        measured = turn_performance_from_meter(records, wall_s)
+        measured.reported_by_gaia = gaia
+        return measured
+    return TurnPerformance(
+        wall_s=round(wall_s, 3), **gaia.model_dump(),
+        source="gaia_turn_metrics" if any(gaia.model_dump().values()) else "not_measured",
+        reported_by_gaia=gaia,
     )

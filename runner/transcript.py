@@ -34,16 +34,47 @@ class ToolCall(BaseModel):
     error: str | None = Field(default=None, description="set when the tool call failed")
 
 
+#: Where a turn's speed figures came from: ``front_door`` (trialbox measured every request of
+#: this sandbox at the LLM's front door), ``self_reported`` (the LLM server's own `timings` of
+#: this sandbox's requests: non-streamed answers, whose first token the front door cannot see),
+#: ``gaia_turn_metrics`` (GAIA's figures, read from the server's *global* /stats: another
+#: sandbox's at concurrency > 1; kept only when nothing better answered), ``not_measured``.
+PerformanceSource = Literal["front_door", "self_reported", "gaia_turn_metrics", "not_measured"]
+
+
+class GaiaReportedPerformance(BaseModel):
+    """GAIA's own `turn_metrics` for a turn, kept as GAIA reported them (not compared)."""
+
+    time_to_first_token_s: float | None = Field(default=None, description="GAIA's TTFT, s")
+    tokens_per_s: float | None = Field(default=None, description="GAIA's decode speed, tokens/s")
+    input_tokens: int | None = Field(default=None, description="GAIA's prompt tokens")
+    output_tokens: int | None = Field(default=None, description="GAIA's generated tokens")
+
+
 class TurnPerformance(BaseModel):
     """Speed of one turn. None means not measured (never a guess)."""
 
     wall_s: float = Field(description="seconds from sending the user message to the final answer")
     time_to_first_token_s: float | None = Field(
-        default=None, description="seconds to the first generated token (LLM server stats)")
+        default=None, description="seconds to the first generated token of the turn's first "
+        "LLM call (see `source`)")
     tokens_per_s: float | None = Field(
-        default=None, description="decode speed in tokens per second (LLM server stats)")
-    input_tokens: int | None = Field(default=None, description="prompt tokens of the turn")
-    output_tokens: int | None = Field(default=None, description="generated tokens of the turn")
+        default=None, description="decode speed over all the turn's LLM calls, tokens per "
+        "second (see `source`)")
+    input_tokens: int | None = Field(
+        default=None, description="prompt tokens of the turn, summed over its LLM calls")
+    output_tokens: int | None = Field(
+        default=None, description="generated tokens of the turn, summed over its LLM calls")
+    source: PerformanceSource | None = Field(
+        default=None, description="where the four figures above came from (None: a trace "
+        "written before sources were recorded, whose figures are GAIA's)")
+    llm_calls: int | None = Field(
+        default=None, description="chat requests this sandbox made during the turn (front door)")
+    queue_wait_s: float | None = Field(
+        default=None, description="seconds the turn's requests waited at the LLM before being "
+        "served, summed (front door)")
+    reported_by_gaia: GaiaReportedPerformance | None = Field(
+        default=None, description="GAIA's own turn_metrics, as reported by GAIA (not compared)")
 
 
 class TurnRecord(BaseModel):

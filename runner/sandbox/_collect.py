@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
+
+import httpx
 
 #: The file in an artifacts folder that lists what could not be collected.
 ERRORS_FILE = "collect-errors.txt"
@@ -38,3 +41,35 @@ class Collector:
         if self.problems:
             (self.dest / ERRORS_FILE).write_text("\n".join(self.problems) + "\n", encoding="utf-8")
         return list(self.problems)
+
+
+#: The LLM front door's per-request records (images/llm-cpu/trialbox_llm/meter.py).
+METER_PATH = "/trialbox/meter"
+
+
+async def fetch_meter(
+    llm_url: str, client: str | None, since: float, token: str | None = None
+) -> list[dict[str, Any]] | None:
+    """The front door's records of `client`'s requests since `since` (Unix time); None when
+    the LLM server has no front door to ask (a bare Lemonade, an old llm-cpu) or it cannot be
+    reached: the caller then says its figures are not the front door's.
+
+    `client` None asks for the caller's own address (a Local sandbox: the Agent UI and the
+    runner share 127.0.0.1); another client's records need the admin `token`."""
+    params: dict[str, str] = {"since": repr(since)}
+    if client:
+        params["client"] = client
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        async with httpx.AsyncClient(timeout=10) as http:
+            reply = await http.get(f"{llm_url.rstrip('/')}{METER_PATH}", params=params,
+                                   headers=headers)
+    except httpx.HTTPError:
+        return None
+    if reply.status_code != 200:
+        return None
+    try:
+        records = reply.json().get("records")
+    except ValueError:
+        return None
+    return [r for r in records if isinstance(r, dict)] if isinstance(records, list) else None

@@ -55,6 +55,7 @@ from trialbox_llm.embedding_inputs import TokenizerError, fit_to_limit
 from trialbox_llm.force_tool import ForceTool
 from trialbox_llm.in_flight import InFlight, ModelBusyError, Use
 from trialbox_llm.llamacpp_args import LlamaArgs, LlamaArgsError, parse_llamacpp_args
+from trialbox_llm.meter import METER_PATH, Meter, Timing, client_of, meter_route, split_lines
 from trialbox_llm.schemas import (
     EmbeddingCounts,
     ErrorResponse,
@@ -118,6 +119,8 @@ class ServerState:
     #: Who may change shared state (`admin`); the default refuses everyone.
     admin: AdminGuard = field(default_factory=AdminGuard)
     embedding_counts: EmbeddingCounts = field(default_factory=EmbeddingCounts)
+    #: Every chat request, per client (`meter`): what the runner reads a turn's figures from.
+    meter: Meter = field(default_factory=Meter)
     http: httpx.AsyncClient = field(
         default_factory=lambda: httpx.AsyncClient(timeout=_UPSTREAM_TIMEOUT)
     )
@@ -426,19 +429,38 @@ def cap_output(body: dict[str, Any], cap: int | None) -> dict[str, Any]:
 async def chat_completions(request: Request) -> Response:
     state: ServerState = request.app.state.llm
     body = cap_output(await read_json(request), state.max_output_tokens)
+    requested = body.get("model")
+    timing = Timing(state.meter, client_of(request), request.url.path,
+                    requested if isinstance(requested, str) else None, bool(body.get("stream")))
+    try:
+        return await _chat_completions(state, body, timing)
+    except ApiError as exc:
+        timing.close(exc.status)
+        raise
+    except BaseException:
+        timing.close(502)
+        raise
+
+
+async def _chat_completions(state: ServerState, body: dict[str, Any], timing: Timing) -> Response:
     model, use = await use_model(state, body, ModelKind.CHAT)
     url = f"{model.url}/v1/chat/completions"
     force = state.force_tool if state.force_tool and state.force_tool.applies_to(body) else None
+    timing.sending()
     if body.get("stream") and force is None:
-        return await stream_upstream(state, url, body, use)  # releases `use` when it ends
+        return await stream_upstream(state, url, body, use, timing)  # releases `use` at its end
     try:
         if force is not None:
-            return await forced_tool_call(state, url, body, force)
+            response = await forced_tool_call(state, url, body, force, timing)
+            timing.close(response.status_code)
+            return response
         upstream = await state.http.post(url, json=body)
     finally:
         use.release()
     if upstream.status_code == 200:
         record_stats(state, upstream.content)
+        timing.body(upstream.content)
+    timing.close(upstream.status_code)
     return passthrough(upstream)
 
 
@@ -471,13 +493,16 @@ def count_embedding_inputs(state: ServerState, texts: int, truncated: int, limit
 
 
 async def forced_tool_call(
-    state: ServerState, url: str, body: dict[str, Any], force: ForceTool
+    state: ServerState, url: str, body: dict[str, Any], force: ForceTool,
+    timing: Timing | None = None,
 ) -> Response:
     """TRIALBOX_LLM_FORCE_TOOL: the model writes the arguments, we return them as a tool call."""
     upstream = await state.http.post(url, json=force.arguments_request(body))
     if upstream.status_code != 200:
         return passthrough(upstream)
     record_stats(state, upstream.content)
+    if timing is not None:
+        timing.body(upstream.content)
     answer = upstream.json()
     if body.get("stream"):
         return Response("".join(force.stream_events(answer)), media_type="text/event-stream")
@@ -499,7 +524,9 @@ def record_stats(state: ServerState, content: bytes) -> None:
         state.last_stats = found
 
 
-async def stream_upstream(state: ServerState, url: str, body: dict[str, Any], use: Use) -> Response:
+async def stream_upstream(
+    state: ServerState, url: str, body: dict[str, Any], use: Use, timing: Timing | None = None
+) -> Response:
     """Open the upstream stream first so an error status reaches the client as an error.
 
     `use` is released when the stream ends, however it ends: by the relay when its last byte
@@ -512,12 +539,14 @@ async def stream_upstream(state: ServerState, url: str, body: dict[str, Any], us
             await upstream.aread()
             await upstream.aclose()
             use.release()
+            if timing is not None:
+                timing.close(upstream.status_code)
             return passthrough(upstream)
     except BaseException:
         use.release()
         raise
     return StreamingResponse(
-        relay(state, upstream, use),
+        relay(state, upstream, use, timing),
         status_code=200,
         media_type=upstream.headers.get("content-type", "text/event-stream"),
         headers={"Cache-Control": "no-cache"},
@@ -526,26 +555,30 @@ async def stream_upstream(state: ServerState, url: str, body: dict[str, Any], us
 
 
 async def relay(
-    state: ServerState, upstream: httpx.Response, use: Use | None = None
+    state: ServerState, upstream: httpx.Response, use: Use | None = None,
+    timing: Timing | None = None,
 ) -> AsyncIterator[bytes]:
-    """Forward the bytes unchanged while reading each complete line for the final timings."""
+    """Forward the bytes unchanged while reading each complete line for the final timings
+    (and, for the meter, the first token's arrival)."""
     pending = b""
     found: Stats | None = None
     try:
         async for chunk in upstream.aiter_raw():
+            lines, pending = split_lines(pending, chunk)
+            if timing is not None:  # before forwarding: the clock reads when the bytes came
+                for line in lines:
+                    timing.line(line)
             yield chunk
-            pending += chunk
-            *lines, pending = pending.split(b"\n")
             for line in lines:
-                found = stats_extraction.merge(
-                    found, stats_extraction.stats_from_sse_line(line.decode("utf-8", "replace"))
-                )
+                found = stats_extraction.merge(found, stats_extraction.stats_from_sse_line(line))
     finally:
         if use is not None:
             use.release()
         await upstream.aclose()
         if found is not None:
             state.last_stats = found
+        if timing is not None:
+            timing.close(upstream.status_code)
 
 
 # --- app -----------------------------------------------------------------------------------
@@ -598,7 +631,8 @@ _ROUTES: list[tuple[str, Handler, list[str]]] = [
 
 
 def build_app(state: ServerState, on_shutdown: Callable[[], Any] | None = None) -> Starlette:
-    routes = [Route("/live", guarded(live), methods=["GET"])]
+    routes = [Route("/live", guarded(live), methods=["GET"]),
+              Route(METER_PATH, meter_route, methods=["GET"])]
     for prefix in API_PREFIXES:
         routes += [Route(prefix + path, guarded(fn), methods=m) for path, fn, m in _ROUTES]
 
@@ -611,4 +645,5 @@ def build_app(state: ServerState, on_shutdown: Callable[[], Any] | None = None) 
 
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.llm = state
+    app.state.meter, app.state.meter_guard = state.meter, state.admin
     return app
