@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from runner.bounded_read import SOURCE_BYTES, BoundedReadError, read_bounded
+
 #: Agent UI ids the amd-gaia 0.25.1 wheel registers by itself (DESIGN 2.8).
 BUILTIN_AGENT_IDS: tuple[str, ...] = ("chat", "email")
 #: trialbox's reference document agent, copied into every sandbox by the image's entrypoint.
@@ -56,7 +58,9 @@ def read_agent_id(agent_py: Path) -> str:
     (anything computed could only be known by running the user's code).
     """
     try:
-        tree = ast.parse(agent_py.read_bytes(), filename=str(agent_py))
+        tree = ast.parse(read_bounded(agent_py, SOURCE_BYTES), filename=str(agent_py))
+    except BoundedReadError as exc:
+        raise AgentError(f"{exc}; an agent is a regular Python file") from None
     except SyntaxError as exc:
         raise AgentError(f"{agent_py}:{exc.lineno}: not valid Python ({exc.msg}); "
                          "fix the file so GAIA can load it") from None

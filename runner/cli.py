@@ -174,6 +174,8 @@ def run(
     from runner.settings import Backend, RunSettings, Selection, new_run_id
 
     _check_numbers(timeout=timeout, budget_usd=budget_usd, min_pass_rate=min_pass_rate)
+    _check_urls(("--judge-url", judge_url), ("--simulator-url", simulator_url),
+                ("--llm-url", llm_url), ("--target-url", target_url))
     if baseline is not None:  # an unreadable baseline is found before anything runs
         from runner.report import ScorecardError, read_any_scorecard
 
@@ -181,6 +183,8 @@ def run(
             read_any_scorecard(baseline)
         except (ScorecardError, FileNotFoundError, ValueError) as exc:
             fail(f"--baseline: {exc}", EXIT_USAGE)
+        except RecursionError:
+            fail(f"--baseline: {baseline}: JSON nested too deeply to be a scorecard", EXIT_USAGE)
     if resume is not None:
         settings = _or_fail(lambda: resume_settings(resume))
         settings.retry_errors = retry_errors
@@ -259,6 +263,11 @@ def _run_on_cluster(settings: RunSettings, address: str, on: list[str], per_node
         say(f"interrupted: partial scorecard in {run_dir}; continue with `trialbox run --resume "
             f"{run_dir} --cluster ADDRESS` (or TRIALBOX_CLUSTER)")
         return EXIT_INFRA
+    except OSError as exc:  # as execute: what finished is on disk already
+        run_dir = settings.run_dir
+        fail(f"results could not be written ({exc.strerror or exc}); what finished is in "
+             f"{run_dir} — free space, then `trialbox run --resume {run_dir} --cluster ADDRESS`",
+             EXIT_INFRA)
     return _baseline_steps(settings, card, _report_and_gate(card, settings))
 
 
@@ -306,6 +315,24 @@ def _print_run_json(settings: RunSettings, code: int) -> None:
     print(json.dumps({"run_dir": str(run_dir), "exit_code": code, "summary": summary}, indent=2))
 
 
+def _check_urls(*flags: tuple[str, str | None]) -> None:
+    """A URL the user typed, checked before any client is built from it: `http://[::1`
+    otherwise surfaces as a traceback deep in httpx, and `ftp://…` as one error per request."""
+    from urllib.parse import urlsplit
+
+    for flag, url in flags:
+        if url is None:
+            continue
+        try:
+            parts = urlsplit(url)
+            parts.port  # noqa: B018 — raises ValueError for a port that is not a number
+        except ValueError as exc:
+            fail(f"{flag} {url!r}: not a URL ({exc}); give e.g. http://127.0.0.1:8080", EXIT_USAGE)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            fail(f"{flag} {url!r}: give an http:// or https:// URL with a host, "
+                 "e.g. http://127.0.0.1:8080", EXIT_USAGE)
+
+
 def _check_numbers(*, timeout: float | None, budget_usd: float | None, min_pass_rate: float | None) -> None:
     """Numbers typer cannot range-check for us (floats may be nan or inf)."""
     if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
@@ -330,6 +357,8 @@ def _agent_map(items: list[str]) -> dict[str, str]:
 
 def execute(settings: RunSettings, resume: bool = False, extra: dict[str, Any] | None = None) -> int:
     """Run and print the summary; map every failure to its exit code with one clear message."""
+    from docker.errors import DockerException
+
     from runner.launch import run_blocking
 
     try:
@@ -345,6 +374,10 @@ def execute(settings: RunSettings, resume: bool = False, extra: dict[str, Any] |
         console.print(f"[yellow]interrupted[/]: partial scorecard in {run_dir}; continue with "
                       f"`trialbox run --resume {run_dir}`", soft_wrap=True)
         return EXIT_INFRA
+    except DockerException as exc:  # the engine went away (e.g. during --resume's sweep)
+        fail(f"the Docker engine could not be reached ({type(exc).__name__}: "
+             f"{str(exc).splitlines()[0] if str(exc) else exc}) — start it "
+             "(scripts/ensure-docker), then run again", EXIT_INFRA)
     except OSError as exc:
         # Disk full, folder removed mid-run: every result finished before is already on disk
         # (each trace is written the moment its scenario ends).
@@ -425,6 +458,7 @@ def rescore(
     from runner.launch import resume_settings
     from runner.settings import new_run_id
 
+    _check_urls(("--judge-url", judge_url))
     original = _or_fail(lambda: resume_settings(run_dir))
     settings = original.model_copy(update={
         "run_id": new_run_id(), "results_root": results or run_dir.parent, "judge_provider": judge_provider,
@@ -454,6 +488,9 @@ def calibrate(
     from runner.judge import JudgeCache, ProviderConfigError, from_env_and_flags, make_judge
     from runner.judge import calibrate as gate
 
+    if not (math.isfinite(deadline) and deadline > 0):
+        fail(f"--deadline {deadline}: give a number of seconds greater than 0", EXIT_USAGE)
+    _check_urls(("--judge-url", judge_url))
     try:
         choices = from_env_and_flags(judge=None if judge_provider == "auto" else judge_provider,
                                      judge_model=judge_model, judge_url=judge_url)

@@ -21,6 +21,7 @@ import httpx
 
 from runner import __version__
 from runner.agents import AgentError, AgentRegistry
+from runner.bounded_read import TRACE_BYTES, read_bounded_text
 from runner.engine import Engine, LiveConversations, ReplayedConversations
 from runner.errors import EXIT_INFRA, EXIT_OK, EXIT_QUALITY, EXIT_USAGE, InfraError, UsageError
 from runner.judge import (
@@ -297,7 +298,12 @@ def open_writer(settings: RunSettings, scenarios: Sequence[Scenario], resume: bo
     run_dir = settings.run_dir
     order = declared_order([scenario.id for scenario in scenarios])
     if resume and (run_dir / "scorecard.json").exists():
-        return RunWriter.resume(run_dir, order=order)
+        try:
+            return RunWriter.resume(run_dir, order=order)
+        except ValueError as exc:  # cut short (disk full, killed mid-write) or not ours
+            first = str(exc).strip().splitlines()
+            raise UsageError(f"cannot resume: {first[0] if first else exc} — start a new run, "
+                             "or restore the scorecard") from None
     settings.save(run_dir)
     return RunWriter(run_dir, run_id=settings.run_id, config=run_config(settings, extra), order=order)
 
@@ -394,7 +400,7 @@ async def rescore(original: Path, settings: RunSettings, say: Callable[[str], No
     folder, without touching the agent: no sandbox is opened."""
     saved = {}
     for path in sorted((original / "traces").glob("*.json")):
-        trace = Trace.model_validate_json(path.read_text(encoding="utf-8"))
+        trace = Trace.model_validate_json(read_bounded_text(path, TRACE_BYTES))
         saved[trace.result.key] = trace
     if not saved:
         raise UsageError(f"{original}/traces holds no trace to rescore")

@@ -9,6 +9,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from runner.bounded_read import SETTINGS_BYTES, read_bounded_text
+
 
 class Backend(str, Enum):
     DOCKER = "docker"  # one container pair per scenario (the default)
@@ -115,7 +117,8 @@ class RunSettings(BaseModel):
 
     @classmethod
     def load(cls, run_dir: Path) -> RunSettings:
-        return cls.model_validate_json((run_dir / "run.json").read_text())
+        # Bounded (a ValueError when refused): run.json may come from another machine.
+        return cls.model_validate_json(read_bounded_text(run_dir / "run.json", SETTINGS_BYTES))
 
 
 def new_run_id(now: datetime | None = None) -> str:

@@ -116,8 +116,12 @@ def capture(database: Path, session_id: str | None = None, *, out_dir: Path | No
                            "to overwrite it, or --out DIR to write elsewhere")
     if out_dir.exists() and not out_dir.is_dir():
         raise CaptureError(f"--out {out_dir}: is a file; give a folder")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    target.write_text(render_yaml(data), encoding="utf-8")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        target.write_text(render_yaml(data), encoding="utf-8")
+    except OSError as exc:  # a read-only folder, a full disk: the user's to fix, in one line
+        raise CaptureError(f"--out {out_dir}: cannot write {target.name} there "
+                           f"({exc.strerror or exc}); give a folder you can write to") from None
     suite = load_suite([target], corpus_root)
     return CaptureResult(path=target, scenario_id=data["id"], session=session,
                          problems=list(suite.problems))

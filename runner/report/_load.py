@@ -15,6 +15,13 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from runner.bounded_read import (
+    SCORECARD_BYTES,
+    SETTINGS_BYTES,
+    TRACE_BYTES,
+    BoundedReadError,
+    read_bounded_text,
+)
 from runner.report._gaia import BaselineMeta, GaiaScorecard
 from runner.report._gaia_convert import gaia_to_scorecard
 from runner.report._models import Scorecard, Trace
@@ -60,9 +67,14 @@ def locate_scorecard(path: Path) -> Path:
     return path
 
 
-def _json(path: Path, fix: str) -> Any:
+def _json(path: Path, fix: str, limit: int = SCORECARD_BYTES) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(read_bounded_text(path, limit))
+    except BoundedReadError as exc:
+        raise ScorecardError(f"{exc}; {fix}") from None
+    except RecursionError:
+        # 100 000 nested brackets: not a scorecard, and never to be read as a "regression".
+        raise ScorecardError(f"{path}: JSON nested too deeply to be a scorecard; {fix}") from None
     except json.JSONDecodeError as exc:
         raise ScorecardError(
             f"{path}: not JSON (line {exc.lineno} column {exc.colno}: {exc.msg}); {fix}"
@@ -76,7 +88,7 @@ def read_baseline_meta(folder: Path) -> BaselineMeta | None:
     path = Path(folder) / BASELINE_META
     if not path.is_file():
         return None
-    data = _json(path, "fix or delete meta.json (it names the baseline's models)")
+    data = _json(path, "fix or delete meta.json (it names the baseline's models)", SETTINGS_BYTES)
     if not isinstance(data, dict):
         raise ScorecardError(
             f"{path}: top level is {type(data).__name__}, not an object; meta.json names the "
@@ -144,7 +156,7 @@ def read_traces(run: Path) -> list[Trace]:
         folder = folder.parent
     traces = []
     for path in sorted((folder / "traces").glob("*.json")):
-        data = _json(path, "delete the trace or re-run its scenario")
+        data = _json(path, "delete the trace or re-run its scenario", TRACE_BYTES)
         if not isinstance(data, dict):
             raise ScorecardError(f"{path}: not a trace object; delete it or re-run the scenario")
         traces.append(

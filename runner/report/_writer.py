@@ -18,6 +18,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from runner.bounded_read import SCORECARD_BYTES, BoundedReadError, read_bounded_text
 from runner.report._assemble import build_scorecard
 from runner.report._gaia_convert import gaia_json
 from runner.report._html import render_html
@@ -56,7 +57,14 @@ def _utc_now() -> datetime:
 def read_scorecard(path: Path) -> Scorecard:
     """Load a scorecard.json, with one clear error naming the file when it is not valid."""
     try:
-        return Scorecard.model_validate_json(path.read_text(encoding="utf-8"))
+        return Scorecard.model_validate_json(read_bounded_text(path, SCORECARD_BYTES))
+    except BoundedReadError as exc:
+        if not os.path.lexists(path):
+            raise FileNotFoundError(
+                f"{path}: no scorecard here; pass the run folder's scorecard.json") from None
+        raise ValueError(f"{exc}; pass the scorecard.json a run wrote") from None
+    except RecursionError:
+        raise ValueError(f"{path}: JSON nested too deeply to be a scorecard") from None
     except FileNotFoundError:
         raise FileNotFoundError(
             f"{path}: no scorecard here; pass the run folder's scorecard.json"

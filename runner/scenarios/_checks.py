@@ -11,13 +11,14 @@ so unknown keys inside a check are errors.
 
 from __future__ import annotations
 
-import re
 import typing
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+
+from runner.scenarios._regex import compile_user_regex
 
 
 class _Strict(BaseModel):
@@ -51,10 +52,7 @@ class ArgumentMatcher(_Strict):
     @classmethod
     def _compiles(cls, pattern: str | None) -> str | None:
         if pattern is not None:
-            try:
-                re.compile(pattern)
-            except re.error as err:
-                raise ValueError(f"invalid regular expression {pattern!r}: {err}") from err
+            compile_user_regex(pattern)  # RegexError (a ValueError): refused at validate time
         return pattern
 
 
@@ -146,8 +144,10 @@ class AnswerNumber(_CheckModel):
 
     type: Literal["answer_number"]
     placement: ClassVar[Placement] = "turn"
-    value: float
-    tolerance: float = Field(default=0.01, ge=0)
+    # Finite: `.nan` matches nothing ever and `.inf` tolerance passes any number.
+    value: float = Field(allow_inf_nan=False, description="The expected number.")
+    tolerance: float = Field(default=0.01, ge=0, allow_inf_nan=False,
+                             description="Relative tolerance, finite and ≥ 0 (0.01 = 1 %).")
 
 
 class DocumentsIndexed(_CheckModel):

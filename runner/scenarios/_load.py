@@ -19,7 +19,7 @@ from runner.scenarios._manifest_load import load_manifest
 from runner.scenarios._models import Scenario
 from runner.scenarios._problems import Level, Problem
 from runner.scenarios._references import manifest_reference_problems, setup_document_problems
-from runner.scenarios._source import parse_yaml
+from runner.scenarios._source import checked_path_text, parse_yaml
 from runner.scenarios._validate import (
     category_folder,
     problem_at,
@@ -140,6 +140,12 @@ def discover(paths: Iterable[Path], skip: Path | None = None
     problems = []
     skipped = skip.resolve() if skip is not None else None
     for root in map(Path, paths):
+        try:
+            checked_path_text(str(root))
+        except ValueError as err:  # before is_dir(): a NUL there is a ValueError, not False
+            problems.append(Problem(file=root, message=str(err),
+                                    fix="check the path given for the scenarios"))
+            continue
         if root.is_dir():
             for file in _walk(root):
                 resolved = file.resolve()

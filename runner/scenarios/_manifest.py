@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
-from runner.scenarios._source import SourceMap
+from runner.scenarios._source import SourceMap, checked_path_text
 
 DOCUMENT_FOLDERS = ("", "documents", "adversarial")
 """Where a manifest `filename` is looked for, relative to the corpus root, in this order.
@@ -58,6 +58,12 @@ class CorpusDocument(BaseModel):
     facts: list[Fact] = Field(default_factory=list, description="what the document says")
 
     _folder: Path | None = PrivateAttr(default=None)  # where its manifest.json is
+
+    @field_validator("filename")
+    @classmethod
+    def _filename_the_system_can_take(cls, filename: str) -> str:
+        # Before locate() stats it: a NUL or an over-long name must reject this entry only.
+        return checked_path_text(filename)
 
     def fact(self, fact_id: str) -> Fact | None:
         return next((fact for fact in self.facts if fact.id == fact_id), None)

@@ -160,6 +160,12 @@ def _document_file_problems(doc: CorpusDocument, source: SourceMap, path: KeyPat
                            f"(looked in ., documents/, adversarial/{also})",
                            "add the file, fix the name, or set \"real_world\": true if it is "
                            "not committed")]
+    if not located.resolve().is_relative_to(corpus_root.resolve()):
+        # documents/x.md may itself be a symlink out of the corpus: the agent would be given
+        # a file from elsewhere on the machine, whatever its hash.
+        return [problem_at(source, path + ("filename",),
+                           f"{located} is a symlink that leaves the corpus root",
+                           "replace the link with the file itself")]
     if doc.sha256 and _sha256(located) != doc.sha256.lower():
         return [problem_at(source, path + ("sha256",),
                            f"{located} has changed since the manifest was written (sha256 differs)",

@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from runner.scenarios._checks import Check
-from runner.scenarios._source import SourceMap
+from runner.scenarios._source import SourceMap, checked_path_text
 
 
 class Severity(str, Enum):
@@ -123,6 +123,12 @@ def corpus_relative(path: str) -> PurePosixPath | None:
     return PurePosixPath(*parts) if is_windows else PurePosixPath(path)
 
 
+def _blank_is_absent(value: Any) -> Any:
+    """Blank text is empty text: a message of spaces is no message (GAIA's simulator treats
+    an empty user_message as absent and writes one from the objective)."""
+    return None if isinstance(value, str) and not value.strip() else value
+
+
 class SetupDocument(_Model):
     """A document indexed into the agent's RAG store before the first turn.
 
@@ -136,6 +142,14 @@ class SetupDocument(_Model):
         "(eval/corpus/documents/x.md), or absolute as GAIA's capture writes it."))
 
     _matched: PurePosixPath | None = PrivateAttr(default=None)
+
+    @field_validator("path")
+    @classmethod
+    def _path_the_system_can_take(cls, path: str) -> str:
+        """Refused here, before any file-system call sees it: a NUL byte (ValueError deep in
+        os.stat) or a name past the kernel's limits (ENAMETOOLONG) would otherwise stop the
+        whole tree's validation, not reject this one file."""
+        return checked_path_text(path)
 
     @property
     def relative_path(self) -> PurePosixPath:
@@ -210,7 +224,8 @@ class ClaimSpec(_Model):
 
 class Turn(_KeepsUnknownKeys):
     turn: int
-    objective: str = Field(min_length=1)
+    objective: str = Field(min_length=1, description=(
+        "What the simulated user wants in this turn; blank text is refused like empty text."))
     user_message: str | None = Field(default=None, description=(
         "The scripted simulator sends this verbatim; GAIA often leaves it out."))
     persona: str | None = Field(default=None, description=(
@@ -226,8 +241,24 @@ class Turn(_KeepsUnknownKeys):
     expected_tools: list[str] | None = Field(default=None, description=(
         "GAIA's captured scenarios: the tools the agent called."))
     note: str | None = Field(default=None, description="GAIA: a note for the judge.")
+    new_session: bool = Field(default=False, description=(
+        "trialbox: start this turn in a new chat session of the same sandbox (same memory "
+        "store, no chat history, no indexed documents) — recall across sessions. GAIA's "
+        "validator accepts the key; GAIA's own simulator follows the objective's words."))
     checks: list[Check] = Field(default_factory=list)
     claims: list[ClaimSpec] = Field(default_factory=list)
+
+    @field_validator("objective")
+    @classmethod
+    def _objective_not_blank(cls, objective: str) -> str:
+        if not objective.strip():
+            raise ValueError("objective is blank: say what the user wants in this turn")
+        return objective
+
+    @field_validator("user_message", mode="before")
+    @classmethod
+    def _blank_message_is_absent(cls, value: Any) -> Any:
+        return _blank_is_absent(value)
 
     @field_validator("claims", mode="before")
     @classmethod
@@ -237,6 +268,10 @@ class Turn(_KeepsUnknownKeys):
             return value
         return [{"name": f"claim_{n}", "claim": item} if isinstance(item, str) else item
                 for n, item in enumerate(value, start=1)]
+
+
+MAX_TIMEOUT_S = 86_400
+"""A day: longer than GAIA's own cap (7200 s) ever needs, short enough to be a real bound."""
 
 
 class Scenario(_KeepsUnknownKeys):
@@ -252,7 +287,10 @@ class Scenario(_KeepsUnknownKeys):
         "GAIA's agent type (doc, chat, data, file in GAIA's tree); the run maps it to an "
         "agent the Agent UI has."))
     tags: list[str] = Field(default_factory=list)
-    timeout: int | None = Field(default=None, gt=0)  # seconds; None = GAIA's formula
+    # strict: YAML's `true` is not 1 second, `1e20` or `.nan` not a whole number of seconds.
+    timeout: int | None = Field(default=None, gt=0, le=MAX_TIMEOUT_S, strict=True, description=(
+        "Seconds the whole scenario may take, a whole number from 1 to 86400; "
+        "absent: GAIA's formula."))
     reference: str | None = None  # extra text given to the claim judge
     setup: Setup = Field(default_factory=Setup)
     turns: list[Turn] = Field(min_length=1)
