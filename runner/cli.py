@@ -45,6 +45,8 @@ app.add_typer(corpus_app, name="corpus")
 node_app = typer.Typer(no_args_is_help=True,
                        help="This machine as a node of a Ray cluster (needs trialbox[cluster]).")
 app.add_typer(node_app, name="node")
+export_app = typer.Typer(no_args_is_help=True, help="Write a run in another tool's format.")
+app.add_typer(export_app, name="export")
 console = Console(highlight=False)
 
 EVAL = eval_root()
@@ -111,6 +113,33 @@ def validate(paths: SuitePaths = None, corpus: Corpus = None, as_json: JsonOutpu
 
 
 @app.command()
+def selftest(paths: SuitePaths = None, corpus: Corpus = None, as_json: JsonOutput = False) -> None:
+    """Prove the checks tell right from wrong: per scenario, a genuine answer built from the
+    ground truth must pass every check and each wrong answer must fail one (no model, no
+    Docker). Exit 0 when every decidable scenario is passable and discriminating, 1 naming
+    file, turn and answer otherwise; judge-only scenarios are reported, not failed."""
+    from runner.errors import EXIT_QUALITY
+    from runner.scenarios import load_suite
+    from runner.selftest import render, selftest_suite
+
+    chosen, corpus_root = suite_and_corpus(paths, corpus)
+    suite = load_suite(chosen, corpus_root)
+    for problem in suite.errors:
+        say(str(problem))
+    if not suite.scenarios and suite.errors:
+        fail("no scenario could be loaded; fix the errors above (trialbox validate lists them)",
+             EXIT_USAGE)
+    report = selftest_suite(suite.scenarios, suite.manifest)
+    if as_json:
+        print(report.model_dump_json(indent=2))
+    else:
+        for line in render(report):
+            say(line)
+    if not report.sound:
+        raise typer.Exit(EXIT_QUALITY)
+
+
+@app.command()
 def run(
     paths: SuitePaths = None,
     corpus: Corpus = None,
@@ -143,6 +172,10 @@ def run(
     min_pass_rate: Annotated[float | None, typer.Option(
         help="exit 1 below this rate (0-1) of what was decided: the judged pass rate, or without "
              "a judge the checks pass rate")] = None,
+    allow_incomplete: Annotated[bool, typer.Option(
+        "--allow-incomplete/--require-complete",
+        help="--min-pass-rate: leave out scenarios without a verdict (TIMEOUT, ERRORED, INFRA_ERROR, "
+             "SKIPPED_*, ...) instead of counting them as not passed (--require-complete, the default)")] = False,
     derived_checks: Annotated[bool, typer.Option(
         help="derive exact checks from numeric or short expected answers")] = True,
     judge_provider: Annotated[str, typer.Option(help="auto | anthropic | openai | none")] = "auto",
@@ -206,7 +239,8 @@ def run(
             llm_url=llm_url,
             llm_container=llm_container or (None if target_url else _stack_llm_container(backend)),
             concurrency=concurrency, warm_pool=warm_pool, trials=trials, rejudge=rejudge,
-            timeout_s=timeout, budget_usd=budget_usd, min_pass_rate=min_pass_rate, judge_provider=judge_provider,
+            timeout_s=timeout, budget_usd=budget_usd, min_pass_rate=min_pass_rate,
+            allow_incomplete=allow_incomplete, judge_provider=judge_provider,
             judge_model=judge_model, judge_url=judge_url, simulator_mode=simulator,
             simulator_model=simulator_model, simulator_url=simulator_url, strict=strict,
             derived_checks=derived_checks, agent_dirs=agent_dir or [], agent=agent,
@@ -246,7 +280,8 @@ def _run_on_cluster(settings: RunSettings, address: str, on: list[str], per_node
             codes = []
             for node_run in result.runs:
                 run_dir = settings.results_root / node_run.run_id
-                codes.append(exit_code(read_scorecard(run_dir / "scorecard.json"), settings.min_pass_rate))
+                codes.append(exit_code(read_scorecard(run_dir / "scorecard.json"), settings.min_pass_rate,
+                                       settings.allow_incomplete))
                 say(f"node {node_run.node.name}: {run_dir}")
             for report in result.comparisons:
                 say(f"driver-build comparison: {report}")
@@ -394,8 +429,8 @@ def _report_and_gate(card: Scorecard, settings: RunSettings) -> int:
 
     print_summary(card, settings.run_dir)
     if settings.min_pass_rate is not None:
-        say(quality_gate_line(card, settings.min_pass_rate))
-    return exit_code(card, settings.min_pass_rate)
+        say(quality_gate_line(card, settings.min_pass_rate, settings.allow_incomplete))
+    return exit_code(card, settings.min_pass_rate, settings.allow_incomplete)
 
 
 def _baseline_steps(settings: RunSettings, card: Scorecard, code: int) -> int:
@@ -450,6 +485,8 @@ def rescore(
     judge_model: Annotated[str | None, typer.Option()] = None,
     judge_url: Annotated[str | None, typer.Option()] = None,
     results: Annotated[Path | None, typer.Option(help="results root [default: beside RUN_DIR]")] = None,
+    rejudge: Annotated[int, typer.Option(
+        min=1, max=20, help="judge each saved transcript K times and report judge agreement (κ)")] = 1,
 ) -> None:
     """Judge a run's saved transcripts again with another judge, into a new run folder."""
     import asyncio
@@ -462,7 +499,7 @@ def rescore(
     original = _or_fail(lambda: resume_settings(run_dir))
     settings = original.model_copy(update={
         "run_id": new_run_id(), "results_root": results or run_dir.parent, "judge_provider": judge_provider,
-        "judge_model": judge_model, "judge_url": judge_url, "simulator_mode": "scripted", "rejudge": 1,
+        "judge_model": judge_model, "judge_url": judge_url, "simulator_mode": "scripted", "rejudge": rejudge,
     })
     try:
         card = asyncio.run(replay(run_dir, settings, say))
@@ -473,6 +510,24 @@ def rescore(
         raise typer.Exit(EXIT_INFRA) from None
     # A rescore keeps the run's --min-pass-rate (run.json), so it says which rate decided too.
     raise typer.Exit(_report_and_gate(card, settings))
+
+
+@export_app.command("inspect")
+def export_inspect(
+    run_dir: Annotated[Path, typer.Argument(help="a run folder (results/<run_id>)")],
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="folder for <run_id>.eval [default: RUN_DIR/inspect.eval]")] = None,
+) -> None:
+    """Write the run as an inspect_ai eval log, for `inspect view` (needs trialbox[inspect])."""
+    from rich.markup import escape
+
+    from runner.report._inspect import InspectUnavailable, export_run
+
+    try:
+        path = export_run(run_dir, out)
+    except (InspectUnavailable, FileNotFoundError, ValueError) as exc:
+        fail(escape(str(exc)), EXIT_USAGE)  # escape: rich would eat "[inspect]" as markup
+    say(f"wrote {path} — open it with: inspect view --log-dir {path.parent}")
 
 
 @app.command()
@@ -494,8 +549,7 @@ def calibrate(
     try:
         choices = from_env_and_flags(judge=None if judge_provider == "auto" else judge_provider,
                                      judge_model=judge_model, judge_url=judge_url)
-        cache = JudgeCache(choices.judge.cache_dir)
-        judge = make_judge(choices.judge, cache)
+        judge = make_judge(choices.judge, JudgeCache(choices.judge.cache_dir))
     except ProviderConfigError as exc:
         fail(str(exc), EXIT_USAGE)
     if judge is None:
@@ -506,8 +560,8 @@ def calibrate(
     except Exception as exc:  # noqa: BLE001 — an unreachable judge is a configuration error
         fail(f"calibration could not run: {type(exc).__name__}: {exc}", EXIT_USAGE)
     say(str(report))
-    stats = cache.stats()
-    say(f"judge cache: {stats.hits} hit(s), {stats.misses} miss(es) in {stats.directory}")
+    # The gate never reads the judge cache: what it vouches for is the server answering now.
+    say(f"{report.requests} question(s) asked live (calibration never reads the judge cache)")
     raise typer.Exit(0 if report.passed else 1)
 
 
@@ -516,9 +570,15 @@ def compare(
     baseline: Annotated[Path, typer.Argument(help="scorecard (file or run folder), ours or GAIA's")],
     current: Annotated[Path, typer.Argument(help="scorecard (file or run folder), ours or GAIA's")],
     report: Annotated[bool, typer.Option(
-        help="add the driver-build report: speed deltas with bootstrap intervals, quality with "
-             "McNemar's exact test")] = False,
+        help="add the driver-build report: speed deltas paired by scenario with cluster-bootstrap "
+             "intervals, quality with McNemar's exact test, Benjamini–Hochberg over both")] = False,
     html: Annotated[Path | None, typer.Option(help="write the driver-build report as HTML here")] = None,
+    warmup: Annotated[int, typer.Option(
+        min=0, help="driver-build report: discard the speed figures of each run's first N "
+                    "scenario runs (recorded in the report)")] = 0,
+    allow_device_mismatch: Annotated[bool, typer.Option(
+        help="driver-build report: compare even when a run served on another device than it "
+             "asked for")] = False,
     require_complete: Annotated[bool, typer.Option(
         help="a scenario of the baseline that is missing or unmeasured is a regression")] = False,
     as_json: JsonOutput = False,
@@ -544,7 +604,8 @@ def compare(
     try:
         old, new = read_any_scorecard(baseline), read_any_scorecard(current)
         result = diff(old, new, require_complete=require_complete)
-        driver = (driver_report(old, new, read_traces(baseline), read_traces(current))
+        driver = (driver_report(old, new, read_traces(baseline), read_traces(current),
+                                warmup=warmup, allow_device_mismatch=allow_device_mismatch)
                   if report or html else None)
     except (ScorecardError, FileNotFoundError, ValueError) as exc:
         fail(str(exc), EXIT_USAGE)
@@ -634,19 +695,35 @@ def down(device: Annotated[str, typer.Option(help="auto | cpu | rocm | npu")] = 
 
 
 @app.command()
-def clean(run_id: Annotated[str | None, typer.Option(help="only this run")] = None) -> None:
-    """Remove every container, network and volume labelled trialbox.run (or one run's)."""
-    from runner.stack.cleanup import cleanup
+def clean(
+    run_id: Annotated[str | None, typer.Option(help="only this run")] = None,
+    everything: Annotated[bool, typer.Option("--all", help=(
+        "also the shared LLM server (`trialbox up`'s stack) — refused while a run is alive"))] = False,
+    results: Annotated[Path, typer.Option(help="where run folders are (a live run's lock is looked for)")] = Path("results"),
+) -> None:
+    """Remove every run's labelled containers, networks and volumes (or one run's); the shared
+    stack stays unless --all (or `trialbox down`)."""
+    from runner.stack.cleanup import cleanup, live_runs
 
     if run_id is not None and not run_id.strip():
         fail("--run-id is empty: give a run id (results/<run_id>), or leave the flag out to "
              "clean every trialbox run", EXIT_USAGE)
+    if everything and run_id is not None:
+        fail("--all and --run-id exclude each other: --run-id cleans one run, --all every run "
+             "and the shared stack", EXIT_USAGE)
     try:
-        report = cleanup(run_id)
+        alive = live_runs(results_root=results) if everything else []
+        report = None if alive else cleanup(run_id, include_stack=everything)
     except Exception as exc:  # noqa: BLE001 — docker unreachable and friends: one line, exit 3
         fail(f"cleanup failed: {type(exc).__name__}: {exc} — is the Docker engine running "
              "(scripts/ensure-docker)?", EXIT_INFRA)
-    say(f"removed {report.removed} labelled object(s)")
+    if report is None:
+        fail(f"clean --all: run(s) {', '.join(alive)} are alive and use the shared LLM server "
+             "— nothing removed; wait for them to end, or run `trialbox clean` (keeps the stack)",
+             EXIT_USAGE)
+    say(f"removed {report.removed} labelled object(s)"
+        + (f"; kept the shared stack ({len(report.kept)} object(s): `trialbox down` or "
+           "`trialbox clean --all` removes it)" if report.kept else ""))
 
 
 @app.command()

@@ -15,7 +15,8 @@ import re
 
 from runner.numbers import NUMBER, value_of
 
-__all__ = ["MIN_LITERAL_CHARACTERS", "characters", "literal_in", "significant_tokens", "tokens"]
+__all__ = ["DATES", "MIN_LITERAL_CHARACTERS", "characters", "literal_in", "significant_tokens",
+           "tokens"]
 
 MIN_LITERAL_CHARACTERS = 3
 """A literal of fewer letters and digits ("No", "A", "3") occurs by chance in almost any
@@ -30,12 +31,13 @@ _MONTHS = {name: number for number, names in enumerate((
 _MONTH = r"(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
 _DAY = r"(?P<day>\d{1,2})(?:st|nd|rd|th)?"
 _YEAR = r"(?P<year>\d{4})"
-_DATES = [re.compile(pattern) for pattern in (
+DATES = [re.compile(pattern) for pattern in (
     r"\b(?P<year>\d{4})-(?P<num_month>\d{1,2})-(?P<day>\d{1,2})\b",      # 2026-09-08
     rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s+{_YEAR}\b",                      # 8 September 2026
     rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b",                                # September 8, 2026
     rf"\b{_MONTH},?\s+{_YEAR}\b",                                         # January 2004
 )]
+"""The ways a date is written, most specific first (each date is read by the first that fits)."""
 
 _CURRENCY_WORDS = frozenset({"usd", "eur", "gbp", "dollars", "dollar", "euros", "euro",
                              "pounds", "us"})
@@ -67,7 +69,7 @@ def tokens(text: str) -> list[str]:
     currency signs and words left out."""
     text = text.casefold().replace("\u2019", "'")
     found: list[tuple[int, list[str]]] = []
-    for pattern in _DATES:
+    for pattern in DATES:
         for match in pattern.finditer(text):
             found.append((match.start(), _date_tokens(match)))
         text = pattern.sub(lambda m: " " * len(m.group(0)), text)  # read each date once

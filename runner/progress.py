@@ -49,10 +49,13 @@ def clock_text(seconds: float) -> str:
 class Progress:
     """Done/total, elapsed and ETA for `total` steps (None: one long step, elapsed only).
 
-    The ETA is the mean time per finished step times the steps left, measured from the start,
-    so with concurrent steps it already accounts for the parallelism. Before the first step
-    finishes there is no ETA, unless `expected_s` (the usual duration of the whole thing) says
-    what to expect. Safe to call from the ticker thread and one caller thread (a lock guards
+    The ETA is the pace since the first step finished times the steps left: the first step
+    carries the run's one-off start (a cold model, the first sandbox) and one long first
+    scenario must not be extrapolated over the whole suite (a 13-minute run once read "ETA
+    1:04:14"). Measured between completions, the pace already accounts for concurrent steps,
+    and steps that finish together in a burst do not make it look faster than it is. Until a
+    second step has finished there is no ETA, unless `expected_s` (the usual duration of the
+    whole thing) says what to expect. Safe to call from the ticker thread and one caller thread (a lock guards
     every write).
     """
 
@@ -79,6 +82,10 @@ class Progress:
         self.done = 0
         self.current = ""  # what is in flight, shown on the live line
         self._started = clock()
+        # When the first step(s) finished and how many did then: the pace is measured after it.
+        self._first_done_at: float | None = None
+        self._first_done = 0
+        self._last_done_at: float | None = None
         self._width = width
         self._lock = threading.RLock()
         self._shown = False  # a live line is on screen and must be cleared before printing
@@ -100,13 +107,26 @@ class Progress:
 
     @property
     def eta_s(self) -> float | None:
-        """Seconds left: from the pace so far, else from `expected_s`; None when unknown."""
+        """Seconds left: from the pace since the first finished step, else from `expected_s`;
+        None when unknown."""
         elapsed = self.elapsed_s
-        if self.total is not None and self.done > 0:
-            return max(0.0, elapsed / self.done * (self.total - self.done))
+        pace = self.pace_s
+        if self.total is not None and pace is not None:
+            return max(0.0, pace * (self.total - self.done))
+        if self.total is not None and self.done > 0 and self.expected_s is None:
+            return None  # one finished step says nothing yet about the next ones
         if self.expected_s is not None:
             return max(0.0, self.expected_s - elapsed)
         return None
+
+    @property
+    def pace_s(self) -> float | None:
+        """Seconds per step, measured from the first completion to the last; None until steps
+        have finished at two different moments."""
+        steps = self.done - self._first_done
+        if self._first_done_at is None or self._last_done_at is None or steps <= 0:
+            return None
+        return (self._last_done_at - self._first_done_at) / steps
 
     def counter_text(self) -> str:
         """`3/10 · 0:42 elapsed · ETA 1:38` (parts that are unknown are left out; no ETA once
@@ -147,7 +167,11 @@ class Progress:
     def advance(self, line: str, count: int = 1) -> None:
         """`count` steps finished; print `line` for them (with the counter, in a log)."""
         with self._lock:
+            now = self.clock()
             self.done += count
+            if self._first_done_at is None:
+                self._first_done_at, self._first_done = now, self.done
+            self._last_done_at = now
             self.current = ""
             if self.live:
                 self._print_above(line)

@@ -3,13 +3,16 @@
 Why this shape: a run can die at any point (Ctrl-C, OOM, a lost container). Each scenario's
 trace is written the moment it ends, then scorecard.json, scorecard.gaia.json (the same results
 in GAIA's field names, for `gaia eval agent --compare`), summary.md, junit.xml and report.html
-are rewritten from everything finished so far. Every write goes to a temporary file in the same
-folder and is renamed over the old one, so a reader (or a crash) never sees half a file.
+are rewritten from everything finished so far, and so is inspect.eval (the run as an inspect_ai
+log, for `inspect view`) when the optional extra is installed. Every write goes to a temporary
+file in the same folder and is renamed over the old one, so a reader (or a crash) never sees
+half a file.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Sequence
@@ -22,6 +25,13 @@ from runner.bounded_read import SCORECARD_BYTES, BoundedReadError, read_bounded_
 from runner.report._assemble import build_scorecard
 from runner.report._gaia_convert import gaia_json
 from runner.report._html import render_html
+from runner.report._inspect import (
+    INSPECT_LOG,
+    INSTALL_HINT,
+    inspect_available,
+    suite_name,
+    write_inspect_log,
+)
 from runner.report._junit import render_junit
 from runner.report._models import RunConfig, ScenarioResult, Scorecard, Trace
 from runner.report._summary_md import render_summary_md
@@ -78,6 +88,10 @@ def read_scorecard(path: Path) -> Scorecard:
         ) from None
 
 
+def _note_on_stderr(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
 def declared_order(scenario_ids: Sequence[str]) -> Callable[[ScenarioResult], int]:
     """Results in the suite's declared order, trials of one scenario in trial order, whatever
     order they finished in (scenarios run concurrently); ids not declared go last."""
@@ -97,6 +111,7 @@ class RunWriter:
         results: Sequence[ScenarioResult] = (),
         order: Callable[[ScenarioResult], int] | None = None,
         clock: Callable[[], datetime] = _utc_now,
+        note: Callable[[str], None] | None = None,
     ) -> None:
         self.run_dir = Path(run_dir)
         self.run_id = run_id
@@ -112,6 +127,9 @@ class RunWriter:
         self.order = order
         # The engine may finish scenarios from several threads; files are rewritten one at a time.
         self._lock = threading.RLock()
+        # Where the one note about the inspect_ai log goes (extra missing, or its write failed).
+        self.note = note or _note_on_stderr
+        self._inspect_log: bool | None = None  # None: not yet known whether the extra is there
 
     @classmethod
     def resume(
@@ -173,7 +191,23 @@ class RunWriter:
             atomic_write(self.run_dir / SUMMARY, render_summary_md(card))
             atomic_write(self.run_dir / JUNIT, render_junit(card))
             atomic_write(self.run_dir / HTML, render_html(card))
+            self._write_inspect_log(card)
         return card
+
+    def _write_inspect_log(self, card: Scorecard) -> None:
+        # Optional: without the extra the run says so once and writes everything else; a failed
+        # write is said once too and never costs the run its scorecard.
+        if self._inspect_log is None:
+            self._inspect_log = inspect_available()
+            if not self._inspect_log:
+                self.note(f"note: no {INSPECT_LOG} for this run — {INSTALL_HINT}")
+        if not self._inspect_log:
+            return
+        try:
+            write_inspect_log(card, self.run_dir / INSPECT_LOG, suite=suite_name(self.run_dir))
+        except Exception as exc:  # noqa: BLE001 — the viewer's copy must not stop the run
+            self._inspect_log = False
+            self.note(f"note: {INSPECT_LOG} not written: {type(exc).__name__}: {exc}")
 
     def close(self) -> Scorecard:
         """Mark the run finished and write the final files."""

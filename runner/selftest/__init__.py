@@ -1,0 +1,35 @@
+"""`trialbox selftest`: does each scenario's set of checks tell a right answer from a wrong one?
+
+For every turn with a check (written or derived from ground truth), a genuine answer built
+from the ground truth — with a trajectory that satisfies the turn's tool checks — must pass
+every check, and each of a set of wrong answers must fail at least one. One concept per module:
+
+- `_genuine`: the genuine answer and trajectory of a turn;
+- `_wrong`: the wrong answers (20 % off, another fact of the same document, "I don't know",
+  a hedged list of three figures, an empty answer);
+- `_decide`: the pure check — runs them through runner/checks.py and classifies the scenario;
+- `_report`: the models of the result and its text.
+"""
+
+from runner.selftest._decide import selftest_scenario, selftest_suite
+from runner.selftest._report import (
+    ScenarioSelftest,
+    SelftestReport,
+    Slipped,
+    TurnSelftest,
+    Verdict,
+    render,
+    summary_line,
+)
+
+__all__ = [
+    "ScenarioSelftest",
+    "SelftestReport",
+    "Slipped",
+    "TurnSelftest",
+    "Verdict",
+    "render",
+    "selftest_scenario",
+    "selftest_suite",
+    "summary_line",
+]

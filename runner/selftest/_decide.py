@@ -1,0 +1,115 @@
+"""The pure self-test: genuine and wrong attempts through the real check code, no model.
+
+A check *decides* when some wrong attempt can fail it: an answer check (answer_contains,
+answer_number, derived or written) or a check that asks for a call (tool_called,
+tools_in_order, tools_exact, GAIA's expected_tools). The others are guards — tool_not_called,
+max_tool_calls, answer_not_contains, documents_indexed — that a model which calls no tool and
+says nothing passes: a scenario with guards only is decided by its judge (judge-only), however
+many of its checks "pass".
+
+Wrong answers come with the genuine trajectory when the turn checks its answer (so only the
+answer checks can catch them), and with no tool calls when it checks tools only (the model
+that calls nothing and answers wrongly).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from runner.checks import (
+    AnswerContains,
+    AnswerNumber,
+    Planned,
+    ToolCalled,
+    ToolsExact,
+    ToolsInOrder,
+    planned_checks,
+    run_scenario_checks,
+    run_turn_checks,
+)
+from runner.scenarios import Manifest, Scenario, Turn
+from runner.selftest._genuine import genuine_answer, genuine_calls
+from runner.selftest._report import (
+    ScenarioSelftest,
+    SelftestReport,
+    Slipped,
+    TurnSelftest,
+    Verdict,
+)
+from runner.selftest._wrong import wrong_answers
+from runner.transcript import IndexedDocument, ToolCall, Transcript, TurnPerformance, TurnRecord
+
+__all__ = ["decides", "selftest_scenario", "selftest_suite"]
+
+_ANSWER_CHECKS = (AnswerContains, AnswerNumber)
+
+
+def decides(item: Planned) -> bool:
+    """The check can fail a wrong attempt (see the module docstring)."""
+    if isinstance(item.check, ToolsExact):
+        return bool(item.check.tools)
+    return isinstance(item.check, (*_ANSWER_CHECKS, ToolCalled, ToolsInOrder))
+
+
+def _record(turn: Turn, answer: str, calls: list[ToolCall]) -> TurnRecord:
+    return TurnRecord(turn=turn.turn, user_message=turn.user_message or turn.objective,
+                      answer=answer, tool_calls=calls, performance=TurnPerformance(wall_s=0.0))
+
+
+def _failures(turn: Turn, record: TurnRecord) -> list[str]:
+    return [f"{result.type}: {result.diagnostic}" for result in run_turn_checks(turn, record)
+            if not result.passed]
+
+
+def _turn(turn: Turn, scenario: Scenario, manifest: Manifest | None
+          ) -> tuple[TurnSelftest | None, TurnRecord]:
+    planned = planned_checks(turn)
+    answer = genuine_answer(turn, planned)
+    calls = genuine_calls(planned, scenario)
+    genuine = _record(turn, answer, calls)
+    if not any(decides(item) for item in planned):
+        return None, genuine
+    checks_answer = any(decides(item) and isinstance(item.check, _ANSWER_CHECKS)
+                        for item in planned)
+    with_calls = calls if checks_answer else []
+    wrong = wrong_answers(turn, answer, planned, scenario, manifest)
+    slipped = [Slipped(kind=item.kind, answer=item.text, tools=[c.name for c in with_calls])
+               for item in wrong
+               if not _failures(turn, _record(turn, item.text, with_calls))]
+    return TurnSelftest(turn=turn.turn, checks=[item.label for item in planned],
+                        genuine_answer=answer, genuine_tools=[call.name for call in calls],
+                        genuine_failures=_failures(turn, genuine), wrong_tried=len(wrong),
+                        slipped=slipped), genuine
+
+
+def selftest_scenario(scenario: Scenario, manifest: Manifest | None) -> ScenarioSelftest:
+    """One scenario: each deciding turn's genuine and wrong attempts, then its verdict."""
+    turns: list[TurnSelftest] = []
+    records: list[TurnRecord] = []
+    for turn in scenario.turns:
+        tested, record = _turn(turn, scenario, manifest)
+        records.append(record)
+        if tested is not None:
+            turns.append(tested)
+    indexed = [IndexedDocument(corpus_doc=doc.corpus_doc, path=doc.path, chunks=1)
+               for doc in scenario.setup_documents]
+    transcript = Transcript(scenario_id=scenario.id, turns=records, indexed=indexed)
+    scenario_failures = [f"{result.type}: {result.diagnostic}"
+                         for result in run_scenario_checks(scenario, transcript)
+                         if not result.passed]
+    if not turns:
+        verdict = Verdict.JUDGE_ONLY
+    elif scenario_failures or any(turn.genuine_failures for turn in turns):
+        verdict = Verdict.NOT_PASSABLE
+    elif any(turn.slipped for turn in turns):
+        verdict = Verdict.NOT_DISCRIMINATING
+    else:
+        verdict = Verdict.SOUND
+    file = str(scenario.source_file) if scenario.source_file else scenario.id
+    return ScenarioSelftest(file=file, id=scenario.id, verdict=verdict,
+                            genuine_failures=scenario_failures, turns=turns)
+
+
+def selftest_suite(scenarios: Iterable[Scenario], manifest: Manifest | None) -> SelftestReport:
+    """Every scenario's self-test, in the order given."""
+    return SelftestReport(scenarios=[selftest_scenario(s, manifest) for s in scenarios])

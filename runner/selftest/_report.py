@@ -1,0 +1,101 @@
+"""The self-test's result, one model per level, and how it reads as text."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from pydantic import BaseModel, Field
+
+__all__ = ["ScenarioSelftest", "SelftestReport", "Slipped", "TurnSelftest", "Verdict",
+           "render", "summary_line"]
+
+
+class Verdict(str, Enum):
+    """What the self-test found about one scenario."""
+
+    SOUND = "passable_and_discriminating"
+    NOT_PASSABLE = "not_passable"
+    NOT_DISCRIMINATING = "not_discriminating"
+    JUDGE_ONLY = "judge_only"
+
+
+class Slipped(BaseModel):
+    """A wrong answer the turn's checks let through."""
+
+    kind: str = Field(description="which wrong answer: '20% off', 'another fact (<doc>/<fact>)', "
+                                  "\"I don't know\", 'hedged list', 'empty answer'")
+    answer: str = Field(description="the wrong answer's text, as the checks saw it")
+    tools: list[str] = Field(description="the tool calls it came with (the genuine trajectory "
+                                         "when the turn checks its answer, else none)")
+
+
+class TurnSelftest(BaseModel):
+    """One turn that has a check able to fail a wrong attempt."""
+
+    turn: int = Field(description="the turn number, as in the scenario")
+    checks: list[str] = Field(description="the check types the turn is decided on")
+    genuine_answer: str = Field(description="the answer built from the ground truth")
+    genuine_tools: list[str] = Field(description="the trajectory built from the tool checks")
+    genuine_failures: list[str] = Field(default_factory=list, description=(
+        "diagnostics of the checks the genuine attempt failed (empty: passable)"))
+    wrong_tried: int = Field(description="how many wrong answers were tried")
+    slipped: list[Slipped] = Field(default_factory=list, description=(
+        "the wrong answers that passed every check (empty: discriminating)"))
+
+
+class ScenarioSelftest(BaseModel):
+    """One scenario's self-test."""
+
+    file: str = Field(description="the scenario file")
+    id: str = Field(description="the scenario id")
+    verdict: Verdict = Field(description="sound, not passable, not discriminating, judge-only")
+    genuine_failures: list[str] = Field(default_factory=list, description=(
+        "scenario-level checks the genuine trajectory failed"))
+    turns: list[TurnSelftest] = Field(default_factory=list, description=(
+        "the turns with a deciding check; none for a judge-only scenario"))
+
+
+class SelftestReport(BaseModel):
+    """`trialbox selftest --json`: every scenario's self-test."""
+
+    scenarios: list[ScenarioSelftest] = Field(description="in the order they were loaded")
+
+    def count(self, verdict: Verdict) -> int:
+        return sum(item.verdict is verdict for item in self.scenarios)
+
+    @property
+    def decidable(self) -> int:
+        """Scenarios some check can decide offline (not judge-only)."""
+        return len(self.scenarios) - self.count(Verdict.JUDGE_ONLY)
+
+    @property
+    def sound(self) -> bool:
+        """Every decidable scenario is passable and discriminating."""
+        return self.count(Verdict.SOUND) == self.decidable
+
+
+def summary_line(report: SelftestReport) -> str:
+    """"57 of 59 scenarios decidable offline, all passable and discriminating"."""
+    head = f"{report.decidable} of {len(report.scenarios)} scenarios decidable offline"
+    if report.sound:
+        return head + ", all passable and discriminating"
+    return (head + f": {report.count(Verdict.NOT_PASSABLE)} not passable, "
+            f"{report.count(Verdict.NOT_DISCRIMINATING)} not discriminating")
+
+
+def render(report: SelftestReport) -> list[str]:
+    """The text report: one line per scenario, then what went wrong, file/turn/answer."""
+    lines = []
+    for item in report.scenarios:
+        lines.append(f"{item.verdict.value:28} {item.id}  ({item.file})")
+        for failure in item.genuine_failures:
+            lines.append(f"  {item.file}: scenario checks fail the genuine trajectory: {failure}")
+        for turn in item.turns:
+            for failure in turn.genuine_failures:
+                lines.append(f"  {item.file}: turn {turn.turn}: the genuine answer "
+                             f"{turn.genuine_answer!r} fails: {failure}")
+            for slipped in turn.slipped:
+                lines.append(f"  {item.file}: turn {turn.turn}: wrong answer ({slipped.kind}) "
+                             f"passed every check: {slipped.answer!r}")
+    lines.append(summary_line(report))
+    return lines
