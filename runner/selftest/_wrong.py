@@ -65,7 +65,10 @@ def _off(genuine: str) -> str:
         if inside_date or (re.fullmatch(r"\d{4}", match["digits"]) and not match["percent"]
                            and 1900 <= value_of(match) <= 2100):
             return match.group(0)
-        return render_number(round(value_of(match) * (1 - OFF_BY), 6))
+        currency = re.search(r"[$€£¥]", match.group(0))
+        percent = "%" if match["percent"] else ""
+        value = value_of(match) * (1 - OFF_BY)
+        return (currency.group(0) if currency else "") + render_number(round(value, 6)) + percent
 
     return NUMBER.sub(scaled, genuine)
 

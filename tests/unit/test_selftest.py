@@ -1,0 +1,169 @@
+"""`trialbox selftest`, the pure layer: genuine answers pass, wrong answers are caught, and a
+weak check is named with the file, turn and wrong answer that slipped through."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from runner.cli import app
+from runner.paths import eval_root
+from runner.scenarios import Scenario, load_suite
+from runner.selftest import SelftestReport, Verdict, selftest_scenario, summary_line
+
+EVAL = eval_root()
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, ["selftest", *args])
+    return result.exit_code, result.output
+
+
+def budget_scenario(turns: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    """A scenario on our corpus's FY2027 budget (facts: $2,450,000 engineering, $5,210,000
+    total, $540,000 marketing, $25,000 and $250,000 thresholds, 22 June 2026 approval)."""
+    return {"id": "planted", "category": "rag_quality", "persona": "data_analyst",
+            "setup": {"index_documents": [{"corpus_doc": "budget_fy2027",
+                                           "path": "documents/budget_fy2027_plan.json"}]},
+            "turns": turns, **extra}
+
+
+def engineering(**fields: Any) -> dict[str, Any]:
+    return {"turn": 1, "objective": "Ask for the Engineering allocation.",
+            "user_message": "How much does Engineering get?",
+            "ground_truth": {"doc_id": "budget_fy2027", "fact_id": "engineering_allocation",
+                             "expected_answer": "$2,450,000"}, **fields}
+
+
+def tree(tmp_path: Path, *scenarios: dict[str, Any]) -> Path:
+    folder = tmp_path / "scenarios" / "rag_quality"
+    folder.mkdir(parents=True)
+    for number, scenario in enumerate(scenarios):
+        (folder / f"s{number}.yaml").write_text(yaml.safe_dump(scenario))
+    return folder
+
+
+def selftest_of(scenario: dict[str, Any]) -> Any:
+    suite = load_suite([], EVAL / "corpus")
+    return selftest_scenario(Scenario.model_validate(scenario), suite.manifest)
+
+
+# --- our suite and GAIA's trees -------------------------------------------------------------
+
+
+def test_our_suite_is_passable_and_discriminating_wherever_a_check_decides():
+    code, output = invoke()
+    assert code == 0, output
+    assert output.strip().splitlines()[-1].endswith(
+        "scenarios decidable offline, all passable and discriminating")
+
+
+def test_the_web_system_scenarios_are_judge_only():
+    # Their checks are guards (tool_not_called): a model that calls no tool and invents a
+    # CPU figure passes them, so only the judge can decide these scenarios.
+    code, output = invoke(str(EVAL / "scenarios" / "web_system"), "--json")
+    assert code == 0
+    report = SelftestReport.model_validate_json(output)
+    assert len(report.scenarios) == 6
+    assert {item.verdict for item in report.scenarios} == {Verdict.JUDGE_ONLY}
+    assert summary_line(report) == ("0 of 6 scenarios decidable offline, all passable and "
+                                    "discriminating")
+
+
+@pytest.mark.parametrize("path", [FIXTURES / "gaia_tree" / "scenarios",
+                                  FIXTURES / "gaia_repo" / "eval"])
+def test_a_gaia_tree_is_reported_without_failing_on_judge_only_scenarios(path):
+    code, output = invoke(str(path), "--json")
+    assert code == 0, output
+    report = SelftestReport.model_validate_json(output)
+    verdicts = {item.verdict for item in report.scenarios}
+    assert Verdict.JUDGE_ONLY in verdicts and Verdict.SOUND in verdicts
+    assert verdicts <= {Verdict.JUDGE_ONLY, Verdict.SOUND}
+
+
+# --- a planted weak check --------------------------------------------------------------------
+
+
+def test_a_literal_found_in_every_answer_exits_1_naming_file_turn_and_answer(tmp_path):
+    folder = tree(tmp_path, budget_scenario(
+        [engineering(checks=[{"type": "answer_contains", "text": "t", "ignore_case": True}])]))
+    code, output = invoke(str(folder), "--corpus", str(EVAL / "corpus"))
+    assert code == 1
+    assert "not_discriminating" in output
+    assert (f"{folder / 's0.yaml'}: turn 1: wrong answer (I don't know) passed every check: "
+            "\"I don't know: the documents do not say.\"") in output
+    assert "hedged list" in output and "It could be" in output
+    assert output.strip().splitlines()[-1] == (
+        "1 of 1 scenarios decidable offline: 0 not passable, 1 not discriminating")
+
+
+def test_a_sound_planted_tree_exits_0(tmp_path):
+    folder = tree(tmp_path, budget_scenario([engineering()]))  # derived: $2,450,000 within 5%
+    code, output = invoke(str(folder), "--corpus", str(EVAL / "corpus"))
+    assert code == 0, output
+
+
+# --- each wrong answer, caught or slipping through ----------------------------------------
+
+
+def slipped(scenario: dict[str, Any]) -> dict[str, str]:
+    (turn,) = selftest_of(scenario).turns
+    return {item.kind: item.answer for item in turn.slipped}
+
+
+def test_a_derived_amount_catches_every_wrong_answer():
+    result = selftest_of(budget_scenario([engineering()]))
+    assert result.verdict is Verdict.SOUND
+    (turn,) = result.turns
+    assert turn.genuine_answer == "$2,450,000" and turn.genuine_failures == []
+    # 20% off, 5 other facts of the budget, hedged list, I don't know, empty
+    assert turn.wrong_tried == 9
+
+
+def test_a_tolerance_of_25_percent_lets_20_percent_off_through():
+    checks = [{"type": "answer_number", "value": 2450000, "tolerance": 0.25}]
+    assert slipped(budget_scenario([engineering(checks=checks)])) == {"20% off": "$1,960,000"}
+
+
+def test_a_loose_number_lets_another_fact_of_the_document_through():
+    # $2,450,000 ± 120% also accepts the total allocation of $5,210,000
+    checks = [{"type": "answer_number", "value": 2450000, "tolerance": 1.2}]
+    found = slipped(budget_scenario([engineering(checks=checks)]))
+    assert found["another fact (budget_fy2027/total_allocation)"] == "$5,210,000"
+
+
+def test_a_genuine_answer_that_fails_makes_the_scenario_not_passable():
+    checks = [{"type": "answer_number", "value": 2450000},
+              {"type": "answer_not_contains", "text": "2,450"}]
+    result = selftest_of(budget_scenario([engineering(checks=checks)]))
+    assert result.verdict is Verdict.NOT_PASSABLE
+    assert "answer_not_contains" in result.turns[0].genuine_failures[0]
+
+
+def test_tool_checks_get_a_genuine_trajectory_and_wrong_answers_come_without_calls():
+    checks = [{"type": "tool_called", "tool": "query_specific_file",
+               "arguments": {"file_path": {"matches": r"budget_fy2027_plan\.json$"}}}]
+    scenario = budget_scenario([engineering(checks=checks, ground_truth=None)])
+    result = selftest_of(scenario)
+    assert result.verdict is Verdict.SOUND
+    assert result.turns[0].genuine_tools == ["query_specific_file"]
+
+
+def test_guards_only_make_a_scenario_judge_only():
+    checks = [{"type": "tool_not_called", "tool": "run_shell_command"},
+              {"type": "max_tool_calls", "max": 3}]
+    result = selftest_of(budget_scenario([engineering(checks=checks, ground_truth=None)]))
+    assert result.verdict is Verdict.JUDGE_ONLY and result.turns == []
+
+
+def test_the_json_report_is_the_model():
+    code, output = invoke(str(EVAL / "scenarios" / "rag_quality"), "--json")
+    assert code == 0
+    data = json.loads(output)
+    assert {item["verdict"] for item in data["scenarios"]} <= {v.value for v in Verdict}
