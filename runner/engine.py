@@ -22,7 +22,7 @@ from runner.judge import Judge, JudgeError
 from runner.judgments import Judgments
 from runner.progress import Progress
 from runner.report import RunWriter, Scorecard, Trace, scenario_result, trace_of
-from runner.sandbox import SandboxBackend
+from runner.sandbox import Sandbox, SandboxBackend
 from runner.sandbox.pool import Lease, WarmPool, cold, pool_for
 from runner.scenarios import Manifest, Scenario, default_timeout_s, missing_documents
 from runner.scoring import judgings_cost_usd, scenario_status, transcript_problem
@@ -63,6 +63,9 @@ class Outcome:
     rejudged: list[Judgments] = field(default_factory=list)
     judge_error: str | None = None
     warning: str | None = None  # something went wrong that did not spoil the result
+    # What went wrong after the conversation finished (a container died, the deadline passed
+    # while leaving the sandbox): said in the result's notes; the result itself is kept.
+    after: str | None = None
 
 
 class ConversationSource(Protocol):
@@ -135,16 +138,32 @@ class LiveConversations:
         artifacts = self.settings.run_dir / "artifacts" / job.key
         collect_error: str | None = None
         memory = needs_memory(scenario)
+        # The transcript as it grows (handed over once the session exists), and the finished
+        # one: whatever happens later, the turns done so far are kept in the trace.
+        begun: list[Transcript] = []
+        finished: Transcript | None = None
         try:
-            async with asyncio.timeout(timeout_s):
+            async with asyncio.timeout(timeout_s) as limit:
                 leasing = (self.pool.sandbox(job.key, memory=memory) if self.pool is not None
                            else cold(self.backend, job.key, memory=memory))
                 async with leasing as lease:
                     box = lease.box
                     agent_id = self.agents.resolve(scenario.agent_type) if self.agents else None
-                    transcript = await run_conversation(box, scenario, self.simulator,
-                                                        self.settings.device, agent_id=agent_id)
+                    try:
+                        transcript = await run_conversation(box, scenario, self.simulator,
+                                                            self.settings.device, agent_id=agent_id,
+                                                            keep=begun.append)
+                    except asyncio.CancelledError:
+                        # Our deadline or the sandbox's watchdog (a dead container), not Ctrl-C:
+                        # what the sandbox still has explains the failure, so it is collected.
+                        if limit.expired() or getattr(box, "died", None) is not None:
+                            collect_error = await _collect_after_failure(box, artifacts)
+                        raise
+                    except Exception:
+                        collect_error = await _collect_after_failure(box, artifacts)
+                        raise
                     transcript.setup = _setup_timings(lease, transcript.setup)
+                    finished = transcript
                     try:
                         problems = await box.collect(artifacts)
                     except (OSError, RuntimeError, ValueError) as exc:
@@ -152,14 +171,28 @@ class LiveConversations:
                     if problems:
                         # The conversation is the result; missing logs must not discard it.
                         collect_error = "artifacts not collected: " + "; ".join(problems)
-        except TimeoutError:
-            return Outcome(infra=Status.TIMEOUT, error=f"no result within {timeout_s:.0f} s")
         except asyncio.CancelledError:
             raise
-        except SimulatorUnavailable as exc:
-            return Outcome(infra=Status.SKIPPED_NO_MODEL, error=str(exc))
         except Exception as exc:  # noqa: BLE001 — any failure to converse is an infrastructure error
-            return Outcome(infra=Status.INFRA_ERROR, error=_describe(exc))
+            if finished is not None:
+                # The conversation finished; what failed afterwards (a container died, the
+                # deadline passed while leaving the sandbox) is said, and the result is kept.
+                after = (f"no result within {timeout_s:.0f} s" if isinstance(exc, TimeoutError)
+                         else _describe(exc))
+                outcome = _classify(scenario, finished, self.manifest)
+                outcome.after = after
+                outcome.warning = collect_error
+                return outcome
+            if isinstance(exc, TimeoutError):
+                failed = Outcome(infra=Status.TIMEOUT, error=f"no result within {timeout_s:.0f} s")
+            elif isinstance(exc, SimulatorUnavailable):
+                failed = Outcome(infra=Status.SKIPPED_NO_MODEL, error=str(exc))
+            else:
+                failed = Outcome(infra=Status.INFRA_ERROR, error=_describe(exc))
+            # The status stays what it is; the turns done before the failure are kept with it.
+            failed.transcript = begun[0] if begun else None
+            failed.warning = collect_error
+            return failed
         outcome = _classify(scenario, transcript, self.manifest)
         outcome.warning = collect_error
         return outcome
@@ -181,6 +214,21 @@ class LiveConversations:
         if self.capabilities is None:
             return set()
         return needed - self.capabilities
+
+
+#: Longest the artifacts of a failed conversation are collected for (its deadline has passed).
+COLLECT_AFTER_FAILURE_S = 60.0
+
+
+async def _collect_after_failure(box: Sandbox, dest: Path) -> str | None:
+    """Collect what a sandbox whose conversation failed still has (logs, chat DB); never raises:
+    the failure being handled is the scenario's cause, not this."""
+    try:
+        async with asyncio.timeout(COLLECT_AFTER_FAILURE_S):
+            problems = await box.collect(dest)
+    except (OSError, RuntimeError, ValueError, TimeoutError) as exc:
+        problems = [_describe(exc)]
+    return "artifacts not collected: " + "; ".join(problems) if problems else None
 
 
 def _pool_ahead(settings: RunSettings) -> int:
@@ -336,6 +384,8 @@ class Engine:
         outcome = await self.conversations.converse(job)
         if outcome.warning:
             self.writer.warn(f"{job.key}: {outcome.warning}")
+        if outcome.after:
+            self.writer.warn(f"{job.key}: kept the finished conversation; afterwards {outcome.after}")
         if outcome.infra is None and outcome.transcript is not None:
             await self._judge(job, outcome)
         wall_s = round(time.perf_counter() - started, 3)
@@ -385,6 +435,8 @@ class Engine:
             trial=job.trial,
             judgings=outcome.rejudged,
         )
+        if outcome.after:
+            result.notes.append(f"after the conversation finished: {outcome.after}")
         self._finished.add(job.key)
         evidence = Evidence.from_transcript(outcome.transcript).model_dump(mode="json") if outcome.transcript else {}
         artifacts = artifacts_of(self.settings.run_dir, job.key)
@@ -431,13 +483,20 @@ def cause_of(error: str | None) -> str:
     return text
 
 
+# Statuses of a conversation cut short: a trace may hold its turns so far, but they are no result.
+CUT_SHORT = frozenset({Status.TIMEOUT, Status.INFRA_ERROR})
+
+
 def _replayed(job: Job, trace: Trace | None, manifest: Manifest | None) -> Outcome:
     """The conversation a saved trace recorded; what had no conversation keeps its old status."""
     if trace is None:
         return Outcome(infra=Status.NOT_RUN, error="the original run has no trace for this scenario")
+    status = trace.result.status
     if trace.transcript is None:
-        status = trace.result.status
         return Outcome(infra=status if not status.is_judged else Status.ERRORED, error=trace.result.error)
+    if status in CUT_SHORT:
+        # The turns done before a timeout or a failure: kept to read, never judged as a whole.
+        return Outcome(transcript=trace.transcript, infra=status, error=trace.result.error)
     return _classify(job.scenario, trace.transcript, manifest)
 
 

@@ -33,6 +33,7 @@ from runner.judge import (
 )
 from runner.report import RunConfig, RunWriter, Scorecard, Trace, declared_order
 from runner.report._identity import served_model_of
+from runner.run_lock import is_owned, owning
 from runner.sandbox import SandboxBackend, SandboxError
 from runner.scenarios import (
     Manifest,
@@ -337,6 +338,9 @@ def quality_gate_line(card: Scorecard, min_pass_rate: float) -> str:
 async def run(settings: RunSettings, say: Callable[[str], None], resume: bool = False,
               extra: dict[str, Any] | None = None, progress_stream: TextIO | None = None) -> Scorecard:
     """Everything from settings to a closed scorecard. Raises UsageError/InfraError early."""
+    if resume and is_owned(settings.run_dir):
+        with owning(settings.run_dir):  # raises the one-line refusal naming the live owner
+            pass
     scenarios, manifest, rejected = selected_scenarios(settings, say)
     check_results_root(settings)
     say(f"run {settings.run_id}: {len(scenarios)} scenario(s) × {settings.trials} trial(s), "
@@ -354,6 +358,17 @@ async def run(settings: RunSettings, say: Callable[[str], None], resume: bool = 
     except SandboxError as exc:
         raise InfraError(str(exc)) from exc
     extra = {**(extra or {}), **image_info, "agents": agents.describe()}
+    # One owner per run folder from here on: a second run or resume of a live run stops here,
+    # before its sweep could remove the live run's sandboxes; a dead owner's lock is free.
+    with owning(settings.run_dir):
+        return await _run_owned(settings, say, resume, scenarios, manifest, rejected, agents,
+                                judge, simulator, backend, extra, progress_stream)
+
+
+async def _run_owned(settings: RunSettings, say: Callable[[str], None], resume: bool,
+                     scenarios: list[Scenario], manifest: Manifest | None, rejected: list[str],
+                     agents: AgentRegistry, judge: Any, simulator: Any, backend: SandboxBackend,
+                     extra: dict[str, Any], progress_stream: TextIO | None) -> Scorecard:
     if resume and settings.backend is Backend.DOCKER:
         _sweep(settings.run_id, say, "left over from the interrupted run", settings.llm_container)
     writer = open_writer(settings, scenarios, resume, extra)

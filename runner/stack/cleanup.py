@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 
 import docker
 from docker.errors import APIError, NotFound
@@ -17,6 +18,10 @@ from docker.models.containers import Container
 from docker.models.networks import Network
 
 RUN_LABEL = "trialbox.run"
+#: The label value of the shared stack (`trialbox up`, runner/stack/compose.py's default).
+STACK_RUN_ID = "stack"
+#: What Docker Compose puts on what it made: the stack, never a run's sandboxes.
+COMPOSE_PROJECT_LABEL = "com.docker.compose.project"
 
 
 @dataclass
@@ -27,6 +32,7 @@ class CleanupReport:
     networks: list[str] = field(default_factory=list)
     volumes: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)  # the shared stack's objects, left alone
 
     @property
     def removed(self) -> int:
@@ -40,21 +46,58 @@ def label_filter(run_id: str | None) -> dict[str, str]:
     return {"label": RUN_LABEL if run_id is None else f"{RUN_LABEL}={run_id}"}
 
 
-def cleanup(run_id: str | None = None, client: docker.DockerClient | None = None) -> CleanupReport:
-    """Remove labelled containers, then networks, then volumes (that order frees references)."""
+def is_stack(labels: dict[str, str] | None) -> bool:
+    """Whether a labelled object belongs to the shared stack (`trialbox up`: the LLM server and
+    its network), which every run uses, rather than to one run's sandboxes."""
+    labels = labels or {}
+    return labels.get(RUN_LABEL) == STACK_RUN_ID or COMPOSE_PROJECT_LABEL in labels
+
+
+def cleanup(run_id: str | None = None, client: docker.DockerClient | None = None, *,
+            include_stack: bool = False) -> CleanupReport:
+    """Remove labelled containers, then networks, then volumes (that order frees references).
+
+    Without a run id every run's objects go but the shared stack's stay (a run may be using
+    the LLM server): it goes with `trialbox down`, or with ``include_stack`` (`clean --all`,
+    which first makes sure no run is alive — see ``live_runs``)."""
     client = client or docker.from_env()
     filters: dict[str, str | list[str] | bool] = {**label_filter(run_id)}
     report = CleanupReport()
+
+    def kept(labels: dict[str, str] | None, name: str) -> bool:
+        if run_id is None and not include_stack and is_stack(labels):
+            report.kept.append(name)
+            return True
+        return False
+
     for container in client.containers.list(all=True, filters=filters):
-        _remove(partial(container.remove, force=True, v=True), _name(container),
-                report.containers, report)
+        if not kept(container.labels, _name(container)):
+            _remove(partial(container.remove, force=True, v=True), _name(container),
+                    report.containers, report)
     for network in client.networks.list(filters=filters):
-        _disconnect_all(network)
-        _remove(network.remove, _name(network), report.networks, report)
+        if not kept(network.attrs.get("Labels"), _name(network)):
+            _disconnect_all(network)
+            _remove(network.remove, _name(network), report.networks, report)
     for volume in client.volumes.list(filters=filters):
-        _remove(partial(volume.remove, force=True), volume.name, report.volumes, report)
+        if not kept(volume.attrs.get("Labels"), volume.name):
+            _remove(partial(volume.remove, force=True), volume.name, report.volumes, report)
     _sweep_firewall(run_id, report)
     return report
+
+
+def live_runs(client: docker.DockerClient | None = None, results_root: Path | None = None) -> list[str]:
+    """The runs alive now: a running container of a run (not the stack's), or a run folder
+    under ``results_root`` whose owner's lock is held (runner/run_lock.py)."""
+    from runner.run_lock import is_owned
+
+    client = client or docker.from_env()
+    alive = {container.labels.get(RUN_LABEL, "")
+             for container in client.containers.list(filters={"label": RUN_LABEL, "status": "running"})
+             if not is_stack(container.labels)}
+    if results_root is not None and results_root.is_dir():
+        alive |= {folder.name for folder in results_root.iterdir()
+                  if folder.is_dir() and is_owned(folder)}
+    return sorted(alive - {""})
 
 
 def _name(thing: Container | Network) -> str:

@@ -279,3 +279,95 @@ def test_mini_soak_with_random_kills_loses_nothing_and_leaves_nothing(llm: Any, 
     assert tally.completed, tally.final
     assert tally.survived == tally.injected
     assert set(tally.final.values()) <= FINAL
+
+
+# -- nothing a conversation produced is lost ----------------------------------------------------
+
+
+def _settings_in_process(llm: Any, results: Path, scenario_id: str) -> Any:
+    from runner.settings import RunSettings, Selection, new_run_id
+
+    return RunSettings(run_id=new_run_id(), suite_paths=[SUITE / "scenarios"], corpus_root=SUITE / "corpus",
+                       results_root=results, selection=Selection(ids=[scenario_id]), device="cpu",
+                       llm_url=llm.url, llm_container=llm.name, judge_provider="none",
+                       simulator_mode="scripted", warm_pool=False)  # fmt: skip
+
+
+def _trace(run_dir: Path, key: str) -> dict[str, Any]:
+    return dict(json.loads((run_dir / "traces" / f"{key}.json").read_text()))
+
+
+def test_agent_ui_killed_right_after_the_last_turn_keeps_the_judged_conversation(
+    llm: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Agent UI is killed (for real) the moment the last turn is done, before its artifacts
+    are collected: the conversation is kept and checked, and the row says what happened after."""
+    import asyncio
+
+    from runner import launch
+    from runner.sandbox.docker import DockerSandbox
+
+    collect = DockerSandbox.collect
+
+    async def killed_first(box: DockerSandbox, dest: Path) -> list[str]:
+        await asyncio.to_thread(box.ui.kill)
+        await asyncio.to_thread(box.ui.wait, timeout=30)
+        return await collect(box, dest)
+
+    monkeypatch.setattr(DockerSandbox, "collect", killed_first)
+    settings = _settings_in_process(llm, tmp_path / "results", "lighthouse_fuel")
+    card = asyncio.run(launch.run(settings, print))
+    (row,) = card.scenarios
+    assert row.status.value in FINAL, row
+    assert any(n.startswith("after the conversation finished: SandboxError: the Agent UI container")
+               for n in row.notes), row.notes
+    assert row.checks or any(t.checks for t in row.turns), "the kept conversation was checked"
+    trace = _trace(settings.run_dir, "lighthouse_fuel")
+    assert trace["transcript"] is not None and len(trace["transcript"]["turns"]) == 2
+    assert (settings.run_dir / "artifacts" / "lighthouse_fuel" / "agent-ui.log").is_file()
+    assert_nothing_left(settings.run_id)
+
+
+def test_a_timeout_keeps_the_turns_done_before_it_and_the_artifacts(
+    llm: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The simulated user stalls before turn 2 and the scenario's real deadline is brought
+    forward to now: TIMEOUT, with turn 1 and the sandbox's logs in the trace's folder."""
+    import asyncio
+
+    from runner import engine, launch
+    from runner.simulate import ScriptedSimulator
+
+    deadlines: list[asyncio.Timeout] = []
+    real_timeout = asyncio.timeout
+
+    def recorded(delay: float | None) -> asyncio.Timeout:
+        made = real_timeout(delay)
+        if delay == 577:
+            deadlines.append(made)
+        return made
+
+    speak = ScriptedSimulator.user_message
+
+    async def stall_at_turn_2(self: Any, scenario: Any, turn: Any, history: Any) -> Any:
+        if turn.turn == 2:
+            deadlines[-1].reschedule(asyncio.get_running_loop().time())
+            await asyncio.sleep(600)
+        return await speak(self, scenario, turn, history)
+
+    monkeypatch.setattr(engine.asyncio, "timeout", recorded)
+    monkeypatch.setattr(ScriptedSimulator, "user_message", stall_at_turn_2)
+    settings = _settings_in_process(llm, tmp_path / "results", "orchard_followup")
+    settings.timeout_s = 577
+    card = asyncio.run(launch.run(settings, print))
+    monkeypatch.undo()
+    (row,) = card.scenarios
+    assert row.status.value == "TIMEOUT", row
+    trace = _trace(settings.run_dir, "orchard_followup")
+    assert trace["transcript"] is not None, "the turn done before the timeout was dropped"
+    assert [t["turn"] for t in trace["transcript"]["turns"]] == [1]
+    assert trace["transcript"]["turns"][0]["answer"]
+    folder = settings.run_dir / "artifacts" / "orchard_followup"
+    assert (folder / "agent-ui.log").is_file() and (folder / "mcp.log").is_file()
+    assert trace["result"]["status"] == "TIMEOUT"
+    assert_nothing_left(settings.run_id)
