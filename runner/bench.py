@@ -129,3 +129,13 @@ def find_llm_container() -> str | None:
 
 def default_suite_paths(root: Path) -> list[Path]:
     return [root / "eval" / "scenarios"]
+
+
+def selftest_line(paths: list[Path], corpus_root: Path) -> str:
+    """The suite's self-test in one line, printed under the bench summary, so a page of FAILs
+    from a 135M model reads against an instrument shown to tell right from wrong."""
+    from runner.scenarios import load_suite
+    from runner.selftest import selftest_suite, summary_line
+
+    suite = load_suite(paths, corpus_root)
+    return "self-test: " + summary_line(selftest_suite(suite.scenarios, suite.manifest))

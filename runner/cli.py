@@ -736,7 +736,7 @@ def bench(
     in_container: Annotated[bool, typer.Option(help="run the engine inside the pinned runner image")] = False,
 ) -> None:
     """Everything: engine → images → LLM server → run the default suite → summary."""
-    from runner.bench import build_corpus, build_images, ensure_engine, start_llm
+    from runner.bench import build_corpus, build_images, ensure_engine, selftest_line, start_llm
     from runner.launch import SESSION_DEVICE
     from runner.settings import RunSettings, Selection, new_run_id
 
@@ -754,14 +754,18 @@ def bench(
         selection = [arg for sid in scenario or [] for arg in ("-s", sid)]
         selection += [arg for cat in category or [] for arg in ("--category", cat)]
         selection += ["--concurrency", str(concurrency)]
-        raise typer.Exit(run_in_runner_container(choice.device, container, selection, results))
+        code = run_in_runner_container(choice.device, container, selection, results)
+        say(selftest_line([EVAL / "scenarios"], EVAL / "corpus"))
+        raise typer.Exit(code)
     settings = RunSettings(
         run_id=new_run_id(), suite_paths=[EVAL / "scenarios"], corpus_root=EVAL / "corpus",
         results_root=results, selection=Selection(ids=scenario or [], categories=category or []),
         device=SESSION_DEVICE[choice.device], device_reason=choice.reason, llm_url=url,
         llm_container=container, concurrency=concurrency, judge_provider="auto", simulator_mode="auto",
     )
-    raise typer.Exit(execute(settings, extra={"images": images}))
+    code = execute(settings, extra={"images": images})
+    say(selftest_line(settings.suite_paths, settings.corpus_root))
+    raise typer.Exit(code)
 
 
 def _device(requested: str) -> DeviceChoice:
