@@ -176,6 +176,31 @@ def host_path_of(path: Path) -> Path:
                          "with its sandboxes — keep the corpus under eval/") from None
 
 
+def resolve_providers(settings: RunSettings) -> Any:
+    """Judge and simulator resolved from `auto` (flags, then environment), written back into
+    `settings`. A cluster run calls this before it ships its settings to the nodes: a node must
+    get `local`, never `auto`, which only the controller's environment can resolve."""
+    try:
+        choices = from_env_and_flags(
+            judge=settings.judge_provider if settings.judge_provider != "auto" else None,
+            judge_model=settings.judge_model,
+            judge_url=settings.judge_url,
+            simulator=settings.simulator_mode if settings.simulator_mode != "auto" else None,
+            simulator_model=settings.simulator_model,
+            simulator_url=settings.simulator_url,
+            llm_url=f"{settings.llm_url}/api/v1",
+        )
+    except ProviderConfigError as exc:
+        raise UsageError(str(exc)) from exc
+    settings.judge_provider = choices.judge.provider
+    settings.judge_model = choices.judge.model
+    settings.judge_url = choices.judge.url
+    settings.simulator_mode = choices.simulator.provider
+    settings.simulator_model = choices.simulator.model
+    settings.simulator_url = choices.simulator.url
+    return choices
+
+
 async def prepare_judge(settings: RunSettings, say: Callable[[str], None]) -> tuple[Any, Any]:
     """Resolve judge + simulator (printing each choice and why) and calibrate the judge."""
     try:

@@ -35,6 +35,7 @@ from runner.launch import (
     check_results_root,
     open_writer,
     prepare_judge,
+    resolve_providers,
     selected_scenarios,
 )
 from runner.report import Scorecard, driver_report, render_driver_md
@@ -54,6 +55,9 @@ async def run_on_cluster(settings: RunSettings, address: str, on: dict[str, str]
     scenarios, manifest, rejected = selected_scenarios(settings, say)
     check_results_root(settings)
     agents = agent_registry(settings, scenarios)
+    # Resolved here, once, before the settings are shipped: `auto` means what it means on
+    # this machine (as a local run), and every node gets the same concrete choice.
+    resolve_providers(settings)
     conversations = ClusterConversations(address, settings, on, manifest=manifest, agents=agents,
                                          node_id=node.node_id if node else None, say=say,
                                          resume=resume)
@@ -64,10 +68,11 @@ async def run_on_cluster(settings: RunSettings, address: str, on: dict[str, str]
     # Recorded: the cluster's slots when the run started. The engine itself admits up to the
     # bound; ClusterConversations sends a job only when a node has a free slot *now*, so a node
     # that joins mid-run takes work (runner/cluster/_conversations.py).
-    settings.concurrency = min(MAX_CONCURRENCY, conversations.capacity())
+    slots = conversations.capacity()
+    settings.concurrency = min(MAX_CONCURRENCY, slots)  # run.json's bound; the engine's is below
     say(f"run {settings.run_id}: {len(scenarios)} scenario(s) × {settings.trials} trial(s) on "
         f"{len(nodes)} node(s) ({', '.join(f'{n.name}:{n.device}×{n.slots}' for n in nodes)}), "
-        f"concurrency {settings.concurrency}")
+        f"concurrency {slots}")
     judge, _ = await prepare_judge(settings, say)
     described = await _describe_node(node) if node else None
     cluster_extra = {"cluster": {"nodes": [n.model_dump(mode="json") for n in nodes],
@@ -89,7 +94,10 @@ async def run_on_cluster(settings: RunSettings, address: str, on: dict[str, str]
             writer.warn(REJECTED_WARNING + problem)
     say(f"results: {settings.run_dir}")
     # No controller-side LLM health probe: each node checks its own server before each job.
-    engine = Engine(settings.model_copy(update={"concurrency": MAX_CONCURRENCY}), scenarios,
+    # Admits as many jobs as the cluster has slots (past run.json's bound of 16: a cluster of
+    # 5 nodes × 8 slots runs 40 at once), and at least 16 so nodes that join mid-run get work.
+    # model_copy does not re-validate, so the bound does not apply to this copy.
+    engine = Engine(settings.model_copy(update={"concurrency": max(MAX_CONCURRENCY, slots)}), scenarios,
                     conversations, judge, writer, say=say, llm_health=None)
     # Jobs wait for a node's free slot after the engine let them start: they ask it first.
     conversations.stopped = lambda: engine.stopping

@@ -14,8 +14,14 @@ Why each option:
   image with a read-only root through whole scenarios: no write elsewhere was refused. A fresh tmpfs is also exactly the "fresh
   GAIA_HOME per scenario" the design asks for. tmpfs pages count against the memory limit.
 - memory / pids / CPU limits: one runaway sandbox (a tool loop, a fork bomb in a shell tool)
-  must not starve the shared LLM server or the other sandboxes. Defaults are measured (see
-  ``ROLE_LIMITS``); every one is overridable by environment variable.
+  must not starve the shared LLM server or the other sandboxes. Memory and pids defaults are
+  measured (see ``ROLE_LIMITS``); every one is overridable by environment variable.
+- CPU is sized from the machine (``cpu_limits``): all sandboxes alive at the default
+  concurrency — the running one and the warm pool's spares, 2 × 1 + 1 — together get at most
+  cores − 1 CPUs, so one core is always the LLM server's; and ``cpu_shares`` gives every
+  sandbox container a low weight (the LLM server's compose service a high one), so under
+  contention the kernel hands the LLM server its share first. 1.5 + 1.0 CPUs per sandbox on
+  the README's 2-core minimum let one runaway agent take both cores.
 - ``json-file`` logs with ``max-size``/``max-file``: an agent stuck printing cannot fill the
   host's disk. ``container.logs()`` (how the engine collects ``agent-ui.log``) still works.
 
@@ -27,6 +33,7 @@ reads the image layers, not the container's mounts), so ``read_file`` reads a fi
 from __future__ import annotations
 
 import base64
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -67,6 +74,40 @@ ROLE_LIMITS: dict[Role, Limits] = {
     "mcp": Limits(memory="384m", pids=128, cpus=1.0),
 }
 
+#: Sandboxes alive at once at the default concurrency (1): the running one plus the warm
+#: pool's spares (concurrency + 1), as runner/engine.py sizes the pool.
+SANDBOXES_AT_DEFAULT_CONCURRENCY = 2 * 1 + 1
+
+#: Each role's part of its sandbox's CPU, in the measured ceilings' ratio (1.5 : 1.0).
+CPU_SHARE_OF_SANDBOX: dict[Role, float] = {"agent-ui": 0.6, "mcp": 0.4}
+
+#: Docker's CPU weight of every sandbox container (Docker's default is 1024). The LLM
+#: server's compose service has LLM_CPU_SHARES: 32× the weight, so with six sandbox containers
+#: busy it still gets ~84 % of the CPU it asks for before the caps even apply.
+SANDBOX_CPU_SHARES = 256
+LLM_CPU_SHARES = 8192
+
+#: Below this a container is throttled so hard GAIA's servers miss their start-up deadline.
+MIN_CPUS = 0.1
+
+
+def machine_cores() -> int:
+    """Cores the sandboxes and the LLM server share: the ones this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def cpu_limits(cores: int, sandboxes: int = SANDBOXES_AT_DEFAULT_CONCURRENCY) -> dict[Role, float]:
+    """Each role's CPU cap so that `sandboxes` sandboxes together hold at most cores − 1 CPUs
+    (never more than the measured ceilings: more cores do not make GAIA need more)."""
+    budget = max(cores - 1, 0) / max(sandboxes, 1)
+    # Rounded down to Docker's 0.01: rounding up could put the sum over the budget.
+    return {role: max(MIN_CPUS, math.floor(min(ROLE_LIMITS[role].cpus, budget * part) * 100) / 100)
+            for role, part in CPU_SHARE_OF_SANDBOX.items()}
+
+
 #: tmpfs mounts (kernel tmpfs options). `size` caps each; usage counts against the memory limit.
 TMPFS: dict[str, str] = {
     "/tmp": "rw,nosuid,nodev,noexec,size=256m",
@@ -86,7 +127,8 @@ def _env_name(role: Role, what: str) -> str:
 
 def limits_for(role: Role, env: Mapping[str, str] | None = None) -> Limits:
     """The role's limits, each overridable: ``TRIALBOX_SANDBOX_AGENT_UI_MEMORY`` (``2g``),
-    ``..._PIDS`` (``512``), ``..._CPUS`` (``2``); the same with ``MCP`` for the bridge."""
+    ``..._PIDS`` (``512``), ``..._CPUS`` (``2``); the same with ``MCP`` for the bridge.
+    CPUs default to ``cpu_limits`` of this machine's cores, not to ROLE_LIMITS' ceilings."""
     if role not in ROLE_LIMITS:
         raise HardeningConfigError(f"unknown sandbox role {role!r}; use one of {', '.join(ROLES)}")
     env = os.environ if env is None else env
@@ -97,7 +139,8 @@ def limits_for(role: Role, env: Mapping[str, str] | None = None) -> Limits:
             f"{_env_name(role, 'MEMORY')}={memory!r} is not a memory size: use e.g. 1536m or 2g"
         )
     pids_text = env.get(_env_name(role, "PIDS"), str(default.pids)).strip()
-    cpus_text = env.get(_env_name(role, "CPUS"), str(default.cpus)).strip()
+    sized = cpu_limits(machine_cores())[role]
+    cpus_text = env.get(_env_name(role, "CPUS"), str(sized)).strip()
     pids = int(pids_text) if pids_text.isdigit() else 0
     try:
         cpus = float(cpus_text)
@@ -131,6 +174,7 @@ def container_options(role: Role, env: Mapping[str, str] | None = None) -> dict[
         "memswap_limit": limits.memory,
         "pids_limit": limits.pids,
         "nano_cpus": int(limits.cpus * 1e9),
+        "cpu_shares": SANDBOX_CPU_SHARES,
         "log_config": LogConfig(
             type=LogConfig.types.JSON,
             config={"max-size": LOG_MAX_SIZE, "max-file": str(LOG_MAX_FILES)},

@@ -203,3 +203,31 @@ def test_a_node_that_joins_mid_run_takes_work(cluster: LocalCluster, tmp_path: P
     placed = {k: j.node_name for k, j in log.jobs.items()}
     assert "delta" in placed.values(), json.dumps(placed)
     assert card.config.extra["cluster"]["selector"] == {"device": "npu"}
+
+
+def test_a_cluster_run_with_only_the_selection_resolves_auto_on_the_controller(
+        cluster: LocalCluster, tmp_path: Path) -> None:
+    """A new user's first cluster run: no --simulator, --judge-provider, --device or --llm-url.
+    `auto` is resolved once on the controller (as a local run would) and shipped resolved, so
+    no node is asked to resolve `auto` (which ended every job INFRA_ERROR before)."""
+    results = tmp_path / "results"
+    command = [str(TRIALBOX), "run", str(SUITE / "scenarios"), "-s", "lighthouse_fuel",
+               "--results", str(results)]
+    keys = ("ANTHROPIC_API_KEY", "TRIALBOX_JUDGE", "TRIALBOX_JUDGE_URL", "TRIALBOX_JUDGE_MODEL",
+            "TRIALBOX_SIMULATOR", "TRIALBOX_SIMULATOR_URL", "TRIALBOX_SIMULATOR_MODEL")
+    env = {k: v for k, v in os.environ.items() if k not in keys} | QUIET_RAY_ENV | {
+        "TRIALBOX_CLUSTER": cluster.address}
+    finished = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+    output = finished.stdout + finished.stderr
+    [run_dir] = list(results.iterdir())
+    cluster.run_ids.append(run_dir.name)
+    assert finished.returncode == EXIT_OK, output
+    assert "Traceback" not in output, output
+    saved = json.loads((run_dir / "run.json").read_text())
+    assert saved["simulator_mode"] == "local" and saved["judge_provider"] == "none", saved
+    [result] = _card(run_dir).scenarios
+    assert result.status not in (Status.INFRA_ERROR, Status.ERRORED), (result.status, result.error)
+    assert "ProviderConfigError" not in (result.error or "")
+    log = ClusterLog.model_validate_json((run_dir / "cluster.json").read_text())
+    assert log.jobs[result.key].node_name in {"alpha", "beta"}  # the node it ran on, on record
+    assert _labelled(run_dir.name) == []

@@ -6,18 +6,25 @@ tests/containers/test_isolation.py; this file checks the definition itself.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from docker.types import LogConfig
 
 from runner.sandbox._hardening import (
     IMAGE_HOME,
     IMAGE_UID,
+    LLM_CPU_SHARES,
     ROLE_LIMITS,
     ROLES,
+    SANDBOX_CPU_SHARES,
+    SANDBOXES_AT_DEFAULT_CONCURRENCY,
     TMPFS,
     HardeningConfigError,
     container_options,
+    cpu_limits,
     limits_for,
+    machine_cores,
 )
 
 
@@ -48,7 +55,8 @@ def test_limits_default_to_the_measured_ceilings(role) -> None:
     limits = ROLE_LIMITS[role]
     assert options["mem_limit"] == options["memswap_limit"] == limits.memory
     assert options["pids_limit"] == limits.pids
-    assert options["nano_cpus"] == int(limits.cpus * 1e9)
+    assert options["nano_cpus"] == int(cpu_limits(machine_cores())[role] * 1e9)
+    assert options["cpu_shares"] == SANDBOX_CPU_SHARES
 
 
 def test_logs_are_bounded_json_files() -> None:
@@ -92,3 +100,28 @@ def test_a_bad_override_is_one_clear_error_naming_the_variable(variable, value, 
 def test_an_unknown_role_is_refused() -> None:
     with pytest.raises(HardeningConfigError, match="agent-ui, mcp"):
         limits_for("llm", {})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("cores", [2, 3, 4, 6, 8, 12, 16, 32, 64, 128])
+def test_all_sandboxes_at_the_default_concurrency_leave_the_llm_a_core(cores) -> None:
+    # The running sandbox and the warm pool's spares (2 × 1 + 1) together: at most cores − 1.
+    limits = cpu_limits(cores)
+    assert SANDBOXES_AT_DEFAULT_CONCURRENCY == 3
+    assert SANDBOXES_AT_DEFAULT_CONCURRENCY * sum(limits.values()) <= cores - 1
+    assert all(limits[role] <= ROLE_LIMITS[role].cpus for role in ROLES)  # never above the ceiling
+
+
+def test_the_readme_minimum_gives_the_sandboxes_one_core_between_them() -> None:
+    # Planted: 1.5 + 1.0 per sandbox (the old fixed caps) × 3 sandboxes would be 7.5 on 2 cores.
+    limits = cpu_limits(2)
+    assert limits == {"agent-ui": 0.2, "mcp": 0.13}
+    assert cpu_limits(16) == {role: ROLE_LIMITS[role].cpus for role in ROLES}
+
+
+def test_the_llm_server_outweighs_every_sandbox_container() -> None:
+    import yaml
+
+    compose = yaml.safe_load((Path(__file__).parents[2] / "compose" / "compose.yaml").read_text())
+    assert compose["services"]["llm"]["cpu_shares"] == LLM_CPU_SHARES
+    # Six sandbox containers (three sandboxes) busy together still weigh less than the LLM.
+    assert 2 * SANDBOXES_AT_DEFAULT_CONCURRENCY * SANDBOX_CPU_SHARES < LLM_CPU_SHARES / 4
