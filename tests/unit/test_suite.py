@@ -34,6 +34,7 @@ CORPUS = REPO / "eval" / "corpus"
 MINIMUM_PER_CATEGORY = {
     "rag_quality": 7, "context_retention": 4, "tool_selection": 4, "error_recovery": 3,
     "adversarial": 3, "personality": 3, "vision": 3, "real_world": 19, "web_system": 6,
+    "memory": 10, "mcp_reliability": 6, "captured": 2,
 }
 
 # Tool names of amd-gaia 0.25.1 (gaia/agents/tools: rag_tools, file_tools, browser_tools,
@@ -45,6 +46,8 @@ GAIA_TOOLS = {
     "search_file_content", "write_file", "edit_file", "browse_directory", "get_file_info",
     "analyze_data_file", "list_recent_files", "fetch_page", "search_web", "download_file",
     "run_shell_command", "take_screenshot",
+    # MemoryMixin's tools (gaia/agents/base/memory.py), offered to an agent built with memory.
+    "remember", "recall", "update_memory", "forget", "search_past_conversations",
 }
 # Keys the corpus adds to the manifest (runner/corpus/_manifest.py) which the loader's base
 # models do not declare yet: they may only warn.
