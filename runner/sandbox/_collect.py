@@ -7,11 +7,15 @@ the results must say which ones are missing and why (``collect-errors.txt``).
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
+
+from trialbox_llm.admin import ADMIN_TOKEN_ENV
 
 #: The file in an artifacts folder that lists what could not be collected.
 ERRORS_FILE = "collect-errors.txt"
@@ -73,3 +77,37 @@ async def fetch_meter(
     except ValueError:
         return None
     return [r for r in records if isinstance(r, dict)] if isinstance(records, list) else None
+
+
+async def save_llm_stats(
+    dest: Path, llm_url: str, client: str | None, since: float, token: str | None = None
+) -> None:
+    """`llm-stats.json`: this sandbox's own requests as the front door metered them. Without a
+    front door to ask, the server's global `/stats` is written instead, labelled as such (it
+    is the last completion of *any* client)."""
+    records = await fetch_meter(llm_url, client, since, token)
+    if records is not None:
+        body: dict[str, Any] = {"source": "front_door", "client": client, "since": since,
+                                "requests": len(records), "records": records}
+    else:
+        async with httpx.AsyncClient(timeout=5) as http:
+            stats = await http.get(f"{llm_url.rstrip('/')}/api/v1/stats")
+        stats.raise_for_status()
+        body = {"source": "server_global_stats",
+                "note": "the LLM server's last completion of any client, not this sandbox's",
+                "stats": stats.json()}
+    (dest / "llm-stats.json").write_text(json.dumps(body, indent=1), encoding="utf-8")
+
+
+def llm_admin_token(container: str | None = None) -> str | None:
+    """The LLM server's admin token, for reading a sandbox's meter records: from the
+    environment (the runner container gets it from compose), else from the LLM container."""
+    token = os.environ.get(ADMIN_TOKEN_ENV, "").strip()
+    if token or not container:
+        return token or None
+    from runner.stack.compose import admin_token_of  # late: the Docker client is heavy
+
+    try:
+        return admin_token_of(container)
+    except Exception:  # noqa: BLE001 — no token only costs the front-door figures
+        return None

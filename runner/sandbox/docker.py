@@ -54,12 +54,11 @@ from pathlib import Path, PurePosixPath
 from typing import Any, cast
 
 import docker
-import httpx
 from docker.errors import APIError, DockerException, NotFound
 from docker.models.containers import Container
 from docker.models.networks import Network
 
-from runner.sandbox._collect import Collector
+from runner.sandbox._collect import Collector, llm_admin_token, save_llm_stats
 from runner.sandbox._configure import set_agent_model
 from runner.sandbox._firewall import FirewallError, isolate_network, release_network
 from runner.sandbox._hardening import container_options, read_file
@@ -122,6 +121,11 @@ class DockerSandbox:
     mcp_headers: dict[str, str] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     died: str | None = None  # set by the backend's watchdog when a container died mid-scenario
+    # The UI's address on its sandbox network: how the LLM front door names this sandbox's
+    # requests (trialbox_llm/meter.py); the token lets the engine read them.
+    llm_client: str | None = None
+    llm_token: str | None = field(default=None, repr=False)
+    opened_at: float = field(default_factory=time.time)
 
     async def ui_request(self, method: str, path: str, body: dict[str, Any] | None = None) -> UiReply:
         """One request to the Agent UI from inside its own container (its port is loopback-only)."""
@@ -143,10 +147,7 @@ class DockerSandbox:
         return collector.finish()
 
     async def _save_llm_stats(self, dest: Path) -> None:
-        async with httpx.AsyncClient(timeout=5) as client:
-            stats = await client.get(f"{self.llm_url}/api/v1/stats")
-        stats.raise_for_status()
-        (dest / "llm-stats.json").write_text(stats.text)
+        await save_llm_stats(dest, self.llm_url, self.llm_client, self.opened_at, self.llm_token)
 
 
 def _state_of(container: Container) -> str | None:
@@ -488,7 +489,15 @@ class DockerBackend:
             ui=ui,
             mcp=mcp,
             mcp_headers={"Authorization": f"Bearer {token}"},
+            llm_client=_address(ui, str(network.name)),
+            llm_token=self._llm_token(),
         )
+
+    def _llm_token(self) -> str | None:
+        """The LLM's admin token (read once), to read each sandbox's front-door records."""
+        if not hasattr(self, "_cached_llm_token"):
+            self._cached_llm_token = llm_admin_token(self.llm_container)
+        return self._cached_llm_token
 
     async def _wait_ready(self, box: DockerSandbox) -> None:
         """Ready means the MCP bridge lists its tools and, through it, the UI answers

@@ -30,7 +30,7 @@ from typing import Any
 
 import httpx
 
-from runner.sandbox._collect import Collector
+from runner.sandbox._collect import Collector, save_llm_stats
 from runner.sandbox._configure import set_agent_model
 from runner.sandbox._environment import sandbox_environment
 from runner.sandbox._protocol import SandboxError
@@ -57,6 +57,10 @@ class LocalSandbox:
     logs: Path  # folder holding agent-ui.log and mcp.log
     mcp_headers: dict[str, str] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
+    # None: the front door names this sandbox's requests by the engine's own address (both on
+    # loopback), so one local sandbox at a time is told apart (see design/architecture.md).
+    llm_client: str | None = None
+    opened_at: float = field(default_factory=time.time)
 
     async def ui_request(self, method: str, path: str, body: dict[str, Any] | None = None) -> UiReply:
         """One request to the Agent UI on loopback."""
@@ -76,7 +80,8 @@ class LocalSandbox:
             if (self.logs / name).exists():
                 await collector.step(name, partial(asyncio.to_thread, shutil.copyfile,
                                                    self.logs / name, dest / name))
-        (dest / "llm-stats.json").write_text(await _llm_stats(self.llm_url))
+        await collector.step("llm-stats.json", lambda: save_llm_stats(
+            dest, self.llm_url, self.llm_client, self.opened_at))
         return collector.finish()
 
 

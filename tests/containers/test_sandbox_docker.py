@@ -89,7 +89,13 @@ def test_one_scenario_runs_end_to_end_in_its_own_sandbox(two_scenarios: Path) ->
     assert trace["transcript"]["indexed"][0]["chunks"] >= 1
     assert (trace["transcript"]["agent_id"], trace["transcript"]["gaia_version"]) == ("gaia", "0.25.1")
     stats = json.loads((two_scenarios / "artifacts" / "lighthouse_fuel" / "llm-stats.json").read_text())
-    assert stats.get("output_tokens", 0) > 0, stats  # the LLM server answered
+    # This sandbox's own requests, metered at the LLM's front door (trialbox_llm/meter.py).
+    assert stats["source"] == "front_door" and stats["requests"] > 0, stats
+    assert all(r["client"] == stats["client"] for r in stats["records"])
+    assert sum(r["completion_tokens"] or 0 for r in stats["records"]) > 0, stats
+    performance = [t["performance"] for t in trace["transcript"]["turns"]]
+    assert all(p["source"] == "front_door" and p["llm_calls"] >= 1 for p in performance), performance
+    assert all(p["time_to_first_token_s"] > 0 and p["output_tokens"] > 0 for p in performance)
     for name in ("gaia_chat.db", "agent-ui.log", "mcp.log"):
         assert (two_scenarios / "artifacts" / "lighthouse_fuel" / name).stat().st_size > 0
 

@@ -129,8 +129,8 @@ def test_another_clients_records_need_the_token(door: tuple[str, str]) -> None:
 
 async def _turn(url: str, address: str, delay: float, gap: float, calls: int
                 ) -> list[tuple[float, float, int]]:
-    """`calls` streamed completions from `address`; per call (ttft, decode time, tokens) as
-    the client itself measured them."""
+    """`calls` streamed completions from `address`; per call (ttft, first-to-last token time,
+    tokens) as the client itself measured them."""
     transport = httpx.AsyncHTTPTransport(local_address=address)
     measured = []
     async with httpx.AsyncClient(transport=transport, timeout=30) as client:
@@ -144,12 +144,13 @@ async def _turn(url: str, address: str, delay: float, gap: float, calls: int
                 {"role": "user", "content": f"delay={delay} tokens={tokens} gap={gap}"}]}
             started = time.perf_counter()
             first: float | None = None
+            end = 0.0
             async with client.stream("POST", f"{url}/api/v1/chat/completions",
                                      json=request) as response:
                 async for line in response.aiter_lines():
-                    if first is None and '"content": "x' in line:
-                        first = time.perf_counter()
-            end = time.perf_counter()
+                    if '"content": "x' in line:
+                        end = time.perf_counter()
+                        first = first or end
             assert first is not None
             measured.append((first - started, end - first, tokens))
     return measured

@@ -12,14 +12,16 @@ sandbox; nothing in the request (which the agent under test controls) is trusted
 
 Timings are taken by the front door itself: `queue_wait_s` from the request's arrival until it
 is sent on to the model (gate of a restart, model start), `time_to_first_token_s` from arrival
-until the first streamed chunk carrying generated text or a tool call, decode rate as completion
-tokens over the time after that first token. The server's own `timings` sit beside them as
+until the first streamed chunk carrying generated text or a tool call, decode rate as the
+completion tokens after the first over the time from the first to the last token. The server's own `timings` sit beside them as
 `self_reported`. A non-streamed answer has no first token the front door can see: its TTFT and
 decode rate stay None (never a guess) and the self-reported figures are all there is.
 
 Reading the records (`GET /trialbox/meter`): a client may read its own records without a
 token; reading another client's (the runner asking for a sandbox's) needs the admin token, so
-one sandbox cannot watch another's traffic.
+one sandbox cannot watch another's traffic. A server started without a token (tests, a bare
+`python -m trialbox_llm`) has no admin to tell apart and lets anyone read: the records hold
+timings and token counts, never content, and `trialbox up` always starts one with a token.
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ class MeterRecord(BaseModel):
         description="completion tokens / seconds after the first token (front door's clock)")
     decode_s: float | None = Field(
         default=None,
-        description="seconds from the first token to the last byte (the decode rate's time)")
+        description="seconds from the first to the last streamed token (the decode rate's time)")
     prompt_tokens: int | None = Field(default=None, description="prompt tokens (server usage)")
     completion_tokens: int | None = Field(
         default=None, description="generated tokens (server usage)")
@@ -99,7 +101,8 @@ async def meter_route(request: Request) -> JSONResponse:
     except ValueError:
         return JSONResponse({"error": {"message": "since must be a Unix time in seconds",
                                        "type": "invalid_request_error"}}, 400)
-    if client != asker and not guard.is_admin(request.headers.get("authorization")):
+    if (client != asker and guard.configured
+            and not guard.is_admin(request.headers.get("authorization"))):
         return JSONResponse({"error": {
             "message": "reading another client's requests needs the admin token "
             "(`Authorization: Bearer <token>`); a client may read its own without one",
@@ -147,6 +150,7 @@ class Timing:
         self.arrived = time.perf_counter()
         self.sent: float | None = None
         self.first_token: float | None = None
+        self.last_token: float | None = None
         self.stats: Stats | None = None
         self.usage: dict[str, Any] = {}
         self.closed = False
@@ -169,8 +173,10 @@ class Timing:
             return
         if not isinstance(chunk, dict):
             return
-        if self.first_token is None and _has_output(chunk):
-            self.first_token = time.perf_counter()
+        if _has_output(chunk):
+            self.last_token = time.perf_counter()
+            if self.first_token is None:
+                self.first_token = self.last_token
         if isinstance(chunk.get("usage"), dict):
             self.usage = chunk["usage"]
         self.stats = merge(self.stats, stats_from_response(chunk))
@@ -201,7 +207,7 @@ class Timing:
         ttft = decode = after = None
         if self.first_token is not None:
             ttft = self.first_token - self.arrived
-            after = end - self.first_token
+            after = (self.last_token or end) - self.first_token
             # The first token is already out when the clock starts: the rest came after it.
             if completion and completion > 1 and after > 0:
                 decode = (completion - 1) / after
