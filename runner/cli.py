@@ -117,7 +117,8 @@ def selftest(paths: SuitePaths = None, corpus: Corpus = None, as_json: JsonOutpu
     """Prove the checks tell right from wrong: per scenario, a genuine answer built from the
     ground truth must pass every check and each wrong answer must fail one (no model, no
     Docker). Exit 0 when every decidable scenario is passable and discriminating, 1 naming
-    file, turn and answer otherwise; judge-only scenarios are reported, not failed."""
+    file, turn and answer otherwise, 2 when a file cannot be loaded; judge-only scenarios are
+    reported, not failed."""
     from runner.errors import EXIT_QUALITY
     from runner.scenarios import load_suite
     from runner.selftest import render, selftest_suite
@@ -135,12 +136,16 @@ def selftest(paths: SuitePaths = None, corpus: Corpus = None, as_json: JsonOutpu
     else:
         for line in render(report):
             say(line)
+    if suite.errors:  # a file it could not read is not a scenario shown sound
+        fail(f"{len(suite.errors)} error(s) above: those files were not self-tested; fix them "
+             "(trialbox validate lists each)", EXIT_USAGE)
     if not report.sound:
         raise typer.Exit(EXIT_QUALITY)
 
 
 @app.command()
 def run(
+    ctx: typer.Context,
     paths: SuitePaths = None,
     corpus: Corpus = None,
     scenario: ScenarioIds = None,

@@ -11,6 +11,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from runner.bench import selftest_line
 from runner.cli import app
 from runner.paths import eval_root
 from runner.scenarios import Scenario, load_suite
@@ -167,3 +168,18 @@ def test_the_json_report_is_the_model():
     assert code == 0
     data = json.loads(output)
     assert {item["verdict"] for item in data["scenarios"]} <= {v.value for v in Verdict}
+
+
+def test_a_file_that_cannot_be_loaded_exits_2_after_the_report():
+    code, output = invoke(str(FIXTURES / "malformed_tree" / "scenarios"),
+                          "--corpus", str(EVAL / "corpus"))
+    assert code == 2
+    assert "yaml_syntax_error.yaml:8: YAML syntax error" in output
+    assert "those files were not self-tested" in output
+    assert "Traceback" not in output
+
+
+def test_the_bench_line_is_the_suites_self_test():
+    line = selftest_line([EVAL / "scenarios"], EVAL / "corpus")
+    assert line.startswith("self-test: ")
+    assert line.endswith("scenarios decidable offline, all passable and discriminating")
