@@ -17,6 +17,7 @@ import docker
 from rich.console import Console
 
 from runner.errors import InfraError
+from runner.progress import phase
 from runner.stack.compose import (
     LLM_PORT,
     ComposeError,
@@ -27,7 +28,18 @@ from runner.stack.compose import (
 )
 from runner.stack.engine import check_compose, check_engine
 from runner.stack.hardware import DeviceChoice
-from runner.stack.images import IMAGES, BuiltImage, ImageBuildError, build_image, repo_root
+from runner.stack.images import (
+    IMAGES,
+    BuiltImage,
+    ImageBuildError,
+    build_image,
+    build_progress,
+    repo_root,
+)
+
+# In a log (CI, `make bench | tee`), a long phase prints its status after this long without a
+# line, well inside the 15 s a reader waits before deciding something hung.
+BUILD_HEARTBEAT_S = 10.0
 
 STACK_LABELS = {"com.docker.compose.project": "trialbox", "com.docker.compose.service": "llm"}
 
@@ -50,12 +62,15 @@ def build_images(console: Console, names: tuple[str, ...] = IMAGES) -> dict[str,
     built = {}
     removed, freed = 0, 0
     for name in names:
-        with console.status(f"checking trialbox/{name} ..."):
+        # A line as each image's check starts and for each build step, and in a log the status
+        # every BUILD_HEARTBEAT_S: a first build takes minutes and must not look hung.
+        with phase(f"trialbox/{name}", stream=console.file, log_every_s=BUILD_HEARTBEAT_S) as step, \
+                build_progress(step.start):
             try:
                 image = build_image(name)
             except ImageBuildError as exc:
                 raise InfraError(f"image {name} did not build — {exc}") from exc
-        console.print(describe_build(image))
+            step.advance(describe_build(image))
         built[name] = image.image_id
         removed += len(image.removed)
         freed += image.removed_bytes
@@ -77,7 +92,9 @@ def build_corpus(corpus_root: Path, say: Callable[[str], None]) -> None:
     A real-world text that cannot be fetched is not an error: its scenarios are skipped."""
     from runner.corpus import build
 
-    report = build(corpus_root)
+    with phase("building the corpus", log_every_s=BUILD_HEARTBEAT_S) as step:
+        report = build(corpus_root)
+        step.advance("corpus built" if report.ok else "corpus: some documents did not build")
     if not report.ok:
         problems = "\n".join(str(line) for line in report)
         raise InfraError(f"the corpus did not build — fix the documents listed:\n{problems}")
@@ -86,12 +103,13 @@ def build_corpus(corpus_root: Path, say: Callable[[str], None]) -> None:
 
 def start_llm(console: Console, device: DeviceChoice) -> tuple[str, str]:
     """Start the stack's LLM service for the device; returns (container name, host URL)."""
-    with console.status(f"starting the LLM server ({device.device}) and waiting until healthy ..."):
+    with phase(f"starting the LLM server ({device.device}) and waiting until healthy",
+               stream=console.file, log_every_s=BUILD_HEARTBEAT_S) as step:
         try:
             stack = up_llm(device.device)
         except ComposeError as exc:
             raise InfraError(str(exc)) from exc
-    console.print(f"LLM server {stack.container} healthy at {stack.url}")
+        step.advance(f"LLM server {stack.container} healthy at {stack.url}")
     return stack.container, stack.url
 
 

@@ -6,7 +6,9 @@ scenario does not look hung); finished steps and messages print above it as ordi
 
 When the stream is not a terminal (CI, `| tee`, a file) nothing is redrawn: every finished step
 is one plain line with its counter, elapsed time and ETA appended, and nothing is ever wrapped,
-so `grep` and a CI log viewer see one line per step. The appended part comes after the caller's
+so `grep` and a CI log viewer see one line per step. With `log_every_s`, a log also gets the
+status line whenever nothing was written for that long, so a three-minute image build is not
+three silent minutes. The appended part comes after the caller's
 text so lines keep starting with what the caller wrote (e.g. the engine's status column).
 
     with Progress("run", total=len(jobs)) as progress:     # the engine
@@ -27,12 +29,12 @@ import threading
 import time
 from collections.abc import Callable
 from types import TracebackType
-from typing import TextIO
+from typing import IO
 
 CLEAR_LINE = "\r\x1b[K"  # carriage return + erase to the end of the line
 
 
-def is_terminal(stream: TextIO) -> bool:
+def is_terminal(stream: IO[str]) -> bool:
     """True when `stream` is an interactive terminal that can redraw a line in place."""
     isatty = getattr(stream, "isatty", None)
     return bool(isatty and isatty()) and os.environ.get("TERM", "") != "dumb"
@@ -65,11 +67,12 @@ class Progress:
         total: int | None = None,
         *,
         expected_s: float | None = None,
-        stream: TextIO | None = None,
+        stream: IO[str] | None = None,
         live: bool | None = None,
         clock: Callable[[], float] = time.monotonic,
         tick_s: float | None = 1.0,
         width: int | None = None,
+        log_every_s: float | None = None,
     ) -> None:
         if total is not None and total < 0:
             raise ValueError(f"progress total must be ≥ 0, got {total}")
@@ -92,9 +95,12 @@ class Progress:
         self._closed = False
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
-        if self.live and tick_s:
+        self.log_every_s = log_every_s
+        self._last_write = clock()
+        every = tick_s if self.live else (min(1.0, log_every_s) if log_every_s else None)
+        if every:
             self._ticker = threading.Thread(
-                target=self._tick, args=(tick_s,), name=f"progress:{label}", daemon=True
+                target=self._tick, args=(every,), name=f"progress:{label}", daemon=True
             )
             self._ticker.start()
         self.redraw()
@@ -220,7 +226,19 @@ class Progress:
 
     def _tick(self, every_s: float) -> None:
         while not self._stop.wait(every_s):
-            self.redraw()
+            if self.live:
+                self.redraw()
+            else:
+                self.heartbeat()
+
+    def heartbeat(self) -> None:
+        """In a log: the status line, when nothing was written for `log_every_s` (the ticker
+        calls this; a no-op on a terminal, where the live line already moves)."""
+        with self._lock:
+            if self.live or self._closed or not self.log_every_s:
+                return
+            if self.clock() - self._last_write >= self.log_every_s:
+                self._write(f"{_one_line(self.status())}\n")
 
     def _print_above(self, text: str) -> None:
         # Clear the live line, print the text where it was, and draw the live line under it.
@@ -236,6 +254,7 @@ class Progress:
         return text if len(text) <= limit else text[: limit - 1] + "…"
 
     def _write(self, text: str) -> None:
+        self._last_write = self.clock()
         try:
             self.stream.write(text)
             self.stream.flush()
@@ -253,17 +272,20 @@ def phase(
     label: str,
     *,
     expected_s: float | None = None,
-    stream: TextIO | None = None,
+    stream: IO[str] | None = None,
     live: bool | None = None,
     clock: Callable[[], float] = time.monotonic,
     tick_s: float | None = 1.0,
+    log_every_s: float | None = None,
 ) -> Progress:
     """One long step (an image build, the corpus, the LLM server start) as a context manager:
     `label ...` when it starts, then the line given to `advance()` when it ends (with the time
     it took, in a log); on a terminal a live line with elapsed time and, with `expected_s`,
-    an ETA in between."""
+    an ETA in between; in a log, with `log_every_s`, the status line after that long without
+    a line."""
     progress = Progress(
-        label, None, expected_s=expected_s, stream=stream, live=live, clock=clock, tick_s=tick_s
+        label, None, expected_s=expected_s, stream=stream, live=live, clock=clock, tick_s=tick_s,
+        log_every_s=log_every_s,
     )
     progress.start(label)
     return progress

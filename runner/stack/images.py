@@ -31,7 +31,9 @@ import tarfile
 import tempfile
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Literal
@@ -51,6 +53,34 @@ LOG_TAIL_LINES = 30
 
 class ImageBuildError(RuntimeError):
     """One image could not be built; the message carries the command and the last log lines."""
+
+
+# Who hears how a build is going (runner/bench.py shows it): each phase before the engine's
+# build and each of its `Step n/m` lines. A context variable rather than a parameter, so every
+# path to `_build` (agent-ui, fixer) reports without threading a callback through each.
+_build_listener: ContextVar[Callable[[str], None] | None] = ContextVar(
+    "build_listener", default=None
+)
+STEP_LINE = re.compile(r"^Step \d+/\d+ : ")
+STEP_TEXT_CHARS = 120  # a step line quoting a long RUN is cut; the build log has it whole
+
+
+@contextmanager
+def build_progress(listener: Callable[[str], None]) -> Iterator[None]:
+    """Within the block, builds tell `listener` what they are doing, one short line at a time."""
+    token = _build_listener.set(listener)
+    try:
+        yield
+    finally:
+        _build_listener.reset(token)
+
+
+def _tell(text: str) -> None:
+    listener = _build_listener.get()
+    if listener is not None:
+        one_line = " ".join(text.split())
+        cut = len(one_line) > STEP_TEXT_CHARS
+        listener(one_line[: STEP_TEXT_CHARS - 1] + "…" if cut else one_line)
 
 
 @dataclass(frozen=True)
@@ -139,6 +169,8 @@ def _engine_build(context: IO[bytes], dockerfile: str, tag: str, build_args: dic
                                           labels=labels, rm=True, forcerm=True, decode=True):
                 if "stream" in chunk:
                     sink.write(chunk["stream"])
+                    if STEP_LINE.match(chunk["stream"]):
+                        _tell(chunk["stream"])
                 if "error" in chunk:
                     error = str(chunk["error"])
                     sink.write(f"ERROR: {error}\n")
@@ -166,6 +198,7 @@ def ensure_base_image(root: Path | None = None) -> str:
             f"TRIALBOX_BASE_IMAGE to bootstrap {BASE_IMAGE} from Debian packages"
         )
     log = root / ".cache" / "build" / "base" / "build.log"
+    _tell(f"bootstrapping {BASE_IMAGE} from Debian packages (log: {log})")
     _run_logged([str(root / "scripts" / "bootstrap-base-image")], log, "bootstrap-base-image", root)
     return base
 
@@ -224,6 +257,7 @@ def _build(
     labels[INPUTS_LABEL] = digest
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text("")  # one log per build, so the quoted tail is this build's
+    _tell(f"building (inputs changed): preparing the build context (log: {log})")
     prepare_context(name, root, env=context_env, log=log)
     write_generated(root, dockerfile.read_text())
     args = {"BASE_IMAGE": base, **(build_args or {})}
@@ -232,6 +266,7 @@ def _build(
     with tempfile.TemporaryFile(dir=root / ".cache") as context:
         write_context(root, paths, context)
         context.seek(0)
+        _tell("sending the build context to the engine")
         _engine_build(context, str(dockerfile.relative_to(root)), tag, args, labels, log)
     replaced = tag_stages(tag, stage_tips(log.read_text(errors="replace")))
     removed, freed = remove_stale_images(name, replaced)
