@@ -149,11 +149,24 @@ def test_every_overlay_hardens_the_llm_and_passes_the_token(device: str) -> None
     if device == "cpu":
         assert llm["read_only"] is True and llm["tmpfs"][0].startswith("/tmp:")
         assert int(llm["mem_limit"]) == 4 * 1024**3
-    else:  # the real Lemonade image keeps its devices, groups (and the NPU its memlock)
-        assert llm["devices"] and llm["group_add"]
-        assert not llm.get("read_only")
+    else:
+        # `llm` is the front door (trialbox_llm.front_door, read-only, no devices): the one LLM
+        # endpoint sandboxes get. The real Lemonade behind it keeps its devices and groups (and
+        # the NPU its memlock), is hardened the same way, gets no token, publishes no port and
+        # sits on the stack network only, where no sandbox is.
+        assert "trialbox_llm.front_door" in llm["entrypoint"]
+        assert "http://lemonade:13305" in llm["command"]
+        assert llm["read_only"] is True and "devices" not in llm
+        lemonade = config["services"]["lemonade"]
+        assert lemonade["devices"] and lemonade["group_add"]
+        assert not lemonade.get("read_only") and "ports" not in lemonade
+        assert "TRIALBOX_LLM_ADMIN_TOKEN" not in (lemonade.get("environment") or {})
+        assert list(lemonade["networks"]) == ["stack"]
+        assert lemonade["cap_drop"] == ["ALL"]
+        assert lemonade["security_opt"] == ["no-new-privileges:true"]
+        assert lemonade["labels"]["trialbox.run"] == "render"
     if device == "npu":
-        assert llm["ulimits"]["memlock"] == {"soft": -1, "hard": -1}
+        assert config["services"]["lemonade"]["ulimits"]["memlock"] == {"soft": -1, "hard": -1}
     runner = config["services"]["runner"]
     assert runner["environment"]["TRIALBOX_LLM_ADMIN_TOKEN"] == TOKEN
 
