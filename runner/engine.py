@@ -323,7 +323,10 @@ class Engine:
         """Run the plan. On cancellation (Ctrl-C) the unfinished jobs are recorded NOT_RUN."""
         jobs = self.plan()
         if self.progress_stream is not None:
-            self._progress = Progress("run", total=len(jobs), stream=self.progress_stream)
+            # log_every_s: in a log, a scenario that runs for minutes still gets a status line
+            # every 10 s (what is in flight, elapsed, ETA), so a reader never waits 15 s blind.
+            self._progress = Progress("run", total=len(jobs), stream=self.progress_stream,
+                                      log_every_s=10.0)
             self.say = self._progress.say  # stop reasons print above the live line
         try:
             return await self._run(jobs)
