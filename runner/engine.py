@@ -34,7 +34,9 @@ from runner.transcript import SetupTimings, Transcript
 from runner.trials import RejudgeSample, judge_agreement
 
 # Statuses that mean "the harness failed", counted towards the stop-after-N-identical rule.
-STREAK_STATUSES = frozenset({Status.INFRA_ERROR, Status.TIMEOUT, Status.SETUP_ERROR})
+# TIMEOUT is not one: a slow agent is not a broken harness, and its scenarios still count
+# against --min-pass-rate as unmeasured (runner/scoring.py:gate_pass_rate).
+STREAK_STATUSES = frozenset({Status.INFRA_ERROR, Status.SETUP_ERROR})
 # What `--resume --retry-errors` runs again besides NOT_RUN: the harness's failures, not the
 # agent's (a FAIL is an answer; re-running it until it passes would be cheating).
 RETRYABLE = frozenset({Status.INFRA_ERROR, Status.TIMEOUT, Status.SETUP_ERROR, Status.ERRORED})
@@ -352,7 +354,8 @@ class Engine:
         await self.conversations.close()
         self._record_not_run(jobs, self._stopping or "not run")
         if self._samples:
-            self.writer.set_judge_agreement(judge_agreement(self._samples))
+            self.writer.set_judge_agreement(judge_agreement(
+                self._samples, temperature=getattr(self.judge, "judge_temperature", None)))
         return self.writer.close()
 
     async def _guarded(self, job: Job, gate: asyncio.Semaphore) -> None:
@@ -403,8 +406,10 @@ class Engine:
         if self.judge is None or outcome.transcript is None:
             return
         try:
-            for _ in range(self.settings.rejudge):
-                outcome.rejudged.append(await self.judge.judge(job.scenario, outcome.transcript))
+            # Each repeat is its own judging: the cache keys it by its index, so repeat i is
+            # never served repeat j's reply and agreement is measured on real replies.
+            for repeat in range(self.settings.rejudge):
+                outcome.rejudged.append(await self.judge.judge(job.scenario, outcome.transcript, repeat))
         except JudgeError as exc:
             outcome.infra, outcome.judge_error = Status.ERRORED, str(exc)
             outcome.error = f"judge reply rejected: {exc}"
@@ -459,6 +464,8 @@ class Engine:
 
     def _watch_streak(self, status: Status, error: str | None) -> None:
         """Stop after N consecutive identical infrastructure errors: the rest would fail alike."""
+        if status is Status.TIMEOUT:
+            return  # a slow agent says nothing about the harness: neither counts nor resets
         if status not in STREAK_STATUSES:
             self._streak.clear()
             return

@@ -186,10 +186,39 @@ class JudgeAgreement(_Record):
     unstable_scenarios: list[str] = Field(
         default_factory=list, description="scenarios whose verdict changed across repeats"
     )
+    flipped_fraction: float = Field(
+        default=0.0,
+        description="share of the repeat judgings (2..K of every scenario) whose PASS/not-PASS "
+        "verdict differs from that scenario's first judging",
+    )
+    temperature: float | None = Field(
+        default=None,
+        description="the judge's sampling temperature for every repeat; None: the provider's "
+        "default sampling (or a judge that does not say)",
+    )
+    seed: int | None = Field(
+        default=None,
+        description="the sampling seed sent with each judge request; None: no seed is sent, "
+        "the server samples with its own",
+    )
 
 
-def judge_agreement(samples: Mapping[str, Sequence[RejudgeSample]]) -> JudgeAgreement:
-    """Agreement of K repeated judgments per scenario (same K for every scenario)."""
+def flipped_fraction(samples: Mapping[str, Sequence[RejudgeSample]]) -> float:
+    """Of the repeat judgings after each scenario's first, the share that changed the verdict."""
+    repeats = [(runs[0].passed, later.passed) for runs in samples.values() for later in runs[1:]]
+    return sum(first != later for first, later in repeats) / len(repeats) if repeats else 0.0
+
+
+def judge_agreement(
+    samples: Mapping[str, Sequence[RejudgeSample]],
+    *,
+    temperature: float | None = None,
+    seed: int | None = None,
+) -> JudgeAgreement:
+    """Agreement of K repeated judgments per scenario (same K for every scenario).
+
+    The samples must come from K real judgings (runner/engine.py asks each repeat apart and the
+    judge cache keys replies by repeat index): κ over replayed replies would always read 1."""
     if not samples:
         raise ValueError("judge agreement needs at least one rejudged scenario")
     repeats = {len(runs) for runs in samples.values()}
@@ -215,6 +244,9 @@ def judge_agreement(samples: Mapping[str, Sequence[RejudgeSample]]) -> JudgeAgre
         dimension_spread=spread,
         mean_spread=statistics.fmean(spread.values()) if spread else None,
         unstable_scenarios=[i for i in ids if len({s.passed for s in samples[i]}) > 1],
+        flipped_fraction=flipped_fraction(samples),
+        temperature=temperature,
+        seed=seed,
     )
 
 

@@ -104,21 +104,23 @@ async def ask(
     request: StructuredRequest,
     parse: Callable[[str], T],
     usage: JudgeUsage,
+    repeat: int = 0,
 ) -> T:
     """The validated answer to `request`; one correction on a bad reply, then JudgeError.
 
     `parse` turns reply text into a value or raises ValidationError/ValueError. `usage` is
-    increased by what the calls cost (cache hits cost nothing).
+    increased by what the calls cost (cache hits cost nothing). `repeat` is which of the
+    `--rejudge K` judgings asks (0-based): the cache serves it only that same repeat's reply.
     """
-    reply = await _reply(backend, cache, request, usage)
+    reply = await _reply(backend, cache, request, usage, repeat)
     try:
-        return _accept(backend, cache, request, reply, parse)
+        return _accept(backend, cache, request, reply, parse, repeat)
     except (ValidationError, ValueError) as error:
         problem = describe_problem(error)
     retry = request.corrected(reply.text, problem)
-    second = await _reply(backend, cache, retry, usage)
+    second = await _reply(backend, cache, retry, usage, repeat)
     try:
-        return _accept(backend, cache, retry, second, parse)
+        return _accept(backend, cache, retry, second, parse, repeat)
     except (ValidationError, ValueError) as error:
         raise JudgeError(
             f"{backend.provider} judge {backend.model}: the reply to `{request.schema_name}` "
@@ -134,7 +136,7 @@ class _Reply:
     served_model: str | None = None
 
 
-def _key(backend: StructuredBackend, request: StructuredRequest) -> str:
+def _key(backend: StructuredBackend, request: StructuredRequest, repeat: int) -> str:
     return cache_key(
         backend.provider,
         backend.model,
@@ -143,6 +145,7 @@ def _key(backend: StructuredBackend, request: StructuredRequest) -> str:
         request.schema,
         backend.temperature,
         backend.identity,
+        repeat,
     )
 
 
@@ -151,12 +154,13 @@ async def _reply(
     cache: JudgeCache | None,
     request: StructuredRequest,
     usage: JudgeUsage,
+    repeat: int,
 ) -> _Reply:
     await backend.ready()
     # A server whose identity is not known yet (no /models route, no reply so far) is never
     # served from the cache: its answers could be another server's.
     if cache is not None and backend.identity is not None:
-        cached = cache.get(_key(backend, request))
+        cached = cache.get(_key(backend, request, repeat))
         if cached is not None:
             return _Reply(cached, from_cache=True)
     fresh = await backend.complete(request)
@@ -170,9 +174,10 @@ def _accept(
     request: StructuredRequest,
     reply: _Reply,
     parse: Callable[[str], T],
+    repeat: int,
 ) -> T:
     value = parse(reply.text)
     if cache is not None and not reply.from_cache and backend.identity is not None:
-        cache.put(_key(backend, request), backend.provider, backend.model, reply.text,
+        cache.put(_key(backend, request, repeat), backend.provider, backend.model, reply.text,
                   server=backend.identity, served_model=reply.served_model)
     return value

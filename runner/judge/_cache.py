@@ -1,9 +1,11 @@
 """The judge-call cache: the same question to the same server and model at the same temperature
-is asked once.
+is asked once (per `--rejudge` repeat index; the calibration gate never reads it).
 
 Judging is the slow and (with a hosted judge) the paid part of a run. A rerun of an unchanged
-scenario, or the calibration gate before every run, asks byte-identical questions; at temperature 0
-the answer is the same, so it is read from disk. Only replies that passed validation are stored,
+scenario asks byte-identical questions; at temperature 0 the answer is the same, so it is read
+from disk. The calibration gate is the exception: it is asked live at the start of every run
+(`calibrate` judges without the cache), because it checks the model that answers now, under
+this run's deadline, not the one that answered when the cache was filled. Only replies that passed validation are stored,
 so a cached reply never carries a transient malformed answer into a later run.
 
 The key includes the server's identity (its URL and what it reports about the model it serves),
@@ -53,10 +55,16 @@ def cache_key(
     schema: dict[str, Any],
     temperature: float | None,
     server: dict[str, Any] | None = None,
+    repeat: int = 0,
 ) -> str:
     """sha256 over everything that determines the reply (canonical JSON, sorted keys), including
-    the server's identity."""
-    material = {
+    the server's identity and, for `--rejudge K`, which of the K judgings asks (0-based).
+
+    The repeat index is part of the key because repeat i of a question must be a real call the
+    first time it is asked: served from repeat j it would agree with j by construction, and
+    judge agreement would read perfect whatever the judge does. Repeat 0 keeps the key it always
+    had, so a cache written before repeats were keyed still serves single judgings."""
+    material: dict[str, Any] = {
         "provider": provider,
         "model": model,
         "server": server,
@@ -65,6 +73,8 @@ def cache_key(
         "schema": schema,
         "temperature": temperature,
     }
+    if repeat:
+        material["repeat"] = repeat
     canonical = json.dumps(material, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 

@@ -19,7 +19,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from runner.judge._errors import CalibrationFailed, JudgeError
-from runner.judge._judge import Judge
+from runner.judge._judge import Judge, ModelJudge
 from runner.judgments import DIMENSIONS, ClaimJudgment, ClaimLabel, Judgments
 from runner.paths import eval_root
 from runner.transcript import Transcript
@@ -129,6 +129,9 @@ class CalibrationReport(BaseModel):
     elapsed_s: float
     failure: str | None = None  # "deadline" or "N of M examples wrong"
     results: list[ExampleResult]
+    requests: int | None = Field(
+        default=None, description="questions sent to the judge's server during this calibration "
+        "(all live: the gate never reads the judge cache); None for a judge that does not count")
 
     @property
     def misses(self) -> list[ExampleResult]:
@@ -221,7 +224,11 @@ async def calibrate(
 
     Examples run `concurrency` at a time (a local two-core server gains nothing from more).
     Examples still unanswered at the deadline count as misses and the failure reads "deadline".
+    Every example is asked live, never from the judge cache: the gate vouches for the model
+    that answers now, within this deadline (a dozen short calls), not for stored replies.
     """
+    live = judge.uncached() if isinstance(judge, ModelJudge) else None
+    judge = live or judge
     chosen = examples or load_calibration()
     limit = asyncio.Semaphore(concurrency)
     plan: list[tuple[Kind, Any]] = [("claim", e) for e in chosen.claims] + [("rubric", e) for e in chosen.rubric]
@@ -247,6 +254,7 @@ async def calibrate(
         elapsed_s=round(elapsed, 3),
         failure=failure,
         results=results,
+        requests=live.spent.requests if live is not None else None,
     )
 
 
@@ -276,8 +284,14 @@ class CalibratedJudge:
     def judge_server(self) -> str | None:
         return getattr(self._judge, "judge_server", None)
 
-    async def judge(self, scenario: Any, transcript: Transcript) -> Judgments:
-        return await self._judge.judge(scenario, transcript)
+    @property
+    def judge_temperature(self) -> float | None:
+        """The temperature the wrapped judge samples at (None: provider default or unknown)."""
+        value = getattr(self._judge, "judge_temperature", None)
+        return float(value) if isinstance(value, (int, float)) else None
+
+    async def judge(self, scenario: Any, transcript: Transcript, repeat: int = 0) -> Judgments:
+        return await self._judge.judge(scenario, transcript, repeat)
 
     async def judge_claims(
         self, claims: Sequence[Any], answer: str, reference: str | None = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from runner.judge._ask import StructuredBackend, StructuredRequest, ask
+from runner.judge._ask import StructuredBackend, StructuredRequest, add_usage, ask
 from runner.judge._cache import JudgeCache
 from runner.judge._cases import claims_case, scenario_turn, turn_case, verdict_case
 from runner.judge._files import prompt
@@ -38,7 +38,9 @@ class Judge(Protocol):
     @property
     def judge_model(self) -> str: ...
 
-    async def judge(self, scenario: Any, transcript: Transcript) -> Judgments: ...
+    async def judge(self, scenario: Any, transcript: Transcript, repeat: int = 0) -> Judgments:
+        """Judge one run. `repeat` is which of the `--rejudge K` judgings this is (0-based):
+        a cache may serve it only the reply that same repeat got before."""
 
     async def judge_claims(
         self, claims: Sequence[Any], answer: str, reference: str | None = None
@@ -65,6 +67,7 @@ class ModelJudge:
     def __init__(self, backend: StructuredBackend, cache: JudgeCache | None = None) -> None:
         self.backend = backend
         self.cache = cache
+        self.spent = JudgeUsage()  # every call this judge made (cache hits cost nothing)
 
     @property
     def judge_model(self) -> str:
@@ -76,14 +79,25 @@ class ModelJudge:
         identity = getattr(self.backend, "identity", None)
         return str(identity["url"]) if isinstance(identity, dict) and identity.get("url") else None
 
-    async def judge(self, scenario: Any, transcript: Transcript) -> Judgments:
+    @property
+    def judge_temperature(self) -> float | None:
+        """The sampling temperature every request is sent with (None: the provider's default)."""
+        return self.backend.temperature
+
+    def uncached(self) -> ModelJudge:
+        """The same judge asking every question live: the calibration gate uses it, so a run's
+        gate checks the model that answers now, never replies stored by an earlier run."""
+        return ModelJudge(self.backend, cache=None)
+
+    async def judge(self, scenario: Any, transcript: Transcript, repeat: int = 0) -> Judgments:
         usage = JudgeUsage()
         turns = [
-            await self._judge_turn(scenario, transcript, index, usage)
+            await self._judge_turn(scenario, transcript, index, usage, repeat)
             for index in range(len(transcript.turns))
         ]
-        claims = await self._scenario_claims(scenario, transcript, usage)
-        verdict = await self._verdict(scenario, transcript, turns, usage)
+        claims = await self._scenario_claims(scenario, transcript, usage, repeat)
+        verdict = await self._verdict(scenario, transcript, turns, usage, repeat)
+        add_usage(self.spent, usage)
         return Judgments(
             judge_model=self.judge_model, turns=turns, claims=claims, verdict=verdict, usage=usage
         )
@@ -91,10 +105,13 @@ class ModelJudge:
     async def judge_claims(
         self, claims: Sequence[Any], answer: str, reference: str | None = None
     ) -> list[ClaimJudgment]:
-        return await self._label_claims(claims, answer, reference, None, JudgeUsage())
+        usage = JudgeUsage()
+        labels = await self._label_claims(claims, answer, reference, None, usage)
+        add_usage(self.spent, usage)
+        return labels
 
     async def _judge_turn(
-        self, scenario: Any, transcript: Transcript, index: int, usage: JudgeUsage
+        self, scenario: Any, transcript: Transcript, index: int, usage: JudgeUsage, repeat: int
     ) -> TurnJudgment:
         record = transcript.turns[index]
         request = StructuredRequest(
@@ -103,7 +120,7 @@ class ModelJudge:
             schema_name="turn_grades",
             schema=json_schema(TurnReply),
         )
-        reply = await ask(self.backend, self.cache, request, TurnReply.model_validate_json, usage)
+        reply = await ask(self.backend, self.cache, request, TurnReply.model_validate_json, usage, repeat)
         scores = DimensionScores(**reply.model_dump(exclude={"overall_score", "failure_category", "reasoning"}))
         return TurnJudgment(
             turn=record.turn,
@@ -114,7 +131,8 @@ class ModelJudge:
         )
 
     async def _verdict(
-        self, scenario: Any, transcript: Transcript, turns: list[TurnJudgment], usage: JudgeUsage
+        self, scenario: Any, transcript: Transcript, turns: list[TurnJudgment], usage: JudgeUsage,
+        repeat: int,
     ) -> ScenarioVerdict:
         request = StructuredRequest(
             system=prompt("scenario_verdict"),
@@ -122,11 +140,11 @@ class ModelJudge:
             schema_name="scenario_verdict",
             schema=json_schema(VerdictReply),
         )
-        reply = await ask(self.backend, self.cache, request, VerdictReply.model_validate_json, usage)
+        reply = await ask(self.backend, self.cache, request, VerdictReply.model_validate_json, usage, repeat)
         return ScenarioVerdict(**reply.model_dump())
 
     async def _scenario_claims(
-        self, scenario: Any, transcript: Transcript, usage: JudgeUsage
+        self, scenario: Any, transcript: Transcript, usage: JudgeUsage, repeat: int
     ) -> list[ClaimJudgment]:
         """Each turn's claims against that turn's answer; scenario-level claims (if the scenario
         has any) against all answers together."""
@@ -137,11 +155,12 @@ class ModelJudge:
             claims = getattr(spec, "claims", None) or []
             if claims:
                 reference = getattr(spec, "reference", None) or scenario_reference
-                labelled += await self._label_claims(claims, record.answer, reference, record.turn, usage)
+                labelled += await self._label_claims(claims, record.answer, reference, record.turn, usage,
+                                                     repeat)
         overall = getattr(scenario, "claims", None) or []
         if overall:
             answers = "\n\n".join(f"[turn {r.turn}] {r.answer}" for r in transcript.turns if r.answer)
-            labelled += await self._label_claims(overall, answers, scenario_reference, None, usage)
+            labelled += await self._label_claims(overall, answers, scenario_reference, None, usage, repeat)
         return labelled
 
     async def _label_claims(
@@ -151,6 +170,7 @@ class ModelJudge:
         reference: str | None,
         turn: int | None,
         usage: JudgeUsage,
+        repeat: int = 0,
     ) -> list[ClaimJudgment]:
         pairs = claim_pairs(claims)
         if not pairs:
@@ -176,7 +196,7 @@ class ModelJudge:
             check_claim_names(reply, names)
             return reply
 
-        reply = await ask(self.backend, self.cache, request, parse, usage)
+        reply = await ask(self.backend, self.cache, request, parse, usage, repeat)
         by_name = {entry.name: entry for entry in reply.claims}
         return [
             ClaimJudgment(turn=turn, name=name, claim=text, label=by_name[name].label,

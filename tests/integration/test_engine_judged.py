@@ -39,7 +39,7 @@ class ScriptedJudge:
     def judge_model(self) -> str:
         return self.model
 
-    async def judge(self, scenario: Any, transcript: Transcript) -> Judgments:
+    async def judge(self, scenario: Any, transcript: Transcript, repeat: int = 0) -> Judgments:
         value = self.scores[self.calls % len(self.scores)]
         self.calls += 1
         dims = DimensionScores(**{name: value for name in DimensionScores.model_fields})

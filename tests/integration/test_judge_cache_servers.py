@@ -1,5 +1,6 @@
 """The judge cache is keyed by server identity: a judge that passed calibration on one server never
-lends its answers to another server that serves a model under the same name.
+lends its answers to another server that serves a model under the same name. The calibration gate
+itself is never served from the cache: every run asks it of the live server.
 
 Two real HTTP servers on loopback speak the OpenAI chat API like a judge: an honest one that
 labels every calibration example correctly, and a yes-man that calls every claim entailed and
@@ -9,6 +10,7 @@ the yes-man must then fail it, with the same cache folder, however the honest on
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import threading
@@ -152,25 +154,48 @@ def serving(reply: Any, meta: dict[str, Any], port: int = 0, list_models: bool =
 QUESTIONS = len(EXAMPLES.claims) + 2 * len(EXAMPLES.rubric)
 
 
+async def ask_every_example(judge: ModelJudge, concurrency: int = 2) -> None:
+    """Ask the judge every calibration question the way a run judges scenarios: through its
+    cache (the gate itself never reads the cache, so this is how the cache is exercised)."""
+    limit = asyncio.Semaphore(concurrency)
+
+    async def claim(example: Any) -> None:
+        async with limit:
+            await judge.judge_claims([{"name": "claim", "claim": example.claim}], example.answer, example.reference)
+
+    async def rubric(example: Any) -> None:
+        async with limit:
+            await judge.judge(example.scenario, example.transcript)
+
+    await asyncio.gather(*(claim(e) for e in EXAMPLES.claims), *(rubric(e) for e in EXAMPLES.rubric))
+
+
 async def test_a_yes_man_with_the_same_model_name_fails_after_the_honest_server_passed(tmp_path: Path) -> None:
     with serving(honest_reply, WEIGHTS_A) as honest, serving(yes_man_reply, WEIGHTS_A) as yes_man:
         first = JudgeCache(tmp_path)
         report = await calibrate(ModelJudge(OpenAIBackend(honest.url), first), deadline_s=30)
         assert report.passed, str(report)
         assert report.judge_model == f"openai:{MODEL}" and report.judge_server == honest.url
-        assert first.stats().hits == 0 and honest.chat_requests > 0
+        # The gate is asked live and stores nothing: the next run's gate asks again.
+        assert first.stats().hits == first.stats().misses == 0 and honest.chat_requests == QUESTIONS
+        await ask_every_example(ModelJudge(OpenAIBackend(honest.url), first))
+        assert first.stats().misses == QUESTIONS and honest.chat_requests == 2 * QUESTIONS
 
-        # The same server again: every question is answered from disk, none reaches it.
+        # The same server again: every judging is answered from disk, none reaches it ...
         asked = honest.chat_requests
         again = JudgeCache(tmp_path)
-        assert (await calibrate(ModelJudge(OpenAIBackend(honest.url), again), deadline_s=30)).passed
+        await ask_every_example(ModelJudge(OpenAIBackend(honest.url), again))
         assert honest.chat_requests == asked and again.stats().hits == QUESTIONS and again.stats().misses == 0
+        # ... but the calibration gate is asked live once more, the cache full or not.
+        assert (await calibrate(ModelJudge(OpenAIBackend(honest.url), again), deadline_s=30)).passed
+        assert honest.chat_requests == asked + QUESTIONS and again.stats().hits == QUESTIONS
 
         # Same model name, same /models report, another server: nothing from the cache.
         other = JudgeCache(tmp_path)
+        await ask_every_example(ModelJudge(OpenAIBackend(yes_man.url), other))
+        assert other.stats().hits == 0 and yes_man.chat_requests == QUESTIONS
         verdict = await calibrate(ModelJudge(OpenAIBackend(yes_man.url), other), deadline_s=30)
         assert not verdict.passed
-        assert other.stats().hits == 0 and yes_man.chat_requests > 0
         assert verdict.judge_model == report.judge_model and verdict.judge_server == yes_man.url
         assert "pump_stopped_contradicted: expected contradicted, got entailed" in str(verdict)
         assert f"at {yes_man.url} failed calibration" in str(verdict)
@@ -179,34 +204,34 @@ async def test_a_yes_man_with_the_same_model_name_fails_after_the_honest_server_
 async def test_other_weights_behind_the_same_address_are_another_judge(tmp_path: Path) -> None:
     with serving(honest_reply, WEIGHTS_A) as honest:
         port = honest.server_address[1]
-        assert (await calibrate(ModelJudge(OpenAIBackend(honest.url), JudgeCache(tmp_path)), deadline_s=30)).passed
+        await ask_every_example(ModelJudge(OpenAIBackend(honest.url), JudgeCache(tmp_path)))
     # The honest server is gone; a yes-man now answers on the very same address and name, but its
     # /models reports different weights.
     with serving(yes_man_reply, WEIGHTS_B, port=port) as yes_man:
         cache = JudgeCache(tmp_path)
-        report = await calibrate(ModelJudge(OpenAIBackend(yes_man.url), cache), deadline_s=30)
-        assert not report.passed and cache.stats().hits == 0 and yes_man.chat_requests > 0
+        await ask_every_example(ModelJudge(OpenAIBackend(yes_man.url), cache))
+        assert cache.stats().hits == 0 and yes_man.chat_requests == QUESTIONS
+        assert not (await calibrate(ModelJudge(OpenAIBackend(yes_man.url), cache), deadline_s=30)).passed
 
 
 async def test_a_server_without_models_route_is_known_by_its_replies_and_its_address(tmp_path: Path) -> None:
     with serving(honest_reply, WEIGHTS_A, list_models=False) as honest, \
             serving(yes_man_reply, WEIGHTS_A, list_models=False) as yes_man:
         first = JudgeCache(tmp_path)
-        assert (await calibrate(ModelJudge(OpenAIBackend(honest.url, MODEL), first), deadline_s=30)).passed
+        await ask_every_example(ModelJudge(OpenAIBackend(honest.url, MODEL), first))
         stored = [json.loads(p.read_text()) for p in tmp_path.rglob("*.json")]
         assert stored and all(e["server"] == {"url": honest.url, "model": MODEL, "served_model": MODEL}
                               for e in stored)
         # Until a reply names the model, nothing is read from the cache; after it, the rest is.
         again = JudgeCache(tmp_path)
-        assert (await calibrate(ModelJudge(OpenAIBackend(honest.url, MODEL), again), deadline_s=30,
-                                concurrency=1)).passed
+        await ask_every_example(ModelJudge(OpenAIBackend(honest.url, MODEL), again), concurrency=1)
         assert again.stats().misses == 0 and again.stats().hits == QUESTIONS - 1
         other = JudgeCache(tmp_path)
-        assert not (await calibrate(ModelJudge(OpenAIBackend(yes_man.url, MODEL), other), deadline_s=30)).passed
+        await ask_every_example(ModelJudge(OpenAIBackend(yes_man.url, MODEL), other))
         assert other.stats().hits == 0
 
 
-def test_trialbox_calibrate_passes_the_honest_server_then_fails_the_yes_man_and_prints_cache_hits(
+def test_trialbox_calibrate_asks_the_server_live_every_time_and_fails_the_yes_man(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # the default cache folder, isolated
@@ -215,9 +240,11 @@ def test_trialbox_calibrate_passes_the_honest_server_then_fails_the_yes_man_and_
     with serving(honest_reply, WEIGHTS_A) as honest, serving(yes_man_reply, WEIGHTS_A) as yes_man:
         first = runner.invoke(app, ["calibrate", "--judge-url", honest.url])
         assert first.exit_code == 0, first.output
-        assert "passed calibration" in first.output and "judge cache: 0 hit(s)" in first.output
+        assert "passed calibration" in first.output and "asked live" in first.output
         second = runner.invoke(app, ["calibrate", "--judge-url", honest.url])
-        assert second.exit_code == 0 and f"judge cache: {QUESTIONS} hit(s), 0 miss(es)" in second.output, second.output
+        # The second gate reached the server with every question: none was replayed from disk.
+        assert second.exit_code == 0 and honest.chat_requests == 2 * QUESTIONS, second.output
+        assert f"{QUESTIONS} question(s) asked live" in second.output, second.output
         third = runner.invoke(app, ["calibrate", "--judge-url", yes_man.url])
         assert third.exit_code == 1, third.output
-        assert "failed calibration" in third.output and "judge cache: 0 hit(s)" in third.output
+        assert "failed calibration" in third.output and yes_man.chat_requests == QUESTIONS

@@ -53,7 +53,7 @@ class ExampleJudge:
             for c in claims
         ]
 
-    async def judge(self, scenario: Any, transcript: Transcript) -> Judgments:
+    async def judge(self, scenario: Any, transcript: Transcript, repeat: int = 0) -> Judgments:
         example = next(e for e in EXAMPLES.rubric if e.scenario.id == scenario.id)
         scores = self.scores_for(example)
         return Judgments(

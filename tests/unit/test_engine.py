@@ -74,7 +74,7 @@ class Judge:
     def __init__(self, score: float = 8.0, fail: bool = False, input_tokens: int = 0) -> None:
         self.score, self.fail, self.input_tokens = score, fail, input_tokens
 
-    async def judge(self, scenario: Scenario, transcript: Transcript) -> Judgments:
+    async def judge(self, scenario: Scenario, transcript: Transcript, repeat: int = 0) -> Judgments:
         if self.fail:
             raise JudgeError("reply did not match the schema twice")
         dims = DimensionScores(**{name: self.score for name in DimensionScores.model_fields})
