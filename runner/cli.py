@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 
 from runner import __version__
-from runner.errors import EXIT_INFRA, EXIT_USAGE, InfraError, UsageError
+from runner.errors import EXIT_INFRA, EXIT_NOT_COMPARABLE, EXIT_USAGE, InfraError, UsageError
 from runner.options import (
     AgentId,
     AgentModel,
@@ -193,6 +193,11 @@ def run(
     resume: Annotated[Path | None, typer.Option(help="continue RUN_DIR under its original settings")] = None,
     retry_errors: Annotated[bool, typer.Option(
         help="with --resume: also re-run infrastructure failures (INFRA_ERROR, TIMEOUT, SETUP_ERROR, ERRORED)")] = False,
+    allow_model_change: Annotated[bool, typer.Option(
+        help="with --resume: go on although the LLM server now serves another model")] = False,
+    allow_device_fallback: Annotated[bool, typer.Option(
+        help="run although the LLM server serves on another device than --device asked for "
+        "(the headline says so); without it such a run stops before any scenario, exit 3")] = False,
     baseline: Annotated[Path | None, typer.Option(
         help="compare against this scorecard (ours or GAIA's) when the run ends")] = None,
     save_baseline: Annotated[Path | None, typer.Option(
@@ -225,10 +230,16 @@ def run(
             fail(f"--baseline: {baseline}: JSON nested too deeply to be a scorecard", EXIT_USAGE)
     if resume is not None:
         settings = _or_fail(lambda: resume_settings(resume))
-        settings.retry_errors = retry_errors
+        _resume_with(ctx, settings, {
+            "concurrency": concurrency, "warm_pool": warm_pool, "retry_errors": retry_errors,
+            "min_pass_rate": min_pass_rate, "allow_incomplete": allow_incomplete,
+            "baseline": baseline, "save_baseline": save_baseline})
+        settings.allow_model_change = allow_model_change
+        settings.allow_device_fallback = allow_device_fallback or settings.allow_device_fallback
     else:
-        if retry_errors:
-            fail("--retry-errors only makes sense with --resume RUN_DIR", EXIT_USAGE)
+        if retry_errors or allow_model_change:
+            fail(f"{'--retry-errors' if retry_errors else '--allow-model-change'} only makes sense "
+                 "with --resume RUN_DIR", EXIT_USAGE)
         choice = _device(device)
         if backend not in ("docker", "local"):
             fail(f"--backend {backend!r}: choose docker or local", EXIT_USAGE)
@@ -262,6 +273,37 @@ def run(
     if as_json:
         _print_run_json(settings, code)
     raise typer.Exit(code)
+
+
+#: Options of `run` that are not settings of the run (how this invocation reports, where it runs).
+_NOT_RUN_SETTINGS = frozenset({"resume", "as_json", "cluster", "on", "per_node", "allow_model_change",
+                               "allow_device_fallback"})
+
+
+def _resume_with(ctx: typer.Context, settings: RunSettings, given: dict[str, Any]) -> None:
+    """--resume with other flags: those that change only how fast the rest runs or what is done
+    with the results (settings.RESUME_MAY_CHANGE) are applied; any other is refused, all named
+    in one line — a resumed run silently ignoring a flag would report what was not asked for."""
+    from runner.settings import RESUME_MAY_CHANGE
+
+    applied, refused = [], []
+    for param in ctx.command.params:
+        name = param.name
+        source = ctx.get_parameter_source(name) if name else None
+        # Only what was typed: an environment variable or a default is not a request to change.
+        if name is None or name in _NOT_RUN_SETTINGS or source is None or source.name != "COMMANDLINE":
+            continue
+        flag = next((o for o in param.opts if o.startswith("--")), name.upper())
+        if name in RESUME_MAY_CHANGE:
+            setattr(settings, name, given[name])
+            applied.append(f"{flag} {given[name]}")
+        else:
+            refused.append(flag)
+    if refused:
+        fail(f"--resume keeps the run's own settings and will not change {', '.join(refused)} — "
+             "drop them, or start a new run", EXIT_USAGE)
+    if applied:
+        say(f"resume: applying {', '.join(applied)}")
 
 
 def _run_on_cluster(settings: RunSettings, address: str, on: list[str], per_node: bool,
@@ -458,7 +500,11 @@ def _baseline_steps(settings: RunSettings, card: Scorecard, code: int) -> int:
     say(result.render())
     if code != 0:
         return code
-    return {0: 0, 1: 1, 3: 3}.get(result.exit_code, EXIT_USAGE)
+    if result.exit_code == 3:  # compare's "models differ": its own outcome, not infrastructure
+        say(f"--baseline {settings.baseline}: not comparable — the baseline was made with other "
+            f"agent or judge models, so no verdict is drawn (exit {EXIT_NOT_COMPARABLE})")
+        return EXIT_NOT_COMPARABLE
+    return {0: 0, 1: 1}.get(result.exit_code, EXIT_USAGE)
 
 
 def print_summary(card: Scorecard, run_dir: Path) -> None:

@@ -8,10 +8,18 @@ none of them.
 from __future__ import annotations
 
 EXIT_OK, EXIT_QUALITY, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
+#: `run --baseline`: the baseline was made with other agent or judge models, so no verdict
+#: (better, worse) can be drawn — neither a regression nor an infrastructure failure.
+EXIT_NOT_COMPARABLE = 4
 
 
 class UsageError(Exception):
     """Bad input found before anything ran (exit 2). The message names the cause and the fix."""
+
+
+class ModelChanged(UsageError):
+    """`--resume` found the LLM server serving another model than the run started with (exit 2):
+    results of two models must not be mixed in one scorecard."""
 
 
 class InfraError(Exception):

@@ -23,7 +23,15 @@ from runner import __version__
 from runner.agents import AgentError, AgentRegistry
 from runner.bounded_read import TRACE_BYTES, read_bounded_text
 from runner.engine import Engine, LiveConversations, ReplayedConversations
-from runner.errors import EXIT_INFRA, EXIT_OK, EXIT_QUALITY, EXIT_USAGE, InfraError, UsageError
+from runner.errors import (
+    EXIT_INFRA,
+    EXIT_OK,
+    EXIT_QUALITY,
+    EXIT_USAGE,
+    InfraError,
+    ModelChanged,
+    UsageError,
+)
 from runner.judge import (
     CalibrationFailed,
     JudgeError,
@@ -397,6 +405,9 @@ async def _run_owned(settings: RunSettings, say: Callable[[str], None], resume: 
     if resume and settings.backend is Backend.DOCKER:
         _sweep(settings.run_id, say, "left over from the interrupted run", settings.llm_container)
     writer = open_writer(settings, scenarios, resume, extra)
+    if resume:
+        check_served_model(settings, writer, say)
+        say_kept_foreign(writer, scenarios, say)
     for problem in rejected:
         if REJECTED_WARNING + problem not in writer.warnings:
             writer.warn(REJECTED_WARNING + problem)
@@ -413,6 +424,36 @@ async def _run_owned(settings: RunSettings, say: Callable[[str], None], resume: 
         if settings.backend is Backend.DOCKER:
             # Whatever a cancelled or crashed sandbox start left behind goes by label.
             _sweep(settings.run_id, say, "left behind by this run", settings.llm_container)
+
+
+def check_served_model(settings: RunSettings, writer: RunWriter, say: Callable[[str], None]) -> None:
+    """A resumed run must be answered by the model it started with: ModelChanged (exit 2)
+    when the LLM server now serves another, unless --allow-model-change (then the scorecard
+    says so). A server that does not answer is left to the health probe (exit 3)."""
+    recorded = writer.config.served_model
+    now = served_model_of(llm_identity(settings.llm_url))
+    if recorded is None or now is None or now == recorded:
+        return
+    change = f"the LLM server now serves {now}; this run started with {recorded}"
+    if not settings.allow_model_change:
+        raise ModelChanged(f"--resume {settings.run_dir}: {change} — serve that model again, or "
+                           "pass --allow-model-change to mix them in one scorecard")
+    say(f"warning: {change} (--allow-model-change)")
+    writer.warn(f"resumed with another model: {change}")
+
+
+def say_kept_foreign(writer: RunWriter, scenarios: Sequence[Scenario], say: Callable[[str], None]) -> None:
+    """A run folder resumed with a suite that lacks some of its results (another suite, or the
+    scenarios were renamed): say which results it keeps — they stay in the scorecard."""
+    known = {scenario.id for scenario in scenarios}
+    foreign = sorted({r.id for r in writer.results if r.id not in known})
+    if foreign:
+        shown = ", ".join(foreign[:10]) + (f" and {len(foreign) - 10} more" if len(foreign) > 10 else "")
+        line = (f"resume keeps {len(foreign)} result(s) of scenarios not in this suite's selection: "
+                f"{shown}")
+        say(line)
+        if line not in writer.warnings:
+            writer.warn(line)
 
 
 def _sweep(run_id: str, say: Callable[[str], None], why: str, llm_container: str | None = None) -> None:

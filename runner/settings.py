@@ -98,6 +98,14 @@ class RunSettings(BaseModel):
     retry_errors: bool = Field(
         default=False, description="--resume also re-runs infrastructure statuses"
     )
+    allow_device_fallback: bool = Field(
+        default=False, description=(
+            "run although the LLM server reports serving on another device than --device asked "
+            "for, or cannot open the device nodes (the summary headline then says so)"))
+    allow_model_change: bool = Field(
+        default=False, description=(
+            "--resume goes on although the LLM server serves another model than the run "
+            "started with (the scorecard then mixes two models and says so)"))
     baseline: Path | None = Field(
         default=None, description="compare against this scorecard at the end of the run"
     )
@@ -119,6 +127,14 @@ class RunSettings(BaseModel):
     def load(cls, run_dir: Path) -> RunSettings:
         # Bounded (a ValueError when refused): run.json may come from another machine.
         return cls.model_validate_json(read_bounded_text(run_dir / "run.json", SETTINGS_BYTES))
+
+
+#: What `--resume` may change: how fast the rest runs, and what is done with the results at the
+#: end. Every other setting decides what a result means, so the resumed run keeps its own.
+RESUME_MAY_CHANGE = frozenset({
+    "concurrency", "warm_pool", "retry_errors", "min_pass_rate", "allow_incomplete",
+    "baseline", "save_baseline",
+})
 
 
 def new_run_id(now: datetime | None = None) -> str:
