@@ -262,6 +262,7 @@ def run(
             derived_checks=derived_checks, agent_dirs=agent_dir or [], agent=agent,
             agent_map=_agent_map(agent_map or []), agent_model=agent_model, gaia_spec=gaia,
             target_url=target_url, baseline=baseline, save_baseline=save_baseline,
+            allow_device_fallback=allow_device_fallback,
         )
     if as_json:
         _progress_to_stderr()
@@ -785,6 +786,8 @@ def bench(
     concurrency: Annotated[int, typer.Option(min=1, max=16)] = 1,
     results: Annotated[Path, typer.Option()] = Path("results"),
     in_container: Annotated[bool, typer.Option(help="run the engine inside the pinned runner image")] = False,
+    allow_device_fallback: Annotated[bool, typer.Option(
+        help="run although the LLM server serves on another device than --device asked for")] = False,
 ) -> None:
     """Everything: engine → images → LLM server → run the default suite → summary."""
     from runner.bench import build_corpus, build_images, ensure_engine, selftest_line, start_llm
@@ -805,6 +808,7 @@ def bench(
         selection = [arg for sid in scenario or [] for arg in ("-s", sid)]
         selection += [arg for cat in category or [] for arg in ("--category", cat)]
         selection += ["--concurrency", str(concurrency)]
+        selection += ["--allow-device-fallback"] if allow_device_fallback else []
         code = run_in_runner_container(choice.device, container, selection, results)
         say(selftest_line([EVAL / "scenarios"], EVAL / "corpus"))
         raise typer.Exit(code)
@@ -813,6 +817,7 @@ def bench(
         results_root=results, selection=Selection(ids=scenario or [], categories=category or []),
         device=SESSION_DEVICE[choice.device], device_reason=choice.reason, llm_url=url,
         llm_container=container, concurrency=concurrency, judge_provider="auto", simulator_mode="auto",
+        allow_device_fallback=allow_device_fallback,
     )
     code = execute(settings, extra={"images": images})
     say(selftest_line(settings.suite_paths, settings.corpus_root))

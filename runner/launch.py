@@ -247,10 +247,68 @@ async def prepare_judge(settings: RunSettings, say: Callable[[str], None]) -> tu
     return gated, simulator
 
 
+#: The stack device a GAIA session device stands for (SESSION_DEVICE read backwards).
+STACK_DEVICE = {session: stack for stack, session in SESSION_DEVICE.items()}
+#: The compose variables that name the groups the Lemonade container is added to.
+_DEVICE_GID_VARIABLES = {"rocm": ("TRIALBOX_VIDEO_GID", "TRIALBOX_RENDER_GID"),
+                         "npu": ("TRIALBOX_ACCEL_GID",)}
+
+
+def llm_system_info(url: str) -> dict[str, Any]:
+    """The LLM server's `/api/v1/system-info` reply, or {} when it gives none."""
+    try:
+        reply = httpx.get(f"{url}/api/v1/system-info", timeout=10)
+        reply.raise_for_status()
+        body = reply.json()
+    except (httpx.HTTPError, ValueError):
+        return {}
+    return dict(body) if isinstance(body, dict) else {}
+
+
+def served_on(settings: RunSettings) -> Any:
+    """What the LLM server says it serves on (runner.stack.hardware.ServedOn)."""
+    from runner.stack.hardware import served_on_from
+
+    requested = STACK_DEVICE.get(settings.device, settings.device)
+    return served_on_from(requested, llm_identity(settings.llm_url), llm_system_info(settings.llm_url))
+
+
+def check_served_device(settings: RunSettings, say: Callable[[str], None]) -> None:
+    """Device truth, before any sandbox: asked for rocm/npu, the server must say it serves on
+    it and its device nodes must be open to the server's groups. Otherwise InfraError (exit 3)
+    with one line naming the cause and the fix, unless --allow-device-fallback (then a warning,
+    and the scorecard's headline says so)."""
+    from runner.stack.hardware import unusable_nodes
+
+    served = served_on(settings)
+    if served.requested not in ("rocm", "npu"):
+        return
+    problems = []
+    if served.fell_back:
+        problems.append(f"the LLM server reports serving on {served.served_on} "
+                        f"({'; '.join(served.evidence) or 'no backend named'})")
+    if os.environ.get("TRIALBOX_IN_CONTAINER") != "1":  # the runner container has no /dev
+        groups = [os.environ[name] for name in _DEVICE_GID_VARIABLES[served.requested]
+                  if os.environ.get(name)]
+        if bad := (unusable_nodes(served.requested, groups) if groups else []):
+            problems.append(f"the server's groups ({', '.join(groups)}) cannot open {', '.join(bad)}")
+    if not problems:
+        return
+    variables = " and ".join(_DEVICE_GID_VARIABLES[served.requested])
+    line = (f"--device {served.requested}: {'; '.join(problems)} — set {variables} to the "
+            "numeric groups owning the device nodes (`stat -c %g`) and restart the stack with "
+            f"`trialbox up --device {served.requested}`, or pass --allow-device-fallback to "
+            "run anyway")
+    if not settings.allow_device_fallback:
+        raise InfraError(line)
+    say(f"warning: {line.split(' — ')[0]}; running anyway (--allow-device-fallback)")
+
+
 def run_config(settings: RunSettings, extra: dict[str, Any] | None = None) -> RunConfig:
     from runner.stack.hardware import hardware_fingerprint
 
     identity = llm_identity(settings.llm_url)
+    device_truth = served_on(settings)
     return RunConfig(
         judge_provider=None if settings.judge_provider == "none" else settings.judge_provider,
         judge_model=settings.judge_model,
@@ -259,6 +317,9 @@ def run_config(settings: RunSettings, extra: dict[str, Any] | None = None) -> Ru
         simulator_model=settings.simulator_model,
         device=settings.device,
         device_reason=settings.device_reason,
+        served_on=device_truth.served_on,
+        served_on_evidence=device_truth.evidence,
+        device_fallback=device_truth.fell_back and settings.allow_device_fallback,
         backend=settings.backend.value,
         trialbox_version=__version__,
         images=(extra or {}).get("images", {}),
@@ -376,6 +437,8 @@ async def run(settings: RunSettings, say: Callable[[str], None], resume: bool = 
             pass
     scenarios, manifest, rejected = selected_scenarios(settings, say)
     check_results_root(settings)
+    if not settings.target_url:
+        check_served_device(settings, say)  # before any sandbox: exit 3 on a silent fallback
     say(f"run {settings.run_id}: {len(scenarios)} scenario(s) × {settings.trials} trial(s), "
         f"backend {settings.backend.value}, device {settings.device} ({settings.device_reason or 'as requested'}), "
         f"concurrency {settings.concurrency}")

@@ -85,4 +85,20 @@ def model_line(config: RunConfig) -> str:
         if served
         else f"{requested} (the LLM server did not report which model serves it)"
     )
-    return f"{model} · device {config.device or 'unknown'}"
+    return f"{model} · {device_text(config)}"
+
+
+#: GAIA's session device names for the stack devices they stand for.
+_STACK_DEVICE = {"gpu": "rocm"}
+
+
+def device_text(config: RunConfig) -> str:
+    """`device cpu`, or — when the server said it served on another device than was asked
+    for — both, loudly: `device rocm requested, SERVED ON cpu (--allow-device-fallback)`."""
+    asked = config.device or "unknown"
+    served = config.served_on
+    stack = _STACK_DEVICE.get(asked, asked)
+    if served is None or served in ("unknown", stack) or stack not in ("rocm", "npu"):
+        return f"device {asked}"
+    allowed = " (--allow-device-fallback)" if config.device_fallback else ""
+    return f"device {stack} requested, SERVED ON {served}{allowed}"

@@ -163,6 +163,16 @@ class RunConfig(_Model):
     simulator_model: str | None = Field(default=None, description="the hosted simulator's model")
     device: str | None = Field(default=None, description="cpu | rocm | npu")
     device_reason: str | None = Field(default=None, description="why --device auto picked it")
+    served_on: str | None = Field(
+        default=None, description="the device the LLM server reported serving the chat model on "
+        "at start-up (cpu | rocm | npu | vulkan | unknown; runner/stack/hardware.py ServedOn), "
+        "beside `device`, which is what was requested; None in older scorecards")
+    served_on_evidence: list[str] = Field(
+        default_factory=list, description="what the LLM server said that `served_on` rests on")
+    device_fallback: bool = Field(
+        default=False, description="the run asked for rocm/npu and was served on another "
+        "device, and ran anyway under --allow-device-fallback: its speed figures are not the "
+        "requested device's")
     backend: str | None = Field(default=None, description="docker | local")
     trialbox_version: str | None = Field(default=None, description="trialbox that ran it")
     images: dict[str, str] = Field(default_factory=dict, description="image name → image id")

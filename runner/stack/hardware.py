@@ -172,3 +172,95 @@ def hardware_fingerprint(
         npu_present=(dev_root / NPU_NODE).exists(),
         rocm_present=(dev_root / ROCM_NODE).exists(),
     )
+
+
+# --- device truth: what the LLM server really runs on ------------------------------------------
+
+#: Lemonade recipes and llama.cpp backends, by the device they run on.
+_BACKEND_DEVICE = {"cpu": "cpu", "rocm": "rocm", "hip": "rocm", "vulkan": "vulkan",
+                   "metal": "metal", "cuda": "cuda"}
+_NPU_RECIPES = ("oga-npu", "oga-hybrid", "ryzenai", "flm", "npu")
+#: The device nodes a device's server must be able to open, below /dev.
+DEVICE_NODES: dict[str, tuple[str, ...]] = {"rocm": (ROCM_NODE, "dri/renderD*"),
+                                            "npu": (NPU_NODE,)}
+
+
+class ServedOn(BaseModel):
+    """What the LLM server says its chat model runs on, beside what the run asked for."""
+
+    requested: str = Field(description="the device the run asked for (cpu | rocm | npu)")
+    served_on: str = Field(
+        description="the device the server reports serving the chat model on (cpu | rocm | npu "
+        "| vulkan | ... | unknown), read from Lemonade's health (loaded model's recipe and "
+        "backend) and system-info (recipes' default backend)")
+    evidence: list[str] = Field(
+        default_factory=list, description="what the server said, field by field")
+    gpus_reported: list[str] = Field(
+        default_factory=list, description="GPUs/NPUs the server's system-info lists as available")
+
+    @property
+    def fell_back(self) -> bool:
+        """Asked for an accelerator, served on something else (unknown is not proof)."""
+        return self.requested in ("rocm", "npu") and self.served_on not in (self.requested, "unknown")
+
+
+def _device_of_entry(entry: dict[str, object], evidence: list[str]) -> str | None:
+    options = entry.get("recipe_options")
+    options = options if isinstance(options, dict) else {}
+    recipe = str(entry.get("recipe") or "").lower()
+    for key in ("llamacpp_backend", "backend", "device"):
+        value = options.get(key) or entry.get(key)
+        if isinstance(value, str) and value:
+            evidence.append(f"health: {entry.get('model_name')} {key}={value}")
+            return _BACKEND_DEVICE.get(value.lower(), value.lower())
+    if any(name in recipe for name in _NPU_RECIPES):
+        evidence.append(f"health: {entry.get('model_name')} recipe={recipe}")
+        return "npu"
+    return None
+
+
+def served_on_from(requested: str, health: dict[str, object], system_info: dict[str, object]) -> ServedOn:
+    """Pure: the served-on device from recorded `/health` and `/system-info` replies."""
+    evidence: list[str] = []
+    served: str | None = None
+    loaded = health.get("all_models_loaded") if isinstance(health, dict) else None
+    entries = loaded if isinstance(loaded, list) else []
+    chat = [e for e in entries if isinstance(e, dict) and e.get("type") in ("llm", "chat", None)]
+    for entry in chat:
+        served = _device_of_entry(entry, evidence)
+        if served:
+            break
+    recipes = system_info.get("recipes") if isinstance(system_info, dict) else None
+    llamacpp = recipes.get("llamacpp") if isinstance(recipes, dict) else None
+    if served is None and isinstance(llamacpp, dict) and llamacpp.get("default_backend"):
+        backend = str(llamacpp["default_backend"])
+        evidence.append(f"system-info: recipes.llamacpp.default_backend={backend}")
+        served = _BACKEND_DEVICE.get(backend.lower(), backend.lower())
+    gpus: list[str] = []
+    devices = system_info.get("devices") if isinstance(system_info, dict) else None
+    for key, value in (devices or {}).items() if isinstance(devices, dict) else []:
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, dict) and item.get("available") and key != "cpu":
+                gpus.append(f"{key}: {item.get('name') or 'unnamed'}")
+    return ServedOn(requested=requested, served_on=served or "unknown", evidence=evidence,
+                    gpus_reported=gpus)
+
+
+def unusable_nodes(device: str, groups: list[str], dev_root: Path = Path("/dev")) -> list[str]:
+    """Device nodes of `device` that the server's uid cannot open: neither world read-write nor
+    owned by a group the container is in. `groups` are the container's added groups as given
+    to compose (numeric gids compare with the nodes' owners; a name that is not a number cannot
+    be compared here and is trusted — the served-on check still catches a CPU fallback)."""
+    if any(not group.isdigit() for group in groups):
+        return []
+    problems = []
+    for pattern in DEVICE_NODES.get(device, ()):
+        for node in sorted(dev_root.glob(pattern)):
+            try:
+                info = node.stat()
+            except OSError:
+                continue
+            if info.st_mode & 0o006 == 0o006 or str(info.st_gid) in groups:
+                continue
+            problems.append(f"{node} (group {info.st_gid}, mode {info.st_mode & 0o777:o})")
+    return problems
