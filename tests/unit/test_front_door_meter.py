@@ -1,0 +1,104 @@
+"""llm-cpu's own front door: every chat request metered per client, read back per client.
+
+The real routes over the instant double (no model), through Starlette's test client; clients
+are told apart by their source address, as sandboxes are on their own networks."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+from trialbox_llm.catalog import SMOLLM2
+from trialbox_llm.double import FIXED_ANSWER_TOKENS
+from trialbox_llm.meter import Meter, Timing
+from trialbox_llm.routes import build_app
+from trialbox_llm.server import ServeOptions, build_state
+
+TOKEN = "k" * 40
+CHAT = {"model": SMOLLM2.aliases[0], "messages": [{"role": "user", "content": "two words"}]}
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> Iterator[object]:
+    state = build_state(ServeOptions("127.0.0.1", 0, tmp_path, threads=1, double=True,
+                                     admin_token=TOKEN))
+    application = build_app(state, on_shutdown=state.backend.close)
+    yield application
+    state.backend.close()
+
+
+def _client(app: object, address: str) -> TestClient:
+    return TestClient(app, client=(address, 50000))  # type: ignore[arg-type]
+
+
+def test_each_clients_requests_are_its_own(app: object) -> None:
+    since = time.time()
+    with _client(app, "10.0.1.2") as one, _client(app, "10.0.2.2") as two:
+        one.post("/api/v1/chat/completions", json=CHAT)
+        with one.stream("POST", "/api/v1/chat/completions", json={**CHAT, "stream": True}) as r:
+            list(r.iter_lines())
+        two.post("/v1/chat/completions", json=CHAT)
+        mine = one.get("/trialbox/meter", params={"since": since}).json()
+        theirs = two.get("/trialbox/meter").json()
+    assert mine["client"] == "10.0.1.2" and len(mine["records"]) == 2
+    assert [r["streamed"] for r in mine["records"]] == [False, True]
+    assert theirs["client"] == "10.0.2.2" and len(theirs["records"]) == 1
+    assert theirs["records"][0]["route"] == "/v1/chat/completions"
+    for record in mine["records"]:
+        assert record["status"] == 200 and record["completion_tokens"] == FIXED_ANSWER_TOKENS
+        assert record["prompt_tokens"] == 2 and record["wall_s"] >= record["queue_wait_s"] >= 0
+        assert record["self_reported"]["output_tokens"] == FIXED_ANSWER_TOKENS
+    # A non-streamed answer has no first token the front door could see: None, never a guess.
+    assert mine["records"][0]["time_to_first_token_s"] is None
+    assert mine["records"][1]["time_to_first_token_s"] >= 0
+
+
+def test_another_clients_records_need_the_admin_token(app: object) -> None:
+    with _client(app, "10.0.1.2") as one, _client(app, "10.0.9.9") as runner:
+        one.post("/api/v1/chat/completions", json=CHAT)
+        refused = runner.get("/trialbox/meter", params={"client": "10.0.1.2"})
+        allowed = runner.get("/trialbox/meter", params={"client": "10.0.1.2"},
+                             headers={"Authorization": f"Bearer {TOKEN}"})
+        bad_since = runner.get("/trialbox/meter", params={"since": "yesterday"})
+    assert refused.status_code == 403 and "admin token" in refused.json()["error"]["message"]
+    assert allowed.status_code == 200 and len(allowed.json()["records"]) == 1
+    assert bad_since.status_code == 400
+
+
+def test_since_leaves_out_earlier_requests(app: object) -> None:
+    with _client(app, "10.0.1.2") as one:
+        one.post("/api/v1/chat/completions", json=CHAT)
+        since = time.time()
+        one.post("/api/v1/chat/completions", json=CHAT)
+        records = one.get("/trialbox/meter", params={"since": since}).json()["records"]
+    assert len(records) == 1
+
+
+def test_a_refused_request_is_recorded_with_its_status(app: object) -> None:
+    with _client(app, "10.0.1.2") as one:
+        one.post("/api/v1/chat/completions", json={**CHAT, "model": "no-such-model"})
+        records = one.get("/trialbox/meter").json()["records"]
+    assert [r["status"] for r in records] == [404]
+
+
+def test_decode_rate_is_tokens_after_the_first_over_first_to_last_token() -> None:
+    meter = Meter()
+    timing = Timing(meter, "c", "/v1/chat/completions", "m", streamed=True)
+    timing.sending()
+    timing.line('data: {"choices": [{"delta": {"role": "assistant"}}]}')  # no text: not a token
+    assert timing.first_token is None
+    timing.line('data: {"choices": [{"delta": {"content": "a"}}]}')
+    first = timing.first_token
+    assert first is not None
+    time.sleep(0.05)
+    timing.line('data: {"choices": [{"delta": {"content": "b"}}], '
+                '"usage": {"prompt_tokens": 3, "completion_tokens": 11}}')
+    record = timing.close(200)
+    assert record is not None and timing.close(200) is None  # written once
+    assert record.completion_tokens == 11 and record.prompt_tokens == 3
+    assert record.decode_s is not None and record.decode_s >= 0.05
+    assert record.decode_tokens_per_s == pytest.approx(10 / record.decode_s, rel=1e-3)
