@@ -51,7 +51,7 @@ from runner.scenarios import (
     rejected_in_selection,
     select,
 )
-from runner.scoring import decided_pass_rate
+from runner.scoring import decided_pass_rate, gate_pass_rate
 from runner.settings import Backend, RunSettings
 from runner.simulate import make_simulator
 from runner.status import Status
@@ -403,10 +403,11 @@ def open_writer(settings: RunSettings, scenarios: Sequence[Scenario], resume: bo
     return RunWriter(run_dir, run_id=settings.run_id, config=run_config(settings, extra), order=order)
 
 
-def exit_code(card: Scorecard, min_pass_rate: float | None) -> int:
+def exit_code(card: Scorecard, min_pass_rate: float | None, allow_incomplete: bool = False) -> int:
     """0 completed; 1 the pass-rate gate failed; 2 selected scenario files were rejected (the
     rest ran); 3 the run stopped early (scenarios NOT_RUN) or no scenario produced a result
-    (all infrastructure errors)."""
+    (all infrastructure errors). The gate counts scenarios without a verdict (TIMEOUT, ERRORED,
+    ...) as not passed unless `allow_incomplete` (runner/scoring.py:gate_pass_rate)."""
     statuses = [r.status for r in card.scenarios]
     worked = [s for s in statuses if s.is_judged or s in (Status.NOT_JUDGED, *SKIPPED)]
     if Status.NOT_RUN in statuses or (statuses and not worked):
@@ -414,19 +415,30 @@ def exit_code(card: Scorecard, min_pass_rate: float | None) -> int:
     if any(w.startswith(REJECTED_WARNING) for w in card.warnings):
         return EXIT_USAGE
     if min_pass_rate is not None:
-        rate, _ = decided_pass_rate(card.summary)
-        if rate is None or rate < min_pass_rate:  # nothing decided: the gate cannot pass
+        gate = gate_pass_rate(card.summary, allow_incomplete=allow_incomplete)
+        if gate.rate is None or gate.rate < min_pass_rate:  # nothing decided: the gate cannot pass
             return EXIT_QUALITY
     return EXIT_OK
 
 
-def quality_gate_line(card: Scorecard, min_pass_rate: float) -> str:
-    """Which rate --min-pass-rate was held against, and the outcome (printed after a run)."""
-    rate, name = decided_pass_rate(card.summary)
-    if rate is None:
+def quality_gate_line(card: Scorecard, min_pass_rate: float, allow_incomplete: bool = False) -> str:
+    """Which rate --min-pass-rate was held against, how many scenarios had no verdict, and the
+    outcome (printed after a run)."""
+    gate = gate_pass_rate(card.summary, allow_incomplete=allow_incomplete)
+    if gate.rate is None:
+        _, name = decided_pass_rate(card.summary)
         return f"quality gate: nothing was decided ({name}), so --min-pass-rate {min_pass_rate:.0%} is not met"
-    verdict = "met" if rate >= min_pass_rate else "NOT met"
-    return f"quality gate: {name} {rate:.0%} vs --min-pass-rate {min_pass_rate:.0%}: {verdict}"
+    verdict = "met" if gate.rate >= min_pass_rate else "NOT met"
+    if not gate.unmeasured:
+        unmeasured = "0 unmeasured"
+    elif gate.counted_unmeasured:
+        unmeasured = (f"{gate.unmeasured} unmeasured counted as not passed "
+                      "(--allow-incomplete leaves them out)")
+    else:
+        unmeasured = f"{gate.unmeasured} unmeasured left out (--allow-incomplete)"
+    base = gate.decided + (gate.unmeasured if gate.counted_unmeasured else 0)
+    return (f"quality gate: {gate.name} {gate.rate:.0%} vs --min-pass-rate {min_pass_rate:.0%}: "
+            f"{verdict} ({gate.passed} of {base} passed; {unmeasured})")
 
 
 async def run(settings: RunSettings, say: Callable[[str], None], resume: bool = False,

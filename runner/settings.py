@@ -61,6 +61,11 @@ class RunSettings(BaseModel):
     min_pass_rate: float | None = Field(
         default=None, description="exit 1 below this decided pass rate (0-1)"
     )
+    allow_incomplete: bool = Field(
+        default=False,
+        description="--min-pass-rate leaves out scenarios without a verdict (TIMEOUT, ERRORED, "
+        "INFRA_ERROR, ...); by default (--require-complete) they count as not passed",
+    )
     judge_provider: str = Field(default="none", description="anthropic | openai | none")
     judge_model: str | None = Field(default=None, description="the judge's model")
     judge_url: str | None = Field(default=None, description="the judge's endpoint (openai)")

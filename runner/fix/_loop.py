@@ -36,6 +36,7 @@ from runner.fix._patch import fix_log, make_patch, tree_hash
 from runner.fix._sandbox import FixSandbox, proxy_refusals
 from runner.fix._summary import render_summary
 from runner.report import ScenarioResult, Scorecard, atomic_write, compare, read_any_scorecard
+from runner.scoring import UNMEASURED
 from runner.settings import RunSettings, Selection, new_run_id
 from runner.status import Status
 
@@ -60,10 +61,25 @@ def failing(result: ScenarioResult) -> bool:
     return result.status is Status.NOT_JUDGED and not result.gates.checks_ok
 
 
-def combined_rate(latest: dict[str, ScenarioResult]) -> float | None:
-    """Each scenario's latest outcome: passing / decided (None when nothing was decided)."""
-    decided = [r for r in latest.values() if passing(r) or failing(r)]
-    return sum(passing(r) for r in decided) / len(decided) if decided else None
+def unmeasured(result: ScenarioResult) -> bool:
+    """No verdict: the scenario timed out, errored, was skipped or not run (runner/scoring.py)."""
+    return result.status in UNMEASURED
+
+
+def combined_rate(latest: dict[str, ScenarioResult], allow_incomplete: bool = False) -> float | None:
+    """Each scenario's latest outcome: passing / (decided + unmeasured), the rule of
+    `--min-pass-rate` (None when there is nothing to divide by). An unmeasured scenario counts
+    as not passing, so a patch that makes a failing scenario hang does not "improve" the rate;
+    `allow_incomplete` leaves unmeasured scenarios out, as `--allow-incomplete` does."""
+    counted = [r for r in latest.values()
+               if passing(r) or failing(r) or (unmeasured(r) and not allow_incomplete)]
+    return sum(passing(r) for r in counted) / len(counted) if counted else None
+
+
+def regressed(old: ScenarioResult, new: ScenarioResult) -> bool:
+    """A passing scenario that no longer passes: FAIL, and also TIMEOUT, ERRORED or any other
+    status without a verdict (as `compare` counts a lost PASS), in whichever iteration."""
+    return passing(old) and not passing(new)
 
 
 @dataclass
@@ -103,7 +119,7 @@ class FixLoop:
             run_dir=str(self.run_dir), agent_dir=str(original), scope=plan.scope, fixer=self.spec.kind,
             fixer_target=f"{self.spec.allow[0]}:{self.spec.allow[1]}" if self.spec.allow else None,
             max_iterations=plan.max_iterations, target_pass_rate=plan.target_pass_rate,
-            baseline_pass_rate=combined_rate(latest),
+            baseline_pass_rate=combined_rate(latest, self.settings.allow_incomplete),
             baseline_failing=sorted(i for i, r in latest.items() if failing(r)),
             host_tree_sha256_before=before_hash, host_tree_sha256_after=before_hash,
             phase_s={"A": round(phase_a_s, 2), "B": 0.0, "C": 0.0, "D": 0.0})
@@ -111,7 +127,7 @@ class FixLoop:
         gaia_original = self.gaia_tree(self.fix_dir / "gaia-original") if plan.scope == "gaia" and self.gaia_tree else None
         tree, last_card_dir = original, self.run_dir
         for n in range(1, plan.max_iterations + 1):
-            rate = combined_rate(latest)
+            rate = combined_rate(latest, self.settings.allow_incomplete)
             failing_now = [r for r in latest.values() if failing(r)]
             if not failing_now:
                 report.stop_reason = "nothing fails"
@@ -132,9 +148,7 @@ class FixLoop:
                     latest[result.id] = result
                     traces[result.id] = Path(record.run_dir) / "traces" / f"{result.key}.json"
                 last_card_dir = Path(record.run_dir)
-                record.pass_rate = combined_rate(latest)
-            else:
-                record.pass_rate = combined_rate(latest)
+            record.pass_rate = combined_rate(latest, self.settings.allow_incomplete)
             atomic_write(self.fix_dir / "fix.json", report.model_dump_json(indent=2))
         else:
             report.stop_reason = f"{plan.max_iterations} iteration(s) done"
@@ -286,7 +300,7 @@ class FixLoop:
                 continue
             if passing(result) and not passing(old):
                 record.improved.append(result.id)
-            elif passing(old) and not passing(result):
+            elif regressed(old, result):
                 record.regressed.append(result.id)
             elif failing(result):
                 record.still_failing.append(result.id)

@@ -13,9 +13,9 @@ from datetime import UTC, datetime
 import pytest
 
 from runner.errors import EXIT_INFRA, EXIT_OK, EXIT_QUALITY
-from runner.launch import exit_code
+from runner.launch import exit_code, quality_gate_line
 from runner.report import RunConfig, ScenarioResult, Scorecard, build_scorecard
-from runner.scoring import QualityGates
+from runner.scoring import UNMEASURED, QualityGates, gate_pass_rate
 from runner.status import Status
 
 
@@ -62,9 +62,63 @@ def test_a_gate_over_a_run_where_nothing_was_decided_fails() -> None:
     assert exit_code(undecided, 0.0) == EXIT_QUALITY  # not read as 0 % or 100 %
 
 
-def test_infrastructure_results_do_not_lower_the_gated_rate() -> None:
+def test_scenarios_without_a_verdict_count_against_the_gate_unless_incomplete_runs_are_allowed() -> None:
     mixed = card(judged(Status.PASS, 9.0), infra(Status.INFRA_ERROR), infra(Status.TIMEOUT))
-    assert exit_code(mixed, 1.0) == EXIT_OK
+    assert exit_code(mixed, 1.0) == EXIT_QUALITY
+    assert exit_code(mixed, 1 / 3) == EXIT_OK  # 1 of 3: the PASS over every scenario
+    assert exit_code(mixed, 1.0, allow_incomplete=True) == EXIT_OK  # the old rate: 1 of 1 decided
+
+
+def test_one_pass_and_nine_timeouts_is_a_failed_gate_and_the_line_says_nine_were_unmeasured() -> None:
+    run = card(judged(Status.PASS, 9.0), *(infra(Status.TIMEOUT, n) for n in range(9)))
+    assert exit_code(run, 0.5) == EXIT_QUALITY
+    line = quality_gate_line(run, 0.5)
+    assert line == ("quality gate: judged pass rate 10% vs --min-pass-rate 50%: NOT met "
+                    "(1 of 10 passed; 9 unmeasured counted as not passed (--allow-incomplete leaves them out))")
+    # --allow-incomplete restores the rate over what was decided (1 of 1), and says so.
+    assert exit_code(run, 0.5, allow_incomplete=True) == EXIT_OK
+    assert quality_gate_line(run, 0.5, allow_incomplete=True) == (
+        "quality gate: judged pass rate 100% vs --min-pass-rate 50%: met "
+        "(1 of 1 passed; 9 unmeasured left out (--allow-incomplete))")
+
+
+@pytest.mark.parametrize("status", sorted(UNMEASURED, key=lambda s: s.value))
+def test_every_status_without_a_verdict_counts_as_not_passed(status: Status) -> None:
+    rate = gate_pass_rate(card(judged(Status.PASS, 9.0), infra(status)).summary)
+    assert (rate.rate, rate.unmeasured) == (0.5, 1)
+    kept = gate_pass_rate(card(judged(Status.PASS, 9.0), infra(status)).summary, allow_incomplete=True)
+    assert (kept.rate, kept.unmeasured, kept.counted_unmeasured) == (1.0, 1, False)
+
+
+def test_a_complete_run_gates_alike_with_or_without_allow_incomplete() -> None:
+    """Null test: nothing unmeasured, so the flag changes nothing."""
+    run = card(judged(Status.PASS, 9.0), judged(Status.PASS, 8.0), judged(Status.FAIL, 3.0))
+    strict, lenient = gate_pass_rate(run.summary), gate_pass_rate(run.summary, allow_incomplete=True)
+    assert strict.rate == lenient.rate == pytest.approx(2 / 3) and strict.unmeasured == 0
+    assert quality_gate_line(run, 0.5).endswith("met (2 of 3 passed; 0 unmeasured)")
+
+
+def test_a_planted_share_of_timeouts_lowers_the_rate_by_exactly_that_share() -> None:
+    decided = [judged(Status.PASS, 9.0)] * 3 + [judged(Status.FAIL, 3.0)]
+    run = card(*decided, *(infra(Status.TIMEOUT, n) for n in range(4)))
+    assert gate_pass_rate(run.summary).rate == pytest.approx(3 / 8)
+    assert gate_pass_rate(run.summary, allow_incomplete=True).rate == pytest.approx(3 / 4)
+
+
+def test_without_a_judge_a_scenario_with_no_check_is_left_out_but_a_timeout_is_not() -> None:
+    """--judge-provider none: the checks decide; a completed scenario no check could decide is
+    judge-only (the owner switched the judge off), not unmeasured; a TIMEOUT is unmeasured."""
+    plain = ScenarioResult(id="judge_only", status=Status.NOT_JUDGED)
+    assert exit_code(card(checked(True), plain), 1.0) == EXIT_OK
+    assert exit_code(card(checked(True), plain, infra(Status.TIMEOUT)), 1.0) == EXIT_QUALITY
+    assert gate_pass_rate(card(checked(True), plain, infra(Status.TIMEOUT)).summary).rate == 0.5
+
+
+def test_a_gate_over_a_run_with_nothing_but_unmeasured_and_skips_fails() -> None:
+    skips = card(infra(Status.SKIPPED_NO_DOCUMENT), infra(Status.SKIPPED_NO_MODEL))
+    assert exit_code(skips, None) == EXIT_OK  # no gate asked: the run itself completed
+    assert exit_code(skips, 0.0 + 1e-9) == EXIT_QUALITY
+    assert "nothing was decided" in quality_gate_line(skips, 0.5, allow_incomplete=True)
 
 
 @pytest.mark.parametrize("status", [Status.INFRA_ERROR, Status.SETUP_ERROR, Status.TIMEOUT,

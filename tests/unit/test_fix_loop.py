@@ -140,3 +140,68 @@ def test_a_fixer_that_changes_nothing_is_not_rerun(tmp_path: Path) -> None:
     assert report.iterations[0].fixer.problems == ["no_change"]  # type: ignore[union-attr]
     assert rerun.calls == [] and report.best_iteration is None
     assert not (run_dir / "fix" / "final.patch").exists()
+
+
+# --- unmeasured scenarios (issue 19): counted as not passing, a lost PASS is a regression -----
+
+
+def _unmeasured(sid: str, status: Status) -> ScenarioResult:
+    return ScenarioResult(id=sid, status=status, severity="high", error="no result within 90 s")
+
+
+class HangingRerun(Rerun):
+    """Like Rerun, but a scenario whose agent carries HANG times out, and `also` (a scenario not
+    selected, e.g. one that passed) comes back with a status of the test's choosing."""
+
+    def __init__(self, also: tuple[str, Status] | None = None) -> None:
+        super().__init__()
+        self.also = also
+
+    def __call__(self, settings: RunSettings) -> Scorecard:
+        self.calls.append(list(settings.selection.ids))
+        source = (settings.agent_dirs[0] / "scout" / "agent.py").read_text()
+        rows = [_unmeasured(sid, Status.TIMEOUT) if "HANG" in source and sid == "a"
+                else _row(sid, NEEDS[sid] in source) for sid in settings.selection.ids]
+        if self.also is not None:
+            rows.append(_unmeasured(*self.also))
+        return _write_card(settings.run_dir, settings.run_id, rows)
+
+
+def _hanging_loop(tmp_path: Path, rerun: Rerun, edits: list[Callable[[Path], None]], target: float,
+                  iterations: int, allow_incomplete: bool = False) -> FixLoop:
+    agents, run_dir, settings = _setup(tmp_path)
+    settings.allow_incomplete = allow_incomplete
+    options = FixerOptions(kind="command", command="true")
+    plan = FixPlan(agent_dir=agents, scope="agent", fixer=options, max_iterations=iterations,
+                   target_pass_rate=target)
+    return FixLoop(plan, settings, run_dir, lambda line: None, run_phase=rerun,
+                   sandbox=ScriptedFixer(edits),  # type: ignore[arg-type]
+                   import_check=_syntax_check, spec=fixer_spec(options))
+
+
+def test_a_patch_that_makes_a_failing_scenario_hang_does_not_improve_the_rate(tmp_path: Path) -> None:
+    # Before: a FAIL, b FAIL, c passes (1 of 3). The patch makes `a` time out instead of failing.
+    loop = _hanging_loop(tmp_path / "strict", HangingRerun(), [_append("HANG = 1\n")] * 2,
+                         target=0.5, iterations=2)
+    report = loop.run()
+    one = report.iterations[0]
+    assert report.baseline_pass_rate == one.pass_rate == 1 / 3  # TIMEOUT counted as not passing
+    assert one.improved == [] and len(report.iterations) == 2  # 50% was never "reached"
+    assert not report.stop_reason.startswith("target pass rate reached")
+    # --allow-incomplete: the old rule, which read the hang as progress (1 of 2 decided).
+    lenient = _hanging_loop(tmp_path / "lenient", HangingRerun(), [_append("HANG = 1\n")] * 2,
+                            target=0.5, iterations=2, allow_incomplete=True)
+    report = lenient.run()
+    assert report.iterations[0].pass_rate == 0.5 and len(report.iterations) == 1
+    assert report.stop_reason.startswith("target pass rate reached (50%")
+
+
+def test_a_pass_lost_to_timeout_or_errored_is_a_regression_in_an_early_iteration(tmp_path: Path) -> None:
+    for status in (Status.TIMEOUT, Status.ERRORED):
+        loop = _hanging_loop(tmp_path / status.value, HangingRerun(also=("c", status)),
+                             [_append("FIX_A = 1\n")] * 3, target=1.0, iterations=3)
+        report = loop.run()
+        first = report.iterations[0]
+        assert first.rerun_ids == ["a", "b"]  # not the last iteration: only the failing re-ran
+        assert first.improved == ["a"] and first.regressed == ["c"], status
+        assert first.pass_rate == 1 / 3  # a passes now, c no longer does

@@ -398,3 +398,52 @@ def test_gaia_json_is_the_gaia_model_by_alias():
     text = gaia_json(card([result("a", 9.0, 10.0)], AGENT))
     assert '"pass": true' in text and '"passed": true' not in text
     assert isinstance(Scorecard, type)
+
+
+# --- no score nobody gave (issue 19) -----------------------------------------------------------
+
+
+def checks_failed(sid: str) -> ScenarioResult:
+    """No judge; an exact check failed: FAIL decided by checks, with no score."""
+    return unjudged(sid, checks_pass=False)
+
+
+def gaia_summary_of(rows: list[dict]) -> dict:
+    """GAIA's own build_scorecard and write_summary_md over rows (GAIA's pinned environment)."""
+    script = (
+        "import json, sys\n"
+        "from gaia.eval.scorecard import build_scorecard, write_summary_md\n"
+        "card = build_scorecard('r', json.loads(sys.stdin.read()), {})\n"
+        "print(json.dumps({'summary': card['summary'], 'md': write_summary_md(card)}))\n"
+    )
+    done = subprocess.run([str(GAIA_PYTHON), "-c", script], input=json.dumps(rows), check=False,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_an_unscored_scenario_is_written_as_gaia_writes_one_and_gaias_average_leaves_it_out(tmp_path):
+    run = write_run(tmp_path / "run", [result("scored", 8.0, 10.0), checks_failed("by_checks"),
+                                       unjudged("no_judge")])
+    rows = {r["scenario_id"]: r for r in json.loads((run / GAIA_SCORECARD).read_text())["scenarios"]}
+    # GAIA writes a scenario nobody scored with `overall_score: null` (its TIMEOUT, ERRORED and
+    # BUDGET_EXCEEDED rows): never 0.0, which its averages would read as a real score.
+    for sid in ("by_checks", "no_judge"):
+        assert rows[sid]["overall_score"] is None
+        assert all(turn["overall_score"] is None for turn in rows[sid]["turns"])
+    assert rows["scored"]["overall_score"] == 8.0
+    gaia = gaia_summary_of(list(rows.values()))
+    assert gaia["summary"]["avg_score"] == 8.0  # only the judged score; the FAIL is not a 0
+    assert "**by_checks** — FAIL (n/a)" in gaia["md"]
+
+
+def test_gaias_compare_reads_unscored_rows_on_either_side(tmp_path):
+    unscored = write_run(tmp_path / "unscored", [result("keeps", 8.0, 10.0), checks_failed("x")])
+    scored = write_run(tmp_path / "scored", [result("keeps", 8.0, 10.0), result("x", 7.0, 10.0)])
+    forward = gaia_compare(unscored / GAIA_SCORECARD, scored / GAIA_SCORECARD)
+    assert forward["improved"] == ["x"] and forward["unchanged"] == ["keeps"]
+    back = gaia_compare(scored / GAIA_SCORECARD, unscored / GAIA_SCORECARD)
+    assert back["regressed"] == ["x"] and back["unchanged"] == ["keeps"]
+    # Null test: the unscored run against itself changes nothing.
+    same = gaia_compare(unscored / GAIA_SCORECARD, unscored / GAIA_SCORECARD)
+    assert sorted(same["unchanged"]) == ["keeps", "x"] and not same["regressed"] and not same["improved"]
