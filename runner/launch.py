@@ -588,7 +588,21 @@ def resume_settings(run_dir: Path) -> RunSettings:
                          f"folder's run id ({run_dir.resolve().name!r}) — pass the run folder "
                          "itself, unmodified")
     settings.results_root = run_dir.parent
+    _check_resumable_scorecard(run_dir)
     return settings
+
+
+def _check_resumable_scorecard(run_dir: Path) -> None:
+    """A scorecard cut short (disk full, killed mid-write) is found before anything starts."""
+    from runner.report import read_scorecard
+
+    if (run_dir / "scorecard.json").exists():
+        try:
+            read_scorecard(run_dir / "scorecard.json")
+        except (ValueError, OSError) as exc:
+            first = str(exc).strip().splitlines()
+            raise UsageError(f"cannot resume: {first[0] if first else exc} — start a new run, "
+                             "or restore the scorecard") from None
 
 
 def run_blocking(settings: RunSettings, say: Callable[[str], None], resume: bool = False,

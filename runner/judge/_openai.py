@@ -13,6 +13,7 @@ nothing is read from the cache.
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 from urllib.parse import urlsplit
@@ -28,6 +29,8 @@ from runner.judgments import JudgeUsage
 IDENTITY_FIELDS = ("id", "owned_by", "checkpoint", "served_model", "recipe", "size", "meta", "type")
 # Routes a server may simply not have: the model must then be named, and identity comes from replies.
 NO_ROUTE = (404, 405, 501)
+# A judge reply (or a /models listing) is a few KB; past this the body is not read further.
+REPLY_BYTES = 8 * 2**20
 
 
 def _stable(entry: dict[str, Any]) -> dict[str, Any]:
@@ -154,7 +157,15 @@ class OpenAIBackend:
     async def _send(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         url = self.base + path
         try:
-            response = await self._client.request(method, url, json=body, headers=self._headers)
+            # Streamed and cut at REPLY_BYTES: a server that never ends its body (or sends
+            # gigabytes) is an error after 8 MiB, not a judge buffering it all in memory.
+            async with self._client.stream(method, url, json=body, headers=self._headers) as response:
+                raw = bytearray()
+                async for chunk in response.aiter_bytes():
+                    raw += chunk
+                    if len(raw) > REPLY_BYTES:
+                        raise JudgeError(f"openai judge: {url} sent more than {REPLY_BYTES // 2**20} MiB; "
+                                         "a judge reply is a few KB — check --judge-url")
         except httpx.ConnectError as error:
             raise JudgeError(
                 f"openai judge: cannot connect to {url} ({error}). Start the LLM server or fix "
@@ -164,14 +175,15 @@ class OpenAIBackend:
             raise JudgeError(f"openai judge: {url} did not answer in time ({error!r})") from error
         if response.status_code in NO_ROUTE and method == "GET":
             raise _NoRoute(url)
+        text = raw.decode(response.encoding or "utf-8", errors="replace")
         if response.status_code >= 400:
             raise JudgeError(
-                f"openai judge: HTTP {response.status_code} from {url}: {response.text[:300]}"
+                f"openai judge: HTTP {response.status_code} from {url}: {text[:300]}"
             )
         try:
-            return response.json()
-        except ValueError:
-            raise JudgeError(f"openai judge: {url} returned non-JSON: {response.text[:300]}") from None
+            return json.loads(text)
+        except (ValueError, RecursionError):
+            raise JudgeError(f"openai judge: {url} returned non-JSON: {text[:300]}") from None
 
     async def aclose(self) -> None:
         await self._client.aclose()

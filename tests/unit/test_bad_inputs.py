@@ -1,0 +1,257 @@
+"""Hostile and unlucky inputs, driven through the real `trialbox` command (issue 20, item 8).
+
+Each case runs the installed command in a subprocess with its address space capped
+(RLIMIT_AS), in a fresh working folder, and must end with the README's exit code, one
+`error:` line naming what to fix, no traceback, nothing written outside the results folder —
+and in bounded memory and time (a link to /dev/zero once reached 2.7 GB in 2.6 s; a FIFO as
+--baseline hung for ever).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from runner.errors import EXIT_INFRA, EXIT_USAGE
+from runner.settings import RunSettings, new_run_id
+
+ROOT = Path(__file__).resolve().parents[2]
+TRIALBOX = Path(sys.executable).with_name("trialbox")
+SUITE = ROOT / "tests" / "fixtures" / "engine_suite"
+SCENARIO = SUITE / "scenarios" / "rag_quality" / "orchard_apples.yaml"
+CHAT_DB = ROOT / "tests" / "fixtures" / "chat_db" / "orchard_apples.db"
+MEMORY_CAP = 2 * 1024 ** 3  # bytes of address space: the CLI needs ~0.5 GB, /dev/zero would need all
+TIME_CAP_S = 60
+
+
+def _capped() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
+
+
+def trialbox(work: Path, *args: str, env: dict[str, str] | None = None
+             ) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items()
+             if not k.startswith(("TRIALBOX_JUDGE", "TRIALBOX_SIMULATOR", "ANTHROPIC"))}
+    return subprocess.run([str(TRIALBOX), *args], cwd=work, env=clean | (env or {}) | {"COLUMNS": "200"},
+                          capture_output=True, text=True, timeout=TIME_CAP_S, preexec_fn=_capped)
+
+
+def _files(folder: Path) -> set[Path]:
+    return {path.relative_to(folder) for path in folder.rglob("*")}
+
+
+# --- building the bad inputs -----------------------------------------------------------------
+
+def _scorecard(work: Path) -> Path:
+    """A real (empty) scorecard, from a run folder the writer made."""
+    from runner.report import RunWriter
+
+    settings = _settings(work)
+    writer = RunWriter(settings.run_dir, run_id=settings.run_id,
+                       config=__import__("runner.launch", fromlist=["run_config"]).run_config(settings))
+    writer.write()
+    return settings.run_dir / "scorecard.json"
+
+
+def _settings(work: Path) -> RunSettings:
+    settings = RunSettings(run_id=new_run_id(), suite_paths=[SUITE / "scenarios"],
+                           corpus_root=SUITE / "corpus", results_root=work / "results",
+                           llm_url="http://127.0.0.1:9", llm_container="trialbox-test-no-such-llm",
+                           judge_provider="none",
+                           simulator_mode="scripted")
+    settings.save(settings.run_dir)
+    return settings
+
+
+def zero_link(work: Path) -> list[str]:
+    (work / "zero.json").symlink_to("/dev/zero")
+    return ["compare", "zero.json", str(_scorecard(work))]
+
+
+def fifo_baseline(work: Path) -> list[str]:
+    os.mkfifo(work / "baseline.json")
+    return ["run", str(SUITE / "scenarios"), "--baseline", "baseline.json", "--results", "results"]
+
+
+def deep_json(work: Path) -> list[str]:
+    (work / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    return ["compare", "deep.json", str(_scorecard(work))]
+
+
+def deep_baseline(work: Path) -> list[str]:
+    (work / "deep.json").write_text('{"a":' * 100_000 + "1" + "}" * 100_000)
+    return ["run", str(SUITE / "scenarios"), "--baseline", "deep.json", "--results", "results"]
+
+
+def truncated_scorecard(work: Path) -> list[str]:
+    card = _scorecard(work)
+    card.write_text(card.read_text()[:100])
+    return ["run", "--resume", str(card.parent)]
+
+
+def engine_down_on_resume(work: Path) -> list[str]:
+    return ["run", "--resume", str(_settings(work).run_dir)]
+
+
+def read_only_capture(work: Path) -> list[str]:
+    if os.geteuid() == 0:  # root writes through a mode of 0555: sysfs refuses even root
+        out = Path("/sys/fs/trialbox-read-only-test")
+    else:
+        out = work / "read-only"
+        out.mkdir(mode=0o555)
+    return ["capture", str(CHAT_DB), "--out", str(out), "--corpus", str(SUITE / "corpus")]
+
+
+def args(*given: str) -> Callable[[Path], list[str]]:
+    return lambda work: list(given)
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    command: Callable[[Path], list[str]]
+    code: int
+    says: str  # words the one error line must hold
+    env: tuple[tuple[str, str], ...] = ()
+
+
+CASES = [
+    Case("compare on a link to /dev/zero", zero_link, EXIT_USAGE, "character device"),
+    Case("a FIFO as --baseline", fifo_baseline, EXIT_USAGE, "FIFO"),
+    Case("compare on 100k-deep JSON is bad input, not a regression", deep_json, EXIT_USAGE,
+         "nested too deeply"),
+    Case("a 100k-deep --baseline", deep_baseline, EXIT_USAGE, "nested too deeply"),
+    Case("--judge-url 'http://[::1'", args("run", str(SUITE / "scenarios"), "--judge-url",
+                                           "http://[::1"), EXIT_USAGE, "--judge-url"),
+    Case("a judge URL with another scheme", args("run", str(SUITE / "scenarios"), "--judge-url",
+                                                 "ftp://127.0.0.1/judge"), EXIT_USAGE, "http://"),
+    Case("--simulator-url without a host", args("run", str(SUITE / "scenarios"), "--simulator-url",
+                                                "http://"), EXIT_USAGE, "--simulator-url"),
+    Case("rescore --judge-url 'http://[::1'", args("rescore", "nowhere", "--judge-url", "http://[::1"),
+         EXIT_USAGE, "--judge-url"),
+    Case("calibrate --judge-url 'http://[::1'", args("calibrate", "--judge-url", "http://[::1"),
+         EXIT_USAGE, "--judge-url"),
+    Case("calibrate --deadline -1", args("calibrate", "--deadline", "-1"), EXIT_USAGE, "--deadline"),
+    Case("calibrate --deadline nan", args("calibrate", "--deadline", "nan"), EXIT_USAGE, "--deadline"),
+    Case("a truncated scorecard on resume", truncated_scorecard, EXIT_USAGE, "cannot resume"),
+    Case("the engine down during --resume", engine_down_on_resume, EXIT_INFRA, "Docker engine",
+         env=(("DOCKER_HOST", "unix:///nonexistent/docker.sock"),)),
+    Case("capture --out on a read-only folder", read_only_capture, EXIT_USAGE, "--out"),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_each_bad_input_is_one_line_and_its_exit_code(case: Case, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    command = case.command(work)
+    before = _files(work)
+    done = trialbox(work, *command, env=dict(case.env))
+    output = done.stdout + done.stderr
+    assert done.returncode == case.code, output
+    assert "Traceback" not in output and "Task exception was never retrieved" not in output, output
+    errors = [line for line in output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, output
+    assert case.says in errors[0], output
+    assert "MemoryError" not in output, output
+    written = {path for path in _files(work) - before if path.parts[0] != "results"}
+    assert written == set(), written
+
+
+# --- scenario files: one bad file rejected, the rest of the tree runs -------------------------
+
+TURN_1 = "    ground_truth: {doc_id: orchard_report, fact_id: apples_picked"
+BAD_SCENARIOS = {
+    "nul_in_path": ('path: documents/orchard_report.md', 'path: "documents/orch\\0ard.md"',
+                    "NUL byte"),
+    "component_over_255": ('path: documents/orchard_report.md',
+                           f"path: documents/{'x' * 300}.md", "longer than 255 bytes"),
+    "path_over_4k": ('path: documents/orchard_report.md',
+                     "path: " + "/".join(["d" * 200] * 25) + ".md", "at most 4096"),
+    "timeout_true": ("turns:", "timeout: true\nturns:", "timeout"),
+    "timeout_1e20": ("turns:", "timeout: 1e20\nturns:", "timeout"),
+    "timeout_nan": ("turns:", "timeout: .nan\nturns:", "timeout"),
+    "timeout_zero": ("turns:", "timeout: 0\nturns:", "timeout"),
+    "blank_objective": ("objective: Ask how many kilograms of apples were picked.",
+                        "objective: '   '", "objective is blank"),
+    "inf_tolerance": (TURN_1, "checks: [{type: answer_number, value: 1, tolerance: .inf}]\n" + TURN_1,
+                      "finite"),
+    "nan_value": (TURN_1, "checks: [{type: answer_number, value: .nan}]\n" + TURN_1, "finite"),
+    "backtracking_regex": (TURN_1, "checks: [{type: tool_called, tool: query_documents, "
+                           "arguments: {query: {matches: '^(a|aa)+\\1$'}}}]\n" + TURN_1,
+                           "invalid regular expression"),
+    "lookahead_regex": (TURN_1, "checks: [{type: tool_called, tool: query_documents, "
+                        "arguments: {query: {matches: '(?=a)b'}}}]\n" + TURN_1,
+                        "invalid regular expression"),
+}
+
+
+def _tree(tmp_path: Path) -> Path:
+    tree = tmp_path / "suite"
+    shutil.copytree(SUITE, tree)
+    text = SCENARIO.read_text()
+    for name, (old, new, _) in BAD_SCENARIOS.items():
+        assert old in text, name
+        new = new.replace("checks: [", "    checks: [")  # indented as the turn's key
+        bad = text.replace(old, new, 1).replace("id: orchard_apples", f"id: bad_{name}", 1)
+        (tree / "scenarios" / "rag_quality" / f"bad_{name}.yaml").write_text(bad)
+    return tree
+
+
+def test_one_bad_file_is_rejected_and_the_rest_of_the_tree_validates(tmp_path: Path) -> None:
+    tree = _tree(tmp_path)
+    done = trialbox(tmp_path, "validate", str(tree / "scenarios"), "--json")
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == EXIT_USAGE, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    assert sorted(report["valid"]) == ["lighthouse_fuel", "orchard_apples", "orchard_followup"]
+    by_file: dict[str, list[str]] = {}
+    for problem in report["problems"]:
+        if problem["level"] == "error":
+            by_file.setdefault(Path(problem["file"]).stem, []).append(f"{problem['field']}: {problem['message']}")
+    assert set(by_file) == {f"bad_{name}" for name in BAD_SCENARIOS}, by_file
+    for name, (_, _, says) in BAD_SCENARIOS.items():
+        assert any(says in message for message in by_file[f"bad_{name}"]), (name, by_file[f"bad_{name}"])
+
+
+def test_a_clean_tree_validates_with_no_problem(tmp_path: Path) -> None:
+    # Null test: the same fixture without the planted files has nothing to say.
+    done = trialbox(tmp_path, "validate", str(SUITE / "scenarios"), "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(done.stdout)["errors"] == 0
+
+
+def test_a_blank_user_message_is_no_message(tmp_path: Path) -> None:
+    # GAIA's simulator writes a message from the objective when user_message is empty; spaces
+    # are empty too, so the scripted simulator never sends "   " as the user's turn.
+    from runner.scenarios import load_scenario_file
+
+    file = tmp_path / "blank.yaml"
+    text = SCENARIO.read_text()
+    assert "user_message:" in text
+    file.write_text("\n".join(line.split("user_message:")[0] + "user_message: '  '"
+                              if "user_message:" in line else line for line in text.splitlines()))
+    scenario, problems = load_scenario_file(file)
+    assert scenario is not None, problems
+    assert all(turn.user_message is None for turn in scenario.turns)
+
+
+def test_a_check_regex_runs_in_linear_time() -> None:
+    # `^(a|aa)+$` took 19 s on a 41-character answer with Python's `re`; on RE2 it is instant.
+    import time
+
+    from runner.scenarios._regex import user_regex_search
+
+    started = time.perf_counter()
+    assert not user_regex_search("^(a|aa)+$", "a" * 40 + "b")
+    assert user_regex_search("^(a|aa)+$", "a" * 41)
+    assert time.perf_counter() - started < 1.0
