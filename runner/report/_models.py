@@ -253,6 +253,11 @@ class PerformanceStats(_Model):
     )
     input_tokens: int = Field(default=0, description="prompt tokens, all turns")
     output_tokens: int = Field(default=0, description="generated tokens, all turns")
+    figure_sources: dict[str, int] = Field(
+        default_factory=dict,
+        description="turns counted by where their TTFT/tokens/s came from (TurnPerformance."
+        "source: front_door, self_reported, gaia_turn_metrics, not_measured; unrecorded for "
+        "traces written before sources were)")
     setup: SetupTimings | None = Field(
         default=None,
         description="the scenario's set-up phases (always None in totals: see Performance.setup); "

@@ -7,6 +7,7 @@ say the same thing."""
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from runner.report._models import (
@@ -106,6 +107,7 @@ def stats_of(
         tokens_per_s_mean=_mean([t.tokens_per_s for t in measured if t.tokens_per_s is not None]),
         input_tokens=sum(t.input_tokens or 0 for t in measured),
         output_tokens=sum(t.output_tokens or 0 for t in measured),
+        figure_sources=dict(Counter(t.source or "unrecorded" for t in measured)),
         setup=setup,
     )
 
