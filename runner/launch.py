@@ -243,7 +243,8 @@ async def prepare_judge(settings: RunSettings, say: Callable[[str], None]) -> tu
         raise UsageError(f"the judge at {settings.judge_url} cannot be reached ({exc}); "
                          "check --judge-url or run with --judge-provider none") from exc
     assert gated is not None
-    say(f"judge calibrated: {gated.report.elapsed_s:.1f} s, every example right")
+    asked = "" if gated.report.requests is None else f", {gated.report.requests} question(s) asked live"
+    say(f"judge calibrated: {gated.report.elapsed_s:.1f} s, every example right{asked}")
     return gated, simulator
 
 

@@ -138,3 +138,18 @@ def test_a_run_of_skips_only_completed_and_a_stopped_run_did_not() -> None:
     assert exit_code(card(judged(Status.PASS, 9.0), infra(Status.NOT_RUN)), None) == EXIT_INFRA
     # An infrastructure stop wins over the quality gate: the rate of a partial run is not the run's.
     assert exit_code(card(judged(Status.FAIL, 2.0), infra(Status.NOT_RUN)), 0.9) == EXIT_INFRA
+
+
+@pytest.mark.parametrize("lost_to", [Status.TIMEOUT, Status.ERRORED])
+def test_compare_lists_a_pass_lost_to_no_verdict_as_a_regression_and_exits_1(lost_to: Status) -> None:
+    """`compare`'s buckets and exit code agree: the lost PASS is in `regressed` and exit is 1;
+    a run compared with itself (null test) exits 0."""
+    from runner.report import EXIT_OK as COMPARE_OK
+    from runner.report import EXIT_REGRESSION, compare
+
+    before = card(judged(Status.PASS, 9.0), judged(Status.FAIL, 3.0))
+    after = card(infra(lost_to), judged(Status.FAIL, 3.0))
+    after.scenarios[0].id = before.scenarios[0].id
+    result = compare(before, after)
+    assert [e.key for e in result.regressed] == ["j9.0"] and result.exit_code == EXIT_REGRESSION
+    assert compare(before, before).exit_code == COMPARE_OK
