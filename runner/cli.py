@@ -218,7 +218,7 @@ def run(
 
     _check_numbers(timeout=timeout, budget_usd=budget_usd, min_pass_rate=min_pass_rate)
     _check_urls(("--judge-url", judge_url), ("--simulator-url", simulator_url),
-                ("--llm-url", llm_url), ("--target-url", target_url))
+                ("--llm-url", llm_url), ("--target-url", target_url), *_env_urls())
     if baseline is not None:  # an unreadable baseline is found before anything runs
         from runner.report import ScorecardError, read_any_scorecard
 
@@ -416,6 +416,11 @@ def _check_urls(*flags: tuple[str, str | None]) -> None:
                  "e.g. http://127.0.0.1:8080", EXIT_USAGE)
 
 
+def _env_urls() -> list[tuple[str, str | None]]:
+    """The URLs the environment may set instead of a flag: checked the same way."""
+    return [(name, os.environ.get(name)) for name in ("TRIALBOX_JUDGE_URL", "TRIALBOX_SIMULATOR_URL")]
+
+
 def _check_numbers(*, timeout: float | None, budget_usd: float | None, min_pass_rate: float | None) -> None:
     """Numbers typer cannot range-check for us (floats may be nan or inf)."""
     if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
@@ -597,7 +602,7 @@ def calibrate(
 
     if not (math.isfinite(deadline) and deadline > 0):
         fail(f"--deadline {deadline}: give a number of seconds greater than 0", EXIT_USAGE)
-    _check_urls(("--judge-url", judge_url))
+    _check_urls(("--judge-url", judge_url), *_env_urls())
     try:
         choices = from_env_and_flags(judge=None if judge_provider == "auto" else judge_provider,
                                      judge_model=judge_model, judge_url=judge_url)

@@ -18,6 +18,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,7 +42,7 @@ def trialbox(work: Path, *args: str, env: dict[str, str] | None = None
              ) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items()
              if not k.startswith(("TRIALBOX_JUDGE", "TRIALBOX_SIMULATOR", "ANTHROPIC"))}
-    return subprocess.run([str(TRIALBOX), *args], cwd=work, env=clean | (env or {}) | {"COLUMNS": "200"},
+    return subprocess.run([str(TRIALBOX), *args], cwd=work, env=clean | {"COLUMNS": "200"} | (env or {}),
                           capture_output=True, text=True, timeout=TIME_CAP_S, preexec_fn=_capped)
 
 
@@ -145,6 +146,8 @@ CASES = [
     Case("a truncated scorecard on resume", truncated_scorecard, EXIT_USAGE, "cannot resume"),
     Case("the engine down during --resume", engine_down_on_resume, EXIT_INFRA, "Docker engine",
          env=(("DOCKER_HOST", "unix:///nonexistent/docker.sock"),)),
+    Case("TRIALBOX_JUDGE_URL with another scheme", args("run", str(SUITE / "scenarios")), EXIT_USAGE,
+         "TRIALBOX_JUDGE_URL", env=(("TRIALBOX_JUDGE_URL", "ftp://127.0.0.1/judge"),)),
     Case("capture --out on a read-only folder", read_only_capture, EXIT_USAGE, "--out"),
 ]
 
@@ -255,3 +258,38 @@ def test_a_check_regex_runs_in_linear_time() -> None:
     assert not user_regex_search("^(a|aa)+$", "a" * 40 + "b")
     assert user_regex_search("^(a|aa)+$", "a" * 41)
     assert time.perf_counter() - started < 1.0
+
+
+def test_a_judge_that_streams_an_endless_body_is_cut_at_the_cap() -> None:
+    # Planted: a server that never ends its reply (it was buffered to ~6 GB). The judge stops
+    # reading at REPLY_BYTES and says so; the null case (a normal reply) reads as before.
+    import asyncio
+
+    import httpx
+
+    from runner.judge._errors import JudgeError
+    from runner.judge._openai import REPLY_BYTES, OpenAIBackend
+
+    sent = 0
+
+    async def endless() -> Any:
+        nonlocal sent
+        while True:
+            sent += 1 << 20
+            yield b" " * (1 << 20)
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/models"):
+            return httpx.Response(200, json={"data": [{"id": "judge"}]})
+        return httpx.Response(200, content=endless())
+
+    async def ask() -> None:
+        client = httpx.AsyncClient(transport=httpx.MockTransport(answer))
+        backend = OpenAIBackend("http://judge.invalid/v1", http_client=client)
+        assert await backend.resolve_model() == "judge"  # null case: a normal body is read
+        with pytest.raises(JudgeError, match="more than 8 MiB"):
+            await backend._send("POST", "/chat/completions", {})
+        await client.aclose()
+
+    asyncio.run(ask())
+    assert REPLY_BYTES < sent <= REPLY_BYTES + 2 * (1 << 20)
