@@ -293,3 +293,18 @@ def test_a_judge_that_streams_an_endless_body_is_cut_at_the_cap() -> None:
 
     asyncio.run(ask())
     assert REPLY_BYTES < sent <= REPLY_BYTES + 2 * (1 << 20)
+
+
+def test_a_corpus_document_linked_out_of_the_corpus_is_refused(tmp_path: Path) -> None:
+    # The hash matched (same bytes), so only where the link leads can tell: the agent would be
+    # handed a file from elsewhere on the machine.
+    tree = tmp_path / "suite"
+    shutil.copytree(SUITE, tree)
+    document = tree / "corpus" / "documents" / "orchard_report.md"
+    outside = tmp_path / "elsewhere.md"
+    shutil.move(document, outside)
+    document.symlink_to(outside)
+    done = trialbox(tmp_path, "validate", str(tree / "scenarios"), "--json")
+    assert done.returncode == EXIT_USAGE, done.stdout + done.stderr
+    messages = [p["message"] for p in json.loads(done.stdout)["problems"] if p["level"] == "error"]
+    assert any("symlink that leaves the corpus root" in m for m in messages), messages
