@@ -109,4 +109,5 @@ def app() -> Starlette:
 
 
 if __name__ == "__main__":
-    uvicorn.run(app(), host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
+    host = sys.argv[2] if len(sys.argv) > 2 else "127.0.0.1"
+    uvicorn.run(app(), host=host, port=int(sys.argv[1]), log_level="warning")
