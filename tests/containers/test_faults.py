@@ -229,6 +229,10 @@ def test_agent_ui_killed_mid_scenario_is_a_clear_infra_error_at_once(
     assert row["error"] and "409" not in row["error"], row["error"]  # a cause, not an HTTP code
     print("UI killed mid-scenario:", row["error"])
     assert row["error"].startswith("SandboxError: the Agent UI container") and "exit code 137" in row["error"]
+    # What the sandbox still had is kept to debug it (issue 20): its logs and the trace's turns so far.
+    assert (run_dir / "artifacts" / "orchard_followup" / "agent-ui.log").is_file()
+    trace = _trace(run_dir, "orchard_followup")
+    assert trace["transcript"] is not None and trace["result"]["status"] == "INFRA_ERROR"
     assert noticed_s < 60, f"the death took {noticed_s:.0f} s to notice: it must not be waited out"
     assert_nothing_left(run_dir.name)
 
@@ -371,3 +375,27 @@ def test_a_timeout_keeps_the_turns_done_before_it_and_the_artifacts(
     assert (folder / "agent-ui.log").is_file() and (folder / "mcp.log").is_file()
     assert trace["result"]["status"] == "TIMEOUT"
     assert_nothing_left(settings.run_id)
+
+
+def test_a_resume_of_a_live_run_is_refused_at_once_and_the_live_run_finishes_untouched(
+    llm: Any, tmp_path: Path
+) -> None:
+    """Issue 20: a second process resuming a live run swept its sandboxes (both exited 0). The
+    run folder's lock refuses it (exit 2, one line) before it touches anything."""
+    results = tmp_path / "results"
+    process = start(command(llm, results, "--scenario", "lighthouse_fuel"), tmp_path / "run.log")
+    run_dir = run_dir_of(results, process)
+    wait_until("a running sandbox", lambda: bool(running_sandboxes(run_dir.name))
+               and (run_dir / "run.json").is_file(), process)  # fmt: skip
+    sandboxes = {c.id for c in running_sandboxes(run_dir.name)}
+    code, out = resume(run_dir, tmp_path / "resume.log")
+    assert code == 2, out[-3000:]
+    lines = [line for line in out.splitlines() if line.strip()]
+    assert len(lines) == 1 and "in use by a live run" in lines[0] and "Traceback" not in out, out
+    if process.poll() is None:  # the live run's sandbox is still there: nothing was swept
+        still = {c.id for c in running_sandboxes(run_dir.name)}
+        assert still & sandboxes or process.poll() is not None, "the refused resume swept the live run"
+    code, out = finish(process, tmp_path / "run.log")
+    assert code == 0, out[-3000:]
+    assert set(statuses(run_dir).values()) <= FINAL, statuses(run_dir)
+    assert_nothing_left(run_dir.name)
