@@ -92,6 +92,19 @@ def model_line(config: RunConfig) -> str:
 _STACK_DEVICE = {"gpu": "rocm"}
 
 
+def requested_device(config: RunConfig) -> str | None:
+    """The stack device the run asked for (`config.device` holds GAIA's session name: `gpu`
+    for rocm)."""
+    return _STACK_DEVICE.get(config.device, config.device) if config.device else None
+
+
+def served_elsewhere(config: RunConfig) -> bool:
+    """The server said it served on another device than the run asked for. A server that
+    named none (`unknown`, older scorecards: None) is no proof of a fallback."""
+    served, asked = config.served_on, requested_device(config)
+    return bool(served and asked and served != "unknown" and served != asked)
+
+
 def device_text(config: RunConfig) -> str:
     """`device cpu`, or — when the server said it served on another device than was asked
     for — both, loudly: `device rocm requested, SERVED ON cpu (--allow-device-fallback)`."""

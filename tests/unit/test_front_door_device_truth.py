@@ -70,3 +70,21 @@ def test_the_headline_says_when_a_run_was_served_elsewhere() -> None:
     assert model_line(fell).endswith("SERVED ON cpu (--allow-device-fallback)")
     assert device_text(RunConfig(device="cpu", served_on="cpu")) == "device cpu"
     assert device_text(RunConfig(device="cpu")) == "device cpu"  # older scorecards
+
+
+def test_the_driver_report_refuses_only_a_real_fallback() -> None:
+    import pytest
+
+    from runner.report._driver import DeviceMismatchError, check_devices
+    from runner.report._models import Scorecard
+
+    def card(device: str, served: str | None) -> Scorecard:
+        return Scorecard.model_validate({"run_id": f"r-{device}-{served}",
+                                         "timestamp": "2026-12-01T10:00:00Z", "config": {
+            "device": device, "served_on": served}})
+
+    # GAIA's session name `gpu` is ROCm: served on rocm is what was asked.
+    assert check_devices(card("gpu", "rocm"), card("gpu", "rocm"), allow_mismatch=False) == []
+    assert check_devices(card("gpu", "unknown"), card("cpu", None), allow_mismatch=False) == []
+    with pytest.raises(DeviceMismatchError, match="asked for rocm but was served on cpu"):
+        check_devices(card("gpu", "cpu"), card("gpu", "rocm"), allow_mismatch=False)
