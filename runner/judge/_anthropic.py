@@ -42,6 +42,10 @@ def accepts_temperature(model: str) -> bool:
     return model.startswith(MODELS_ACCEPTING_TEMPERATURE)
 
 
+# A judge reply is a few KB; past this the body is not read further.
+REPLY_BYTES = 8 * 2**20
+
+
 class AnthropicBackend:
     provider = "anthropic"
     # The tool schema is part of the cached prefix (tools come before the system prompt), so it
@@ -112,13 +116,25 @@ class AnthropicBackend:
 
     async def complete(self, request: StructuredRequest) -> BackendReply:
         try:
-            message = await self._client.messages.create(**self.request_body(request))
+            # Streamed and cut at REPLY_BYTES: an endpoint (ANTHROPIC_BASE_URL may be any
+            # proxy) that never ends its body is an error, not gigabytes held in memory.
+            async with self._client.messages.with_streaming_response.create(
+                    **self.request_body(request)) as response:
+                raw = bytearray()
+                async for chunk in response.iter_bytes():
+                    raw += chunk
+                    if len(raw) > REPLY_BYTES:
+                        raise JudgeError(f"anthropic judge: the reply passed {REPLY_BYTES // 2**20} MiB; "
+                                         "a judge reply is a few KB — check ANTHROPIC_BASE_URL")
+            message = anthropic.types.Message.model_validate_json(bytes(raw))
         except anthropic.APIConnectionError as error:
             raise JudgeError(f"anthropic judge: cannot reach the API ({error})") from error
         except anthropic.APIStatusError as error:
             raise JudgeError(
                 f"anthropic judge: HTTP {error.status_code} from the Messages API: {error.message}"
             ) from error
+        except ValueError as error:  # pydantic's ValidationError: not a Messages API reply
+            raise JudgeError(f"anthropic judge: the reply is not a message: {str(error)[:300]}") from None
         return BackendReply(text=_reply_text(message, request.schema_name), usage=self._usage(message),
                             served_model=message.model or None)
 

@@ -308,3 +308,39 @@ def test_a_corpus_document_linked_out_of_the_corpus_is_refused(tmp_path: Path) -
     assert done.returncode == EXIT_USAGE, done.stdout + done.stderr
     messages = [p["message"] for p in json.loads(done.stdout)["problems"] if p["level"] == "error"]
     assert any("symlink that leaves the corpus root" in m for m in messages), messages
+
+
+def test_an_anthropic_endpoint_that_never_ends_its_body_is_cut_at_the_cap(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The same for the Anthropic judge: ANTHROPIC_BASE_URL may point at any proxy.
+    import asyncio
+
+    import httpx2
+
+    from runner.judge import AnthropicBackend, JudgeError
+    from runner.judge._anthropic import REPLY_BYTES
+    from runner.judge._ask import StructuredRequest
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-a-real-key")
+    sent = 0
+
+    async def endless() -> Any:
+        nonlocal sent
+        while True:
+            sent += 1 << 20
+            yield b" " * (1 << 20)
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, content=endless(), headers={"content-type": "application/json"})
+
+    async def ask() -> None:
+        client = httpx2.AsyncClient(transport=httpx2.MockTransport(answer))
+        backend = AnthropicBackend(http_client=client, max_retries=0)
+        request = StructuredRequest(system="s", messages=[{"role": "user", "content": "q"}],
+                                    schema_name="verdict", schema={"type": "object"})
+        with pytest.raises(JudgeError, match="passed 8 MiB"):
+            await backend.complete(request)
+        await client.aclose()
+
+    asyncio.run(ask())
+    assert REPLY_BYTES < sent <= REPLY_BYTES + 2 * (1 << 20)
