@@ -113,7 +113,13 @@ def validate(paths: SuitePaths = None, corpus: Corpus = None, as_json: JsonOutpu
 
 
 @app.command()
-def selftest(paths: SuitePaths = None, corpus: Corpus = None, as_json: JsonOutput = False) -> None:
+def selftest(
+    paths: SuitePaths = None, corpus: Corpus = None, as_json: JsonOutput = False,
+    live: Annotated[bool, typer.Option(
+        "--live", help="then run the oracle and the adversary agents in real sandboxes (needs "
+                       "the stack: `trialbox up`)")] = False,
+    results: Annotated[Path, typer.Option(help="--live: where the two runs are written")] = Path("results"),
+) -> None:
     """Prove the checks tell right from wrong: per scenario, a genuine answer built from the
     ground truth must pass every check and each wrong answer must fail one (no model, no
     Docker). Exit 0 when every decidable scenario is passable and discriminating, 1 naming
@@ -136,11 +142,55 @@ def selftest(paths: SuitePaths = None, corpus: Corpus = None, as_json: JsonOutpu
     else:
         for line in render(report):
             say(line)
+    if live:
+        if not _selftest_live(suite.scenarios, suite.manifest, chosen, corpus_root, results):
+            raise typer.Exit(EXIT_QUALITY)
     if suite.errors:  # a file it could not read is not a scenario shown sound
         fail(f"{len(suite.errors)} error(s) above: those files were not self-tested; fix them "
              "(trialbox validate lists each)", EXIT_USAGE)
     if not report.sound:
         raise typer.Exit(EXIT_QUALITY)
+
+
+def _selftest_live(scenarios: list[Any], manifest: Any, chosen: list[Path], corpus_root: Path,
+                   results: Path) -> bool:
+    """The oracle and the adversary (eval/agents/oracle, plans written to a temporary folder
+    for these two runs only) over the suite, no judge; True when every scenario with checks
+    was passed by the oracle and failed by the adversary."""
+    import tempfile
+
+    from runner.report import read_scorecard
+    from runner.selftest._live import (
+        ADVERSARY,
+        ORACLE,
+        live_lines,
+        live_results,
+        live_sound,
+        write_agents,
+    )
+    from runner.settings import RunSettings, new_run_id
+
+    container = _stack_llm_container("docker")
+    if container is None:
+        fail("--live needs the LLM server of the stack; start it with `trialbox up`", EXIT_INFRA)
+    types = {s.agent_type for s in scenarios if s.agent_type}
+    cards = {}
+    with tempfile.TemporaryDirectory(prefix="trialbox-selftest-") as folder:
+        agents = write_agents(scenarios, manifest, Path(folder))
+        for agent in (ORACLE, ADVERSARY):
+            settings = RunSettings(
+                run_id=f"{new_run_id()}-selftest-{agent}", suite_paths=chosen,
+                corpus_root=corpus_root, results_root=results, llm_container=container,
+                agent_dirs=[agents], agent=agent, agent_map={t: agent for t in types},
+                judge_provider="none", simulator_mode="scripted")
+            code = execute(settings)
+            if code not in (0, 1):
+                raise typer.Exit(code)
+            cards[agent] = read_scorecard(settings.run_dir / "scorecard.json")
+    found = live_results(cards[ORACLE].scenarios, cards[ADVERSARY].scenarios)
+    for line in live_lines(found):
+        say(line)
+    return live_sound(found)
 
 
 @app.command()

@@ -1,0 +1,109 @@
+"""`trialbox selftest`'s live layer in real Docker sandboxes (agent-ui and llm-cpu images).
+
+The oracle — a real GAIA agent mounted with --agent-dir, answering from a plan written for
+this run only — must come out all-checks-passed through the real Agent UI, MCP bridge and
+GAIA's RAG tools; the adversary, the same agent with a plan of wrong answers, must fail. One
+scenario of our suite (two sandboxes, inside the ~2 minutes a new live test may add): it is
+decided by a tool call with a file argument, GAIA's expected_tools and an exact figure; the
+pure layer (tests/unit/test_selftest.py) covers every other scenario.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from runner.checks import run_all_checks
+from runner.paths import eval_root
+from runner.scenarios import Scenario, load_suite
+from runner.selftest._live import ADVERSARY, ORACLE, write_agents
+from runner.simulate import ScriptedSimulator
+from runner.target import run_conversation
+from runner.transcript import Transcript
+
+if TYPE_CHECKING:
+    from labelled_containers import LlmCpu
+
+docker = pytest.importorskip("docker")
+
+pytestmark = [pytest.mark.containers, pytest.mark.timeout(1200)]
+
+EVAL = eval_root()
+RUN_ID = f"pytest-selftest-{int(time.time())}"
+AGENT_UI = "trialbox/agent-ui:dev"
+SCENARIOS = ("query_named_file",)
+
+
+@pytest.fixture(scope="module")
+def llm_cpu_environment() -> dict[str, str]:
+    return {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def nothing_left_behind() -> Iterator[None]:
+    client = docker.from_env()
+    for image in (AGENT_UI, "trialbox/llm-cpu:dev"):
+        try:
+            client.images.get(image)
+        except docker.errors.ImageNotFound:
+            pytest.fail(f"{image} is not built — `make images` (make test builds them first)")
+    yield
+    leftovers = client.containers.list(all=True, filters={"label": f"trialbox.run={RUN_ID}"})
+    leftovers += client.networks.list(filters={"label": f"trialbox.run={RUN_ID}"})
+    assert leftovers == [], f"left behind: {[x.name for x in leftovers]}"
+
+
+@pytest.fixture(scope="module")
+def scenarios() -> list[Scenario]:
+    suite = load_suite([EVAL / "scenarios"], EVAL / "corpus")
+    return [next(s for s in suite.scenarios if s.id == sid) for sid in SCENARIOS]
+
+
+@pytest.fixture(scope="module")
+def agents(tmp_path_factory: pytest.TempPathFactory, scenarios: list[Scenario]) -> Path:
+    suite = load_suite([EVAL / "scenarios"], EVAL / "corpus")
+    return write_agents(scenarios, suite.manifest, tmp_path_factory.mktemp("agents"))
+
+
+def converse(llm: str, agents: Path, scenario: Scenario, agent_id: str) -> Transcript:
+    from runner.sandbox.docker import DockerBackend
+
+    backend = DockerBackend(RUN_ID, llm, EVAL / "corpus", image=AGENT_UI, agent_dirs=[agents])
+
+    async def run() -> Transcript:
+        async with backend.open(f"{scenario.id}-{agent_id}") as box:
+            return await run_conversation(box, scenario, ScriptedSimulator(), device="cpu",
+                                          turn_timeout_s=300, agent_id=agent_id)
+
+    return asyncio.run(run())
+
+
+@pytest.fixture(scope="module")
+def runs(llm_cpu: LlmCpu, agents: Path, scenarios: list[Scenario]
+         ) -> dict[tuple[str, str], Transcript]:
+    return {(scenario.id, agent): converse(llm_cpu.name, agents, scenario, agent)
+            for scenario in scenarios for agent in (ORACLE, ADVERSARY)}
+
+
+@pytest.mark.parametrize("scenario_id", SCENARIOS)
+def test_the_oracle_passes_every_check_through_the_real_tool_path(runs, scenarios, scenario_id):
+    scenario = next(s for s in scenarios if s.id == scenario_id)
+    transcript = runs[(scenario_id, ORACLE)]
+    assert all(record.error is None for record in transcript.turns), transcript.turns
+    results = run_all_checks(scenario, transcript)
+    assert results and all(r.passed for r in results), [r.diagnostic for r in results]
+    assert any(call.name.startswith("query") for record in transcript.turns
+               for call in record.tool_calls)
+
+
+@pytest.mark.parametrize("scenario_id", SCENARIOS)
+def test_the_adversary_fails_a_check(runs, scenarios, scenario_id):
+    scenario = next(s for s in scenarios if s.id == scenario_id)
+    transcript = runs[(scenario_id, ADVERSARY)]
+    assert all(record.error is None for record in transcript.turns), transcript.turns
+    assert not all(r.passed for r in run_all_checks(scenario, transcript))
