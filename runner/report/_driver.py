@@ -3,43 +3,60 @@
 A hardware vendor asks three questions of runs A and B: what differs between the two machines
 and stacks; is B faster or slower, beyond the noise; did quality move, beyond the noise. This
 module answers them from two scorecards (and, for indexing time, their traces) into one
-`DriverReport`. Speed uses stratified bootstrap intervals over turns and trials; quality uses
-pass^k over trials and the exact McNemar test on paired outcomes (runner/report/_stats.py).
-Every verdict says "no detectable change" unless the interval or the test excludes noise, and
-"too few samples" when n could not show a change at all.
+`DriverReport`.
+
+How (the statistics are in runner/report/_stats.py):
+- the scenario is the unit. Speeds and scores are compared on the scenarios both runs have,
+  paired (scenario s on A against s on B), each scenario weighing the same on both sides; the
+  interval is a cluster bootstrap over those scenarios (trials and turns nested inside).
+- one scenario alone is tested over its trials (exact permutation test); quality by the exact
+  McNemar test on paired trials, and pass^k.
+- one family of headline questions (every metric and outcome over all scenarios), adjusted by
+  Benjamini–Hochberg; categories and single scenarios are looked at only for a headline that
+  moved (gatekeeping), each set adjusted by Benjamini–Hochberg again. So when nothing changed,
+  the chance of any finding at all stays at alpha.
+- every verdict states its n; below the n that could show a change it is "too few samples".
 """
 
 from __future__ import annotations
 
 import json
-import random
+import math
 import statistics
+import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from runner.report._fold import group_trials
+from runner.report._identity import requested_device, served_elsewhere
 from runner.report._models import ScenarioResult, Scorecard, Trace, TurnResult
 from runner.report._stats import (
-    Interval,
+    adjust_bh,
+    detectable_change,
     mcnemar_exact,
-    mean_difference,
-    percentile_interval,
-    pooled_means,
+    paired_cluster_bootstrap,
     relative_change,
-    resampled_sums,
+    scenario_differences,
     smallest_p,
+    trial_permutation_p,
 )
 from runner.status import JUDGED, Status
 from runner.trials import pass_hat_k
 
-MIN_SAMPLES = 3  # fewer values on a side than this and a bootstrap interval means nothing
+NOT_TESTED = "not tested: the all-scenarios result is within the noise"
+MIN_SCENARIOS = 5  # a bootstrap over fewer scenarios has too few distinct resamples to trust
 ALPHA = 0.05
 CONFIDENCE = 0.95
 RESAMPLES = 2000
+POWER = 0.8  # the minimum detectable change is the one found this often
+
+
+class DeviceMismatchError(ValueError):
+    """A run served on another device than it asked for: not a driver comparison."""
 
 
 class Change(str, Enum):
@@ -67,21 +84,43 @@ class FingerprintRow(_Record):
 
 
 class MetricDelta(_Record):
-    """One metric over one scope: B against A, with its bootstrap interval and a verdict."""
+    """One metric over one scope: B against A, paired by scenario, with a verdict."""
 
     metric: str = Field(description="ttft_s | tokens_per_s | turn_wall_s | index_s | score")
     label: str = Field(description="what a reader calls the metric")
     unit: str = Field(description="unit of mean_a/mean_b")
-    relative: bool = Field(description="change is relative (mean_b/mean_a − 1) or absolute")
+    relative: bool = Field(description="change is relative (B/A − 1) or absolute (B − A)")
     scope: str = Field(description="all | category | scenario")
     name: str = Field(description="'all', a category or a scenario id")
-    n_a: int = Field(description="values on run A (turns × trials, or documents)")
-    n_b: int = Field(description="values on run B")
-    mean_a: float | None = Field(default=None, description="mean on A")
-    mean_b: float | None = Field(default=None, description="mean on B")
-    change: float | None = Field(default=None, description="B vs A, relative or absolute")
-    ci_low: float | None = Field(default=None, description="lower bound of the interval")
-    ci_high: float | None = Field(default=None, description="upper bound of the interval")
+    scenarios: int = Field(default=0, description="scenarios paired between A and B in scope")
+    n_a: int = Field(description="trials on A the scope's values come from")
+    n_b: int = Field(description="trials on B the scope's values come from")
+    mean_a: float | None = Field(
+        default=None, description="mean over the paired scenarios of A's scenario means"
+    )
+    mean_b: float | None = Field(
+        default=None, description="mean over the paired scenarios of B's scenario means"
+    )
+    change: float | None = Field(
+        default=None,
+        description="B vs A: for a relative metric the geometric mean of the per-scenario "
+        "ratios − 1 (each scenario weighs the same), else the mean per-scenario difference",
+    )
+    ci_low: float | None = Field(
+        default=None, description="lower bound of the cluster-bootstrap interval (unadjusted)"
+    )
+    ci_high: float | None = Field(
+        default=None, description="upper bound of the cluster-bootstrap interval (unadjusted)"
+    )
+    p_value: float | None = Field(
+        default=None, description="two-sided p of no change (bootstrap, or permutation per scenario)"
+    )
+    p_adjusted: float | None = Field(
+        default=None, description="p after Benjamini–Hochberg over its family; the verdict uses it"
+    )
+    standard_error: float | None = Field(
+        default=None, description="bootstrap standard error of the change (log scale if relative)"
+    )
     verdict: Change = Field(description="faster/slower/better/worse, or why not")
     note: str = Field(default="", description="why the verdict is what it is, when not obvious")
 
@@ -98,6 +137,9 @@ class OutcomeDelta(_Record):
     a_only: int = Field(description="pairs yes on A, no on B (B worse)")
     b_only: int = Field(description="pairs no on A, yes on B (B better)")
     p_value: float = Field(description="two-sided exact McNemar p")
+    p_adjusted: float | None = Field(
+        default=None, description="p after Benjamini–Hochberg over its family; the verdict uses it"
+    )
     verdict: Change = Field(description="better/worse, or why not")
     note: str = Field(default="", description="why the verdict is what it is")
 
@@ -120,6 +162,21 @@ class ScenarioQuality(_Record):
     statuses_b: list[Status] = Field(default_factory=list, description="B's statuses by trial")
 
 
+class DetectableChange(_Record):
+    """How large a change of one metric this run's n and noise could tell from noise."""
+
+    metric: str = Field(description="metric key, as in MetricDelta")
+    label: str = Field(description="what a reader calls the metric")
+    relative: bool = Field(description="sizes are relative (0.05 = 5 %) or absolute")
+    scenarios: int = Field(description="paired scenarios")
+    trials: int = Field(description="trials per scenario (the smaller side's run setting)")
+    noise_floor: float = Field(
+        description="a change smaller than ± this cannot be told from noise (interval half-width)"
+    )
+    detectable: float = Field(description="a change of ± this is found POWER of the time")
+    power: float = Field(description="the share of runs in which `detectable` is found")
+
+
 class DriverReport(_Record):
     a_label: str = Field(description="run A (the reference build): its run id")
     b_label: str = Field(description="run B (the build under test): its run id")
@@ -128,22 +185,41 @@ class DriverReport(_Record):
     scores: list[MetricDelta] = Field(default_factory=list, description="judged score deltas")
     outcomes: list[OutcomeDelta] = Field(default_factory=list, description="paired outcomes")
     scenarios: list[ScenarioQuality] = Field(default_factory=list, description="per scenario")
+    detectable: list[DetectableChange] = Field(
+        default_factory=list, description="minimum detectable change per speed metric"
+    )
     pass_k: int | None = Field(default=None, description="k for the suite's pass^k")
     pass_hat_k_a: float | None = Field(default=None, description="mean pass^k over scenarios, A")
     pass_hat_k_b: float | None = Field(default=None, description="mean pass^k over scenarios, B")
     only_in_a: list[str] = Field(default_factory=list, description="scenarios B did not run")
     only_in_b: list[str] = Field(default_factory=list, description="scenarios A did not run")
     beyond_noise: list[str] = Field(default_factory=list, description="the findings, one line each")
+    rules: list[str] = Field(default_factory=list, description="the run rules the report applied")
     notes: list[str] = Field(default_factory=list, description="caveats a reader must know")
+    speed_source: str = Field(
+        default="not measured",
+        description="where the compared speed figures came from (front_door, or what the "
+        "scorecards had)",
+    )
+    warmup: int = Field(default=0, description="scenario runs per side whose speeds were dropped")
+    discarded_a: list[str] = Field(
+        default_factory=list, description="result keys on A whose speed figures were discarded"
+    )
+    discarded_b: list[str] = Field(
+        default_factory=list, description="result keys on B whose speed figures were discarded"
+    )
+    served_on_a: str | None = Field(default=None, description="device that served run A")
+    served_on_b: str | None = Field(default=None, description="device that served run B")
+    multiplicity: str = Field(
+        default="Benjamini–Hochberg", description="the multiplicity control applied"
+    )
     confidence: float = Field(description="interval confidence level")
-    alpha: float = Field(description="significance level of the McNemar test")
+    alpha: float = Field(description="significance level every adjusted p is compared with")
     resamples: int = Field(description="bootstrap resamples")
     seed: int = Field(description="bootstrap RNG seed")
 
 
 # --- fingerprint ---------------------------------------------------------------------------
-
-
 def _flatten(prefix: str, value: Any, out: dict[str, str]) -> None:
     if isinstance(value, dict):
         for key in sorted(value):
@@ -201,8 +277,12 @@ class Metric:
     key: str
     label: str
     unit: str
-    lower_is_better: bool
+    lower_is_better: bool | None  # None: a score (higher is better, absolute change)
     turn_value: Callable[[TurnResult], float | None] | None  # None: comes from traces
+
+    @property
+    def relative(self) -> bool:
+        return self.lower_is_better is not None
 
 
 def _perf(get: Callable[[Any], float | None]) -> Callable[[TurnResult], float | None]:
@@ -215,28 +295,75 @@ SPEED_METRICS = (
     Metric("turn_wall_s", "turn wall time", "s", True, _perf(lambda p: p.wall_s)),
     Metric("index_s", "index time per document", "s", True, None),
 )
+SCORE = Metric("score", "judged score", "", None, None)
 
-Samples = dict[str, list[float]]  # scenario id → values (turns × trials, or documents)
+TrialValues = dict[str, list[float]]
+"""scenario id → one value per trial (the mean over that trial's turns, or documents)."""
+
+FRONT_DOOR = "front_door"
 
 
-def _turn_samples(card: Scorecard, metric: Metric) -> Samples:
+def _source(turn: TurnResult) -> str:
+    # A trace written before sources were recorded carries GAIA's turn_metrics.
+    source = getattr(turn.performance, "source", None) if turn.performance else None
+    return str(source) if source else "gaia_turn_metrics"
+
+
+def speed_source(a: Scorecard, b: Scorecard) -> str | None:
+    """front_door when both runs metered turns at the LLM's front door; None = all turns."""
+    def has_front_door(card: Scorecard) -> bool:
+        return any(_source(t) == FRONT_DOOR for row in card.scenarios for t in row.turns)
+
+    return FRONT_DOOR if has_front_door(a) and has_front_door(b) else None
+
+
+def _sources_seen(card: Scorecard) -> set[str]:
+    return {_source(t) for row in card.scenarios for t in row.turns if t.performance}
+
+
+def _turn_trials(
+    card: Scorecard, metric: Metric, dropped: set[str], source: str | None
+) -> TrialValues:
     assert metric.turn_value is not None
-    samples: Samples = {}
+    samples: TrialValues = {}
     for row in card.scenarios:
-        values = [metric.turn_value(t) for t in row.turns]
+        if row.key in dropped:
+            continue
+        values = [
+            metric.turn_value(t) for t in row.turns if source is None or _source(t) == source
+        ]
         # Zero or negative = not measured (GAIA's rule too); a speed is never 0.
-        samples.setdefault(row.id, []).extend(v for v in values if v is not None and v > 0)
+        measured = [v for v in values if v is not None and v > 0]
+        if measured:
+            samples.setdefault(row.id, []).append(statistics.fmean(measured))
     return samples
 
 
-def _index_samples(traces: Sequence[Trace]) -> Samples:
-    samples: Samples = {}
+def _index_trials(traces: Sequence[Trace], dropped: set[str]) -> TrialValues:
+    samples: TrialValues = {}
     for trace in traces:
+        if trace.result.key in dropped:
+            continue
         docs = trace.transcript.indexed if trace.transcript else []
-        samples.setdefault(trace.result.id, []).extend(
-            d.duration_s for d in docs if d.error is None and d.duration_s > 0
-        )
+        durations = [d.duration_s for d in docs if d.error is None and d.duration_s > 0]
+        if durations:
+            samples.setdefault(trace.result.id, []).append(statistics.fmean(durations))
     return samples
+
+
+def _score_trials(runs: dict[str, list[ScenarioResult]]) -> TrialValues:
+    return {
+        sid: scores
+        for sid, rows in runs.items()
+        if (scores := [r.score for r in rows if r.status in JUDGED and r.score is not None])
+    }
+
+
+def warmup_keys(card: Scorecard, warmup: int) -> list[str]:
+    """The first `warmup` scenario runs in the scorecard's order (the order they were planned)."""
+    if warmup < 0:
+        raise ValueError(f"--warmup {warmup} must be 0 or more")
+    return [row.key for row in card.scenarios[:warmup]]
 
 
 def _scope_groups(
@@ -249,91 +376,153 @@ def _scope_groups(
     return groups
 
 
-def _verdict(interval: Interval, lower_is_better: bool | None) -> Change:
-    if not interval.excludes(0.0):
-        return Change.NO_CHANGE
-    up = interval.estimate > 0
+class _Knobs(TypedDict):
+    resamples: int
+    confidence: float
+    seed: int
+
+
+# --- tests ---------------------------------------------------------------------------------
+
+
+def _direction(change: float, lower_is_better: bool | None) -> Change:
+    up = change > 0
     if lower_is_better is None:  # a score: higher is better
         return Change.BETTER if up else Change.WORSE
     return Change.SLOWER if up == lower_is_better else Change.FASTER
 
 
-class _Draws:
-    """Bootstrap draws per (side, metric, scenario), made once and shared by every scope.
+def _smallest_permutation_p(n_a: int, n_b: int) -> float:
+    """The smallest two-sided p a permutation test of n_a against n_b values can give."""
+    return min(1.0, 2 / math.comb(n_a + n_b, n_a))
 
-    Each scenario is resampled within itself (stratified), with its own RNG seeded from the
-    report seed and its name, so the overall, category and scenario intervals rest on the same
-    draws and the report is the same on every run.
-    """
 
-    def __init__(self, resamples: int, confidence: float, seed: int) -> None:
-        self.resamples = resamples
-        self.confidence = confidence
-        self.seed = seed
-        self._sums: dict[tuple[str, str, str], list[float]] = {}
-
-    def sums(self, side: str, metric: str, sid: str, values: Sequence[float]) -> list[float]:
-        key = (side, metric, sid)
-        if key not in self._sums:
-            rng = random.Random(f"{self.seed}/{side}/{metric}/{sid}")
-            self._sums[key] = resampled_sums(values, self.resamples, rng)
-        return self._sums[key]
-
-    def interval(
-        self,
-        metric: str,
-        ids: Sequence[str],
-        a: Samples,
-        b: Samples,
-        statistic: Callable[[float, float], float],
-    ) -> Interval:
-        sides = []
-        for side, samples in (("a", a), ("b", b)):
-            present = [s for s in ids if samples.get(s)]
-            count = sum(len(samples[s]) for s in present)
-            sums = [self.sums(side, metric, s, samples[s]) for s in present]
-            sides.append((sum(sum(samples[s]) for s in present) / count, pooled_means(sums, count)))
-        (mean_a, draws_a), (mean_b, draws_b) = sides
-        draws = [statistic(x, y) for x, y in zip(draws_a, draws_b, strict=True)]
-        return percentile_interval(statistic(mean_a, mean_b), draws, self.confidence)
+def _seed(seed: int, *parts: str) -> int:
+    # Each test draws from its own stream, so adding a scope never moves another's interval.
+    return seed * 2**32 + zlib.crc32("/".join(parts).encode())
 
 
 def _delta(
-    metric: str,
-    label: str,
-    unit: str,
-    lower_is_better: bool | None,
+    metric: Metric,
     scope: tuple[str, str, list[str]],
-    a: Samples,
-    b: Samples,
-    draws: _Draws,
+    a: TrialValues,
+    b: TrialValues,
+    *,
+    resamples: int,
+    confidence: float,
+    seed: int,
+    tested: bool = True,
 ) -> MetricDelta:
+    """The scope's estimate and unadjusted p; the verdict waits for the family's adjustment.
+
+    Not `tested` (a drill-down under a headline within noise): the change is shown, no test
+    is run and the verdict is no detectable change.
+    """
     kind, name, ids = scope
-    flat_a = [v for s in ids for v in a.get(s, [])]
-    flat_b = [v for s in ids for v in b.get(s, [])]
-    relative = lower_is_better is not None
+    paired = [s for s in ids if a.get(s) and b.get(s)]
+    means_a = [statistics.fmean(a[s]) for s in paired]
+    means_b = [statistics.fmean(b[s]) for s in paired]
     base = MetricDelta(
-        metric=metric,
-        label=label,
-        unit=unit,
-        relative=relative,
+        metric=metric.key,
+        label=metric.label,
+        unit=metric.unit,
+        relative=metric.relative,
         scope=kind,
         name=name,
-        n_a=len(flat_a),
-        n_b=len(flat_b),
-        mean_a=statistics.fmean(flat_a) if flat_a else None,
-        mean_b=statistics.fmean(flat_b) if flat_b else None,
+        scenarios=len(paired),
+        n_a=sum(len(a[s]) for s in paired),
+        n_b=sum(len(b[s]) for s in paired),
+        mean_a=statistics.fmean(means_a) if paired else None,
+        mean_b=statistics.fmean(means_b) if paired else None,
         verdict=Change.TOO_FEW,
     )
-    if len(flat_a) < MIN_SAMPLES or len(flat_b) < MIN_SAMPLES:
-        base.note = f"n = {len(flat_a)} vs {len(flat_b)}; at least {MIN_SAMPLES} a side needed"
+    if kind == "scenario":
+        if not paired:
+            base.note = "not measured on both sides"
+            return base
+        trials_a, trials_b = a[name], b[name]
+        floor = _smallest_permutation_p(len(trials_a), len(trials_b))
+        base.change = (
+            relative_change(means_a[0], means_b[0]) if metric.relative
+            else means_b[0] - means_a[0]
+        )
+        if not tested:
+            base.verdict, base.note = Change.NO_CHANGE, NOT_TESTED
+            return base
+        if floor > ALPHA:
+            base.note = (
+                f"{len(trials_a)} vs {len(trials_b)} trials: even the clearest split gives "
+                f"p ≥ {floor:.2g}; run more trials"
+            )
+            return base
+        if metric.relative:
+            trials_a, trials_b = [math.log(v) for v in trials_a], [math.log(v) for v in trials_b]
+        base.p_value = trial_permutation_p(
+            trials_a, trials_b, resamples=resamples, seed=_seed(seed, metric.key, kind, name)
+        )
         return base
-    interval = draws.interval(
-        metric, ids, a, b, relative_change if relative else mean_difference
+    if not paired:
+        base.note = "no scenario measured on both sides"
+        return base
+    differences = scenario_differences(means_a, means_b, relative=metric.relative)
+    mean = statistics.fmean(differences)
+    base.change = math.expm1(mean) if metric.relative else mean
+    if not tested:
+        base.verdict, base.note = Change.NO_CHANGE, NOT_TESTED
+        return base
+    if len(paired) < MIN_SCENARIOS:
+        base.note = f"{len(paired)} paired scenario(s); at least {MIN_SCENARIOS} needed"
+        return base
+    test = paired_cluster_bootstrap(
+        differences, resamples=resamples, confidence=confidence,
+        seed=_seed(seed, metric.key, kind, name),
     )
-    base.change, base.ci_low, base.ci_high = interval
-    base.verdict = _verdict(interval, lower_is_better)
+    shown = math.expm1 if metric.relative else float
+    base.change, base.ci_low, base.ci_high = (shown(v) for v in test[:3])
+    base.p_value = test.p_value
+    base.standard_error = test.standard_error
     return base
+
+
+def _detectable(
+    headline: Sequence[MetricDelta], *, tests: int, trials: int, confidence: float, alpha: float
+) -> list[DetectableChange]:
+    """The noise floor (the interval's half-width) and the change found POWER of the time.
+
+    The second is sized for the adjusted test a lone change faces: when only one of `tests`
+    headline questions moved, Benjamini–Hochberg asks it for p < alpha / tests.
+    """
+    sizes = []
+    for d in headline:
+        if d.standard_error is None:
+            continue
+        floor, _ = detectable_change(
+            d.standard_error, d.scenarios, confidence=confidence, power=POWER
+        )
+        _, found = detectable_change(
+            d.standard_error, d.scenarios, confidence=1 - alpha / max(tests, 1), power=POWER
+        )
+        shown = math.expm1 if d.relative else float
+        sizes.append(DetectableChange(
+            metric=d.metric, label=d.label, relative=d.relative, scenarios=d.scenarios,
+            trials=trials, noise_floor=shown(floor), detectable=shown(found), power=POWER,
+        ))
+    return sizes
+
+
+def _decide(
+    rows: Sequence[MetricDelta], lower_is_better: dict[str, bool | None], alpha: float
+) -> None:
+    """Benjamini–Hochberg over the rows that were tested; each gets its verdict."""
+    tested = [r for r in rows if r.p_value is not None]
+    for row, adjusted in zip(tested, adjust_bh([r.p_value for r in tested if r.p_value is not None]),
+                             strict=True):
+        row.p_adjusted = adjusted
+        moved = adjusted < alpha and row.change is not None and row.change != 0
+        row.verdict = (
+            _direction(row.change, lower_is_better[row.metric])
+            if moved and row.change is not None else Change.NO_CHANGE
+        )
 
 
 # --- quality -------------------------------------------------------------------------------
@@ -459,11 +648,40 @@ def _suite_pass_k(rows: Sequence[ScenarioQuality]) -> tuple[int | None, float | 
     return k, a, b
 
 
-def _score_samples(runs: dict[str, list[ScenarioResult]]) -> Samples:
-    return {
-        sid: [r.score for r in rows if r.status in JUDGED and r.score is not None]
-        for sid, rows in runs.items()
-    }
+def _decide_outcomes(rows: Sequence[OutcomeDelta], alpha: float) -> None:
+    """Benjamini–Hochberg over the outcomes that could show a change; each gets its verdict."""
+    tested = [o for o in rows if o.verdict is not Change.TOO_FEW]
+    for row, adjusted in zip(tested, adjust_bh([o.p_value for o in tested]), strict=True):
+        row.p_adjusted = adjusted
+        if adjusted < alpha:
+            row.verdict = Change.BETTER if row.b_only > row.a_only else Change.WORSE
+        else:
+            row.verdict = Change.NO_CHANGE
+
+
+# --- device --------------------------------------------------------------------------------
+
+
+def served_on(card: Scorecard) -> str | None:
+    """The device the LLM server said it ran on; the requested device when it named none."""
+    served = card.config.served_on
+    return served if served not in (None, "unknown") else requested_device(card.config)
+
+
+def check_devices(a: Scorecard, b: Scorecard, *, allow_mismatch: bool) -> list[str]:
+    """Refuse a driver comparison of a run that served on another device than it asked for."""
+    problems = [
+        f"run {card.run_id} asked for {requested_device(card.config)} but was served on "
+        f"{served_on(card)}"
+        for card in (a, b)
+        if served_elsewhere(card.config)  # gpu (GAIA's name) is rocm; unknown proves nothing
+    ]
+    if problems and not allow_mismatch:
+        raise DeviceMismatchError(
+            f"not a driver comparison: {'; '.join(problems)} (fix the device access and run "
+            "again, or pass --allow-device-mismatch to compare anyway)"
+        )
+    return [f"device mismatch allowed (--allow-device-mismatch): {p}" for p in problems]
 
 
 # --- the report ----------------------------------------------------------------------------
@@ -477,12 +695,16 @@ def _shown(delta: MetricDelta, value: float) -> str:
     return f"{value * 100:+.1f}%" if delta.relative else f"{value:+.2f}"
 
 
+def _n_text(delta: MetricDelta) -> str:
+    return f"n = {delta.scenarios} scenario(s), {delta.n_a} vs {delta.n_b} trials"
+
+
 def _finding(delta: MetricDelta) -> str:
     assert delta.change is not None and delta.ci_low is not None and delta.ci_high is not None
     return (
-        f"{delta.label} ({scope_text(delta.scope, delta.name)}): B {delta.verdict.value} "
-        f"{_shown(delta, delta.change)} [{_shown(delta, delta.ci_low)}, "
-        f"{_shown(delta, delta.ci_high)}]"
+        f"{delta.label} ({scope_text(delta.scope, delta.name)}, {_n_text(delta)}): "
+        f"B {delta.verdict.value} {_shown(delta, delta.change)} [{_shown(delta, delta.ci_low)}, "
+        f"{_shown(delta, delta.ci_high)}], adjusted p = {delta.p_adjusted:.3g}"
     )
 
 
@@ -502,10 +724,31 @@ def _scenario_findings(deltas: Sequence[MetricDelta]) -> list[str]:
 
 def _outcome_finding(delta: OutcomeDelta) -> str:
     return (
-        f"{delta.outcome} ({scope_text(delta.scope, delta.name)}): B {delta.verdict.value}, "
-        f"{delta.a_only} pair(s) lost and {delta.b_only} gained of {delta.pairs}, "
-        f"McNemar p = {delta.p_value:.3g}"
+        f"{delta.outcome} ({scope_text(delta.scope, delta.name)}, n = {delta.pairs} pairs): "
+        f"B {delta.verdict.value}, {delta.a_only} pair(s) lost and {delta.b_only} gained, "
+        f"McNemar p = {delta.p_value:.3g}, adjusted p = {delta.p_adjusted:.3g}"
     )
+
+
+def detectable_text(d: DetectableChange) -> str:
+    """'with 3 trials of 59 scenarios, a TTFT change smaller than ±x % cannot be told ...'"""
+    def size(v: float) -> str:
+        return f"±{v * 100:.1f}%" if d.relative else f"±{v:.2f}"
+
+    return (
+        f"with {d.trials} trial(s) of {d.scenarios} scenarios, a {d.label} change smaller than "
+        f"{size(d.noise_floor)} cannot be told from noise; one of {size(d.detectable)} is found "
+        f"{d.power * 100:.0f}% of the time"
+    )
+
+
+UNCOVERED = (
+    "what the intervals do not cover: a difference of the machine between the two runs "
+    "(heat, other load, caches, a background job) moves every scenario of one run alike and "
+    "looks like a change of the build; run A and B alternately (or on paired nodes with "
+    "--per-node), repeat an A/A pair to see this machine's run-to-run spread, and read a "
+    "finding near its noise floor with care"
+)
 
 
 def driver_report(
@@ -518,47 +761,63 @@ def driver_report(
     confidence: float = CONFIDENCE,
     alpha: float = ALPHA,
     seed: int = 0,
+    warmup: int = 0,
+    allow_device_mismatch: bool = False,
 ) -> DriverReport:
-    """Compare run B (build under test) with run A (reference) on the scenarios both ran."""
+    """Compare run B (build under test) with run A (reference) on the scenarios both ran.
+
+    Raises DeviceMismatchError when a run served on another device than it asked for (unless
+    allowed), ValueError for a negative warmup.
+    """
     traces_b = traces_b or ()
-    draws = _Draws(resamples, confidence, seed)
+    notes = check_devices(a, b, allow_mismatch=allow_device_mismatch)
+    dropped_a, dropped_b = warmup_keys(a, warmup), warmup_keys(b, warmup)
     runs_a, runs_b = group_trials(a.scenarios), group_trials(b.scenarios)
     common = [s for s in runs_a if s in runs_b]
     categories = {s: runs_a[s][0].category for s in common}
     scopes = _scope_groups(common, categories)
-    notes = [
+    notes += [
         f"run {card.run_id} is a GAIA scorecard: GAIA records no per-turn wall time, so its "
         f"turns carry no speeds trialbox can pair (scenario averages only)"
         for card in (a, b)
         if card.config.extra.get("source_format") == "gaia"
     ]
+    source = speed_source(a, b)
+    seen = sorted(_sources_seen(a) | _sources_seen(b))
+    compared_from = source or (", ".join(seen) if seen else "not measured")
+    if source is None and seen:
+        notes.append(
+            f"speed figures compared as the scorecards have them ({compared_from}), not "
+            "metered at the LLM's front door: GAIA's turn_metrics come from the server's "
+            "global /stats, the last request of anyone, so at concurrency > 1 a turn may carry "
+            "another sandbox's figures"
+        )
+    knobs = _Knobs(resamples=resamples, confidence=confidence, seed=seed)
+    better: dict[str, bool | None] = {m.key: m.lower_is_better for m in (*SPEED_METRICS, SCORE)}
 
-    speed = []
+    speed: list[MetricDelta] = []
+    samples: dict[str, tuple[Metric, TrialValues, TrialValues]] = {}
     for metric in SPEED_METRICS:
         if metric.turn_value is None:
             if not (traces_a and traces_b):
                 notes.append(f"{metric.label}: needs both runs' traces; not compared")
                 continue
-            sa, sb = _index_samples(traces_a), _index_samples(traces_b)
+            sa, sb = _index_trials(traces_a, set(dropped_a)), _index_trials(traces_b, set(dropped_b))
         else:
-            sa, sb = _turn_samples(a, metric), _turn_samples(b, metric)
+            sa = _turn_trials(a, metric, set(dropped_a), source)
+            sb = _turn_trials(b, metric, set(dropped_b), source)
         if not any(sa.get(s) for s in common) and not any(sb.get(s) for s in common):
             notes.append(f"{metric.label}: not measured on either run")
             continue
-        speed += [
-            _delta(metric.key, metric.label, metric.unit, metric.lower_is_better, scope, sa, sb,
-                   draws)
-            for scope in scopes
-        ]
+        samples[metric.key] = (metric, sa, sb)
+        speed.append(_delta(metric, scopes[0], sa, sb, **knobs))
 
-    score_a, score_b = _score_samples(runs_a), _score_samples(runs_b)
-    scores = [
-        _delta("score", "judged score", "", None, scope, score_a, score_b, draws)
-        for scope in scopes
-        if scope[0] != "scenario"
-    ]
-    if not any(score_a.values()) or not any(score_b.values()):
-        scores = []
+    score_a, score_b = _score_trials(runs_a), _score_trials(runs_b)
+    scores = []
+    if any(score_a.values()) and any(score_b.values()):
+        scores.append(_delta(SCORE, scopes[0], score_a, score_b, **knobs))
+        samples[SCORE.key] = (SCORE, score_a, score_b)
+    else:
         notes.append("judged score: a run was not judged; quality rests on checks and completion")
 
     outcomes = []
@@ -571,16 +830,72 @@ def driver_report(
                 outcomes.append(_outcome_delta(name, kind, label, pairs, alpha))
     outcomes = [o for o in outcomes if o.pairs or o.outcome == "completed"]
 
+    # The headline family: every metric and outcome over all scenarios, adjusted together.
+    headline = [d for d in speed + scores if d.scope == "all"]
+    _decide(headline, better, alpha)
+    detectable = _detectable(
+        [d for d in headline if d.metric != SCORE.key],
+        tests=len(headline) + sum(o.scope == "all" for o in outcomes),
+        trials=min(a.config.trials, b.config.trials),
+        confidence=confidence,
+        alpha=alpha,
+    )
+    _decide_outcomes([o for o in outcomes if o.scope == "all"], alpha)
+    # Drill down only where the headline moved; each metric's categories and its scenarios are
+    # one family each.
+    for d in headline:
+        metric, sa, sb = samples[d.metric]
+        deltas = speed if d.metric != "score" else scores
+        for kind in ("category", "scenario"):
+            if kind == "scenario" and metric is SCORE:
+                continue  # a scenario's scores are its pass^k row below
+            family = [
+                _delta(metric, scope, sa, sb, **knobs, tested=d.verdict.beyond_noise)
+                for scope in scopes if scope[0] == kind
+            ]
+            _decide(family, better, alpha)
+            deltas += family
+    # Headline rows of metrics not measured on both sides stay first; order: all, categories,
+    # scenarios per metric, as before.
+    order = {"all": 0, "category": 1, "scenario": 2}
+    keys = [m.key for m in SPEED_METRICS]
+    speed.sort(key=lambda r: (keys.index(r.metric), order[r.scope]))
+    for o in [o for o in outcomes if o.scope == "all"]:
+        drill = [x for x in outcomes if x.outcome == o.outcome and x.scope == "category"]
+        if o.verdict.beyond_noise:
+            _decide_outcomes(drill, alpha)
+        else:
+            for x in drill:
+                if x.verdict is not Change.TOO_FEW:
+                    x.verdict = Change.NO_CHANGE
+                    x.note = "not tested further: the all-scenarios result is within the noise"
+
     rows = [_scenario_quality(s, runs_a[s], runs_b[s]) for s in common]
     k, hat_a, hat_b = _suite_pass_k(rows)
     if a.config.trials <= 1 or b.config.trials <= 1:
         notes.append("one trial per scenario on a side: pass^k is pass^1 and each scenario "
                      "is one pair; --trials N gives tighter answers")
+    notes.append(UNCOVERED)
     findings = [
         _finding(d) for d in speed + scores if d.verdict.beyond_noise and d.scope != "scenario"
     ]
     findings += _scenario_findings(speed)
     findings += [_outcome_finding(o) for o in outcomes if o.verdict.beyond_noise]
+    rules = [
+        "the unit is the scenario: each scenario's value is the mean over its trials (each "
+        "trial the mean over its turns); A and B are paired on the scenarios both ran, each "
+        "weighing the same on both sides",
+        f"intervals: {confidence * 100:.0f}% percentile cluster bootstrap over scenarios "
+        f"({resamples} resamples, seed {seed}); at least {MIN_SCENARIOS} paired scenarios for "
+        "a verdict; one scenario: exact permutation test over its trials",
+        f"multiplicity: Benjamini–Hochberg over the all-scenarios results at {alpha:g}; "
+        "categories and scenarios are tested only for a result that moved, Benjamini–Hochberg "
+        "again within each",
+        f"warm-up: the first {warmup} scenario run(s) of each side have their speed figures "
+        "discarded" if warmup else "warm-up: none discarded (--warmup N drops the first N "
+        "scenario runs' speed figures)",
+        f"speed figures compared: {compared_from}",
+    ]
     return DriverReport(
         a_label=a.run_id,
         b_label=b.run_id,
@@ -589,13 +904,21 @@ def driver_report(
         scores=scores,
         outcomes=outcomes,
         scenarios=rows,
+        detectable=detectable,
         pass_k=k,
         pass_hat_k_a=hat_a,
         pass_hat_k_b=hat_b,
         only_in_a=[s for s in runs_a if s not in runs_b],
         only_in_b=[s for s in runs_b if s not in runs_a],
         beyond_noise=findings,
+        rules=rules,
         notes=notes,
+        speed_source=compared_from,
+        warmup=warmup,
+        discarded_a=dropped_a,
+        discarded_b=dropped_b,
+        served_on_a=served_on(a),
+        served_on_b=served_on(b),
         confidence=confidence,
         alpha=alpha,
         resamples=resamples,

@@ -11,7 +11,14 @@ import math
 from collections.abc import Sequence
 from html import escape
 
-from runner.report._driver import Change, DriverReport, MetricDelta, OutcomeDelta, scope_text
+from runner.report._driver import (
+    Change,
+    DriverReport,
+    MetricDelta,
+    OutcomeDelta,
+    detectable_text,
+    scope_text,
+)
 
 _COLOURS = {
     Change.FASTER: "#1a7f37",
@@ -45,6 +52,10 @@ def _interval(delta: MetricDelta) -> str:
     return f"[{_change(delta, delta.ci_low)}, {_change(delta, delta.ci_high)}]"
 
 
+def _p(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3g}"
+
+
 def _rate(value: float | None) -> str:
     return "—" if value is None else f"{value * 100:.0f}%"
 
@@ -70,28 +81,31 @@ def _md_metric_rows(deltas: Sequence[MetricDelta]) -> list[str]:
     for d in deltas:
         verdict = d.verdict.value + (f" ({d.note})" if d.note else "")
         rows.append(
-            f"| {d.label} | {scope_text(d.scope, d.name)} | {d.n_a} | {d.n_b} | "
-            f"{_num(d.mean_a, d.unit)} | {_num(d.mean_b, d.unit)} | {_change(d, d.change)} | {_interval(d)} | {verdict} |"
+            f"| {d.label} | {scope_text(d.scope, d.name)} | {d.scenarios} | {d.n_a} | {d.n_b} | "
+            f"{_num(d.mean_a, d.unit)} | {_num(d.mean_b, d.unit)} | {_change(d, d.change)} | "
+            f"{_interval(d)} | {_p(d.p_value)} | {_p(d.p_adjusted)} | {verdict} |"
         )
     return rows
 
 
 _METRIC_HEAD = [
-    "| metric | scope | n A | n B | mean A | mean B | change | interval | verdict |",
-    "|---|---|--:|--:|--:|--:|--:|---|---|",
+    "| metric | scope | scenarios | trials A | trials B | mean A | mean B | change | interval | p "
+    "| p (BH) | verdict |",
+    "|---|---|--:|--:|--:|--:|--:|--:|---|--:|--:|---|",
 ]
 
 
 def _md_outcomes(outcomes: Sequence[OutcomeDelta]) -> list[str]:
     lines = [
-        "| outcome | scope | pairs | A | B | lost | gained | McNemar p | verdict |",
-        "|---|---|--:|--:|--:|--:|--:|--:|---|",
+        "| outcome | scope | pairs | A | B | lost | gained | McNemar p | p (BH) | verdict |",
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|---|",
     ]
     for o in outcomes:
         verdict = o.verdict.value + (f" ({o.note})" if o.note else "")
         lines.append(
             f"| {o.outcome} | {scope_text(o.scope, o.name)} | {o.pairs} | {_rate(o.a_rate)} | "
-            f"{_rate(o.b_rate)} | {o.a_only} | {o.b_only} | {o.p_value:.3g} | {verdict} |"
+            f"{_rate(o.b_rate)} | {o.a_only} | {o.b_only} | {o.p_value:.3g} | {_p(o.p_adjusted)} | "
+            f"{verdict} |"
         )
     return lines
 
@@ -108,13 +122,18 @@ def render_driver_md(report: DriverReport) -> str:
     lines += [f"- {f}" for f in r.beyond_noise] or [
         "- no detectable change: every difference is within the noise of these samples"
     ]
+    lines += ["", "## Smallest detectable change"]
+    lines += [f"- {detectable_text(d)}" for d in r.detectable] or [
+        "- not computed: too few paired scenarios to estimate the noise"
+    ]
+    lines += ["", "## Run rules"] + [f"- {rule}" for rule in r.rules]
     lines += ["", "## Setup (differences first)", "| setting | A | B |", "|---|---|---|"]
     for row in r.fingerprint:
         key = f"**{row.key}** (differs)" if row.differs else row.key
         lines.append(f"| {key} | {_cell(row.a)} | {_cell(row.b)} |")
     overall = [d for d in r.speed if d.scope != "scenario"]
     per_scenario = [d for d in r.speed if d.scope == "scenario"]
-    lines += ["", f"## Speed: B vs A, {conf} bootstrap interval over turns and trials", ""]
+    lines += ["", f"## Speed: B vs A, {conf} cluster-bootstrap interval over scenarios", ""]
     lines += _METRIC_HEAD + _md_metric_rows(overall) if overall else ["(no speed measured)"]
     if per_scenario:
         lines += ["", "### Per scenario", ""] + _METRIC_HEAD + _md_metric_rows(per_scenario)
@@ -149,7 +168,7 @@ def render_driver_md(report: DriverReport) -> str:
         notes.append(f"only on A (not compared): {', '.join(r.only_in_a)}")
     if r.only_in_b:
         notes.append(f"only on B (not compared): {', '.join(r.only_in_b)}")
-    notes.append(f"bootstrap: {r.resamples} resamples, seed {r.seed}, stratified by scenario")
+    notes.append(f"bootstrap: {r.resamples} resamples, seed {r.seed}, clustered by scenario")
     lines += ["", "## Notes"] + [f"- {n}" for n in notes]
     return "\n".join(lines) + "\n"
 
@@ -250,13 +269,16 @@ def _cls(change: Change) -> str:
 def _html_metric_table(deltas: Sequence[MetricDelta]) -> str:
     head = "".join(
         f"<th>{h}</th>"
-        for h in ("scope", "n A", "n B", "mean A", "mean B", "change", "interval", "verdict")
+        for h in ("scope", "scenarios", "trials A", "trials B", "mean A", "mean B", "change",
+                  "interval", "p", "p (BH)", "verdict")
     )
     body = "".join(
-        f"<tr><td>{_e(scope_text(d.scope, d.name))}</td><td class=n>{d.n_a}</td>"
+        f"<tr><td>{_e(scope_text(d.scope, d.name))}</td><td class=n>{d.scenarios}</td>"
+        f"<td class=n>{d.n_a}</td>"
         f"<td class=n>{d.n_b}</td><td class=n>{_e(_num(d.mean_a, d.unit))}</td>"
         f"<td class=n>{_e(_num(d.mean_b, d.unit))}</td><td class=n>{_e(_change(d, d.change))}"
-        f"</td><td>{_e(_interval(d))}</td><td class={_cls(d.verdict)}>{_e(d.verdict.value)}"
+        f"</td><td>{_e(_interval(d))}</td><td class=n>{_p(d.p_value)}</td>"
+        f"<td class=n>{_p(d.p_adjusted)}</td><td class={_cls(d.verdict)}>{_e(d.verdict.value)}"
         f"{' — ' + _e(d.note) if d.note else ''}</td></tr>"
         for d in deltas
     )
@@ -266,13 +288,15 @@ def _html_metric_table(deltas: Sequence[MetricDelta]) -> str:
 def _html_outcomes(outcomes: Sequence[OutcomeDelta]) -> str:
     head = "".join(
         f"<th>{h}</th>"
-        for h in ("outcome", "scope", "pairs", "A", "B", "lost", "gained", "McNemar p", "verdict")
+        for h in ("outcome", "scope", "pairs", "A", "B", "lost", "gained", "McNemar p", "p (BH)",
+                  "verdict")
     )
     body = "".join(
         f"<tr><td>{_e(o.outcome)}</td><td>{_e(scope_text(o.scope, o.name))}</td>"
         f"<td class=n>{o.pairs}</td><td class=n>{_rate(o.a_rate)}</td>"
         f"<td class=n>{_rate(o.b_rate)}</td><td class=n>{o.a_only}</td>"
         f"<td class=n>{o.b_only}</td><td class=n>{o.p_value:.3g}</td>"
+        f"<td class=n>{_p(o.p_adjusted)}</td>"
         f"<td class={_cls(o.verdict)}>{_e(o.verdict.value)}"
         f"{' — ' + _e(o.note) if o.note else ''}</td></tr>"
         for o in outcomes
@@ -319,8 +343,12 @@ def render_driver_html(report: DriverReport) -> str:
         if r.pass_k
         else ""
     )
+    detectable = "".join(f"<li>{_e(detectable_text(d))}</li>" for d in r.detectable) or (
+        "<li>not computed: too few paired scenarios to estimate the noise</li>"
+    )
+    rules = "".join(f"<li>{_e(rule)}</li>" for rule in r.rules)
     notes = list(r.notes) + [
-        f"bootstrap: {r.resamples} resamples, seed {r.seed}, stratified by scenario"
+        f"bootstrap: {r.resamples} resamples, seed {r.seed}, clustered by scenario"
     ]
     if r.only_in_a or r.only_in_b:
         notes.append(
@@ -334,10 +362,13 @@ def render_driver_html(report: DriverReport) -> str:
         f"<h1>Driver-build comparison</h1><p>A (reference) <code>{_e(r.a_label)}</code> · "
         f"B (under test) <code>{_e(r.b_label)}</code></p>"
         f"<h2>Beyond noise</h2><ul>{findings}</ul>"
+        f"<h2>Smallest detectable change</h2><ul>{detectable}</ul>"
+        f"<h2>Run rules</h2><ul>{rules}</ul>"
         f"<h2>Setup</h2><p class=muted>Highlighted rows differ between A and B.</p>"
         f"<table><tr><th>setting</th><th>A</th><th>B</th></tr>{setup}</table>"
         f"<h2>Speed</h2><p class=muted>B vs A; points are the change in the mean, bars the "
-        f"{conf} bootstrap interval over turns and trials; the dashed line is no change.</p>"
+        f"{conf} cluster-bootstrap interval over scenarios (unadjusted); the verdict uses the "
+        f"Benjamini–Hochberg adjusted p; the dashed line is no change.</p>"
         f"{_charts(r.speed, 'B vs A') or '<p>no speed measured</p>'}"
         f"<h2>Quality</h2><p class=muted>Paired outcomes (same scenario, same trial), exact "
         f"McNemar test at {r.alpha:g}.</p>{_html_outcomes(r.outcomes)}{pass_k}"

@@ -20,14 +20,17 @@ from runner.report import (
     render_driver_html,
     render_driver_md,
 )
+from runner.report._driver import DeviceMismatchError
 from runner.report._stats import (
-    Interval,
-    binomial_tail,
-    bootstrap_interval,
+    adjust_bh,
+    detectable_change,
     mcnemar_exact,
-    mean_difference,
+    paired_cluster_bootstrap,
     relative_change,
+    scenario_differences,
+    sign_flip_p,
     smallest_p,
+    trial_permutation_p,
 )
 from runner.status import Status
 from runner.transcript import IndexedDocument, Transcript, TurnPerformance
@@ -40,46 +43,55 @@ WHEN = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 def test_relative_change_and_mean_difference():
     assert relative_change(2.0, 3.0) == 0.5
     assert relative_change(4.0, 3.0) == -0.25
-    assert mean_difference(2.0, 5.0) == 3.0
     with pytest.raises(ValueError, match="positive baseline mean"):
         relative_change(0.0, 1.0)
 
 
-def test_bootstrap_of_constant_samples_is_the_exact_value():
-    got = bootstrap_interval([[1.0, 1.0, 1.0]], [[2.0, 2.0, 2.0]], relative_change)
-    assert got == Interval(1.0, 1.0, 1.0) and got.excludes(0.0)
+def test_bootstrap_of_identical_differences_is_the_exact_value():
+    # Every scenario moved by exactly +1: no resample can differ, and the change is certain.
+    got = paired_cluster_bootstrap([1.0, 1.0, 1.0, 1.0, 1.0], resamples=999)
+    assert (got.estimate, got.low, got.high, got.standard_error) == (1.0, 1.0, 1.0, 0.0)
+    assert got.excludes(0.0) and got.p_value == pytest.approx(2 / 1000)
+    assert paired_cluster_bootstrap([0.0, 0.0, 0.0]).p_value == 1.0
 
 
-def test_bootstrap_interval_worked_by_hand():
-    # B = {1, 3}: a resample of two values has mean 1, 2 or 3 with probability 1/4, 1/2, 1/4,
-    # so against a constant A = 1 the change is 0, +100 % or +200 %. A 95 % percentile
-    # interval cuts 2.5 % from each tail, inside the 25 % masses at either end: [0, 2].
-    got = bootstrap_interval([[1.0, 1.0, 1.0]], [[1.0, 3.0]], relative_change, seed=7)
-    assert got == Interval(1.0, 0.0, 2.0)
-    assert not got.excludes(0.0)  # 0 is inside: no detectable change
+def test_bootstrap_resamples_scenarios_not_turns():
+    # Scenarios moved by -1 and +1: resampling *scenarios* moves the mean between -1 and +1,
+    # so the interval spans zero and the sign-flip p is large.
+    got = paired_cluster_bootstrap([-1.0, 1.0, -1.0, 1.0, -1.0, 1.0], seed=3)
+    assert got.estimate == 0.0 and got.low < 0 < got.high and got.p_value > 0.5
+    assert got == paired_cluster_bootstrap([-1.0, 1.0, -1.0, 1.0, -1.0, 1.0], seed=3)
 
 
-def test_bootstrap_resamples_within_each_stratum():
-    # Each scenario is constant within itself; only resampling *across* scenarios could move
-    # the mean. Stratified, nothing moves.
-    groups = [[1.0, 1.0], [10.0, 10.0]]
-    assert bootstrap_interval(groups, groups, mean_difference) == Interval(0.0, 0.0, 0.0)
+def test_sign_flip_p_is_exact_for_few_scenarios():
+    # 5 scenarios all +: of the 2^5 = 32 sign patterns only all-+ and all-− are as extreme.
+    assert sign_flip_p([1.0, 2.0, 1.5, 1.2, 0.8], resamples=5000) == pytest.approx(2 / 32)
 
 
-def test_bootstrap_is_deterministic_for_a_seed():
-    a, b = [[1.0, 2.0, 3.0, 4.0]], [[2.0, 3.0, 5.0, 8.0]]
-    first = bootstrap_interval(a, b, relative_change, seed=3)
-    assert first == bootstrap_interval(a, b, relative_change, seed=3)
-    assert first.low < first.estimate < first.high
+def test_trial_permutation_p_is_exact():
+    # 5 trials a side, B's all above A's: 2 of the C(10, 5) = 252 splits are as extreme.
+    p = trial_permutation_p([1.0, 1.1, 1.2, 1.3, 1.4], [2.0, 2.1, 2.2, 2.3, 2.4])
+    assert p == pytest.approx(2 / 252)
+
+
+def test_benjamini_hochberg_and_detectable_change():
+    assert adjust_bh([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.04, 0.04])
+    assert adjust_bh([]) == []
+    floor, found = detectable_change(0.01, 101)
+    assert floor == pytest.approx(1.984 * 0.01 * (101 / 100) ** 0.5, rel=1e-3)
+    assert found == pytest.approx((1.984 + 0.845) * 0.01 * (101 / 100) ** 0.5, rel=1e-3)
 
 
 def test_bootstrap_rejects_bad_arguments():
     with pytest.raises(ValueError, match="confidence"):
-        bootstrap_interval([[1.0]], [[1.0]], mean_difference, confidence=1.0)
+        paired_cluster_bootstrap([1.0, 2.0], confidence=1.0)
     with pytest.raises(ValueError, match="resamples"):
-        bootstrap_interval([[1.0]], [[1.0]], mean_difference, resamples=0)
-    with pytest.raises(ValueError, match="at least one value on each side"):
-        bootstrap_interval([[]], [[1.0]], mean_difference)
+        paired_cluster_bootstrap([1.0, 2.0], resamples=0)
+    with pytest.raises(ValueError, match="at least 2 scenarios"):
+        paired_cluster_bootstrap([1.0])
+    with pytest.raises(ValueError, match="positive values"):
+        scenario_differences([0.0], [1.0], relative=True)
+    assert scenario_differences([2.0], [3.0], relative=False) == [1.0]
 
 
 @pytest.mark.parametrize(
@@ -97,14 +109,10 @@ def test_mcnemar_exact_worked_values(b, c, p):
     assert mcnemar_exact(b, c) == pytest.approx(p, abs=1e-12)
 
 
-def test_binomial_tail_and_smallest_p():
-    assert binomial_tail(1, 10) == 11 / 1024
-    assert binomial_tail(10, 10) == 1.0
+def test_smallest_p():
     assert smallest_p(5) == 0.0625 and smallest_p(6) == 0.03125 and smallest_p(0) == 1.0
     with pytest.raises(ValueError):
         mcnemar_exact(-1, 2)
-    with pytest.raises(ValueError):
-        binomial_tail(-1, 2)
 
 
 # --- planted runs ----------------------------------------------------------------------------
@@ -214,9 +222,17 @@ def test_a_known_speed_and_quality_difference_are_both_found():
     report = driver_report(a, b, traces_a, traces_b)
 
     ttft = metric(report, "ttft_s")
-    assert ttft.verdict is Change.SLOWER and ttft.n_a == ttft.n_b == 48
-    assert ttft.change == pytest.approx(0.5) and ttft.ci_low > 0.4 and ttft.ci_high < 0.6
-    assert metric(report, "ttft_s", "category", "memory").verdict is Change.SLOWER
+    # 8 scenarios × 3 trials a side, paired; every turn ×1.5, so every scenario's ratio is 1.5.
+    assert ttft.verdict is Change.SLOWER and (ttft.scenarios, ttft.n_a, ttft.n_b) == (8, 24, 24)
+    assert ttft.change == pytest.approx(0.5) and ttft.ci_low == pytest.approx(0.5)
+    assert ttft.p_value == pytest.approx(2 / 256)  # sign flips of 8 scenarios: exact
+    assert ttft.p_adjusted is not None and ttft.p_adjusted < 0.05
+    # The headline moved, so categories and scenarios are looked at; 4 scenarios a category
+    # and 3 trials a scenario are too few to call, and the report says so.
+    memory = metric(report, "ttft_s", "category", "memory")
+    assert memory.verdict is Change.TOO_FEW and "at least 5 needed" in memory.note
+    one = metric(report, "ttft_s", "scenario", "scenario_0")
+    assert one.verdict is Change.TOO_FEW and "run more trials" in one.note
     assert metric(report, "tokens_per_s").verdict is Change.NO_CHANGE
     assert metric(report, "turn_wall_s").verdict is Change.NO_CHANGE
     index = metric(report, "index_s")
@@ -227,7 +243,10 @@ def test_a_known_speed_and_quality_difference_are_both_found():
     assert passed.p_value == pytest.approx(2 / 1024) and passed.verdict is Change.WORSE
     assert outcome(report, "checks_passed").verdict is Change.WORSE
     assert outcome(report, "completed").verdict is Change.NO_CHANGE
-    assert metric(report, "score").verdict is Change.WORSE
+    # 5 of 8 scenarios lost score, 3 did not move: with 8 scenarios the sign-flip p is
+    # 2 · 2^3 / 2^8 = 1/16, not enough to call (the paired outcomes above are, per trial).
+    score = metric(report, "score")
+    assert score.verdict is Change.NO_CHANGE and score.p_value == pytest.approx(1 / 16)
 
     first = next(s for s in report.scenarios if s.scenario_id == "scenario_0")
     assert (first.k, first.pass_hat_k_a, first.pass_hat_k_b) == (3, 1.0, 0.0)
@@ -243,9 +262,9 @@ def test_a_known_speed_and_quality_difference_are_both_found():
     assert any(r.key == "agent.gaia_version" and not r.differs for r in report.fingerprint)
 
     found = "\n".join(report.beyond_noise)
-    assert "time to first token (all scenarios): B slower +50.0%" in found
-    assert "time to first token: B slower in 8 of 8 scenario(s): scenario_0, " in found
-    assert "passed (all scenarios): B worse, 10 pair(s) lost and 0 gained of 24" in found
+    assert ("time to first token (all scenarios, n = 8 scenario(s), 24 vs 24 trials): "
+            "B slower +50.0% [+50.0%, +50.0%]") in found
+    assert "passed (all scenarios, n = 24 pairs): B worse, 10 pair(s) lost and 0 gained" in found
     assert "decode speed" not in found and "(scenario " not in found
 
 
@@ -267,7 +286,7 @@ def test_a_tiny_run_says_n_is_too_small():
                    failing={("only_scenario", 1)})
     report = driver_report(a, b)
     ttft = metric(report, "ttft_s")
-    assert ttft.verdict is Change.TOO_FEW and "at least 3 a side" in ttft.note
+    assert ttft.verdict is Change.TOO_FEW and "1 paired scenario(s); at least 5" in ttft.note
     passed = outcome(report, "passed")
     assert passed.verdict is Change.TOO_FEW and "run more scenarios or trials" in passed.note
     assert report.beyond_noise == []
@@ -322,11 +341,13 @@ def test_markdown_report_has_every_section():
     b, tb = planted("build-b", driver="6.12.0", ttft_factor=1.5, failing=BROKEN)
     text = render_driver_md(driver_report(a, b, ta, tb))
     for heading in ("# Driver-build comparison: A `build-a` vs B `build-b`", "## Beyond noise",
-                    "## Setup (differences first)", "## Speed: B vs A, 95% bootstrap",
+                    "## Setup (differences first)", "## Speed: B vs A, 95% cluster-bootstrap",
+                    "## Smallest detectable change", "## Run rules",
                     "### Per scenario", "## Quality: paired outcomes", "## Notes"):
         assert heading in text
     assert "| **hardware.amdgpu_driver** (differs) | 6.10.5 | 6.12.0 |" in text
-    assert "| time to first token | all scenarios | 48 | 48 |" in text
+    assert "| time to first token | all scenarios | 8 | 24 | 24 |" in text
+    assert "with 3 trial(s) of 8 scenarios, a time to first token change smaller than" in text
     assert "pass^3 (every one of 3 tries passes), mean over scenarios: A 1.00, B 0.38" in text
 
 
@@ -342,3 +363,56 @@ def test_html_report_is_self_contained_with_a_chart_per_metric_and_escapes():
     assert 'class=differs' in page
     # The slower TTFT is drawn in the "worse" colour, right of the zero line.
     assert "#cf222e" in page and "+50.0% slower" in page
+
+
+# --- run rules: device truth, warm-up, where speeds came from --------------------------------
+
+
+def test_a_run_served_on_another_device_is_not_a_driver_comparison():
+    a, _ = planted("a", driver="x")
+    b, _ = planted("b", driver="y")
+    b.config.served_on = "cpu"  # asked for rocm (config), the server said cpu
+    with pytest.raises(DeviceMismatchError, match=r"run b asked for rocm but was served on cpu"
+                       r".*--allow-device-mismatch"):
+        driver_report(a, b)
+    report = driver_report(a, b, allow_device_mismatch=True)
+    assert (report.served_on_a, report.served_on_b) == ("rocm", "cpu")
+    assert any("device mismatch allowed" in n for n in report.notes)
+    assert driver_report(a, a).served_on_a == "rocm"  # nothing recorded: the requested device
+
+
+def test_warmup_discards_the_first_runs_speeds_and_says_so():
+    a, _ = planted("a", driver="x")
+    b, _ = planted("b", driver="x")
+    # B's first scenario run is slow (a cold cache): with the warm-up rule it is not compared.
+    first = b.scenarios[0]
+    for turn in first.turns:
+        assert turn.performance is not None
+        turn.performance.time_to_first_token_s = 50.0
+    cold = metric(driver_report(a, b), "ttft_s", "scenario", "scenario_0")
+    assert cold.change is not None and cold.change > 10
+    report = driver_report(a, b, warmup=1)
+    assert report.discarded_b == ["scenario_0__trial1"] and report.warmup == 1
+    assert metric(report, "ttft_s").n_b == 23
+    assert any("first 1 scenario run(s) of each side" in r for r in report.rules)
+    assert "## Run rules" in render_driver_md(report)
+    with pytest.raises(ValueError, match="--warmup -1"):
+        driver_report(a, b, warmup=-1)
+
+
+def test_front_door_figures_are_compared_when_both_runs_have_them():
+    a, _ = planted("a", driver="x")
+    b, _ = planted("b", driver="x", ttft_factor=2.0)
+    before = driver_report(a, b)
+    assert before.speed_source == "gaia_turn_metrics"
+    assert any("not metered at the LLM's front door" in n for n in before.notes)
+    for card in (a, b):  # the first turn of every run metered at the front door, unchanged
+        for row in card.scenarios:
+            perf = row.turns[0].performance
+            assert perf is not None
+            perf.source = "front_door"
+            perf.time_to_first_token_s = 0.5
+    report = driver_report(a, b)
+    assert report.speed_source == "front_door"
+    assert metric(report, "ttft_s").verdict is Change.NO_CHANGE  # the 2× turns are not compared
+    assert any(r == "speed figures compared: front_door" for r in report.rules)
