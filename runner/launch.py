@@ -457,6 +457,9 @@ async def run(settings: RunSettings, say: Callable[[str], None], resume: bool = 
         f"concurrency {settings.concurrency}")
     agents = agent_registry(settings, scenarios)
     if settings.target_url:
+        if settings.concurrency > 1:  # a flag is never dropped silently
+            say(f"concurrency 1, not {settings.concurrency}: an attached Agent UI is one UI, and "
+                "it answers one request at a time")
         settings.concurrency = 1  # GAIA's UI answers one request at a time: parallel gains nothing
         say(f"warning: attached to the Agent UI at {settings.target_url}: no sandbox, so no "
             "isolation and no clean RAG cache or chat history between scenarios")

@@ -46,10 +46,11 @@ class Recorded:
         """Nothing to release."""
 
 
-def finished_run(results: Path, llm_url: str, served_model: str | None, *, extra_id: str | None = None) -> Path:
+def finished_run(results: Path, llm_url: str, served_model: str | None, *, extra_id: str | None = None,
+                 target_url: str | None = None) -> Path:
     settings = RunSettings(run_id=new_run_id(), suite_paths=[SUITE / "scenarios"], corpus_root=SUITE / "corpus",
                            results_root=results, backend=Backend.LOCAL, llm_url=llm_url,
-                           judge_provider="none", simulator_mode="scripted")  # fmt: skip
+                           judge_provider="none", simulator_mode="scripted", target_url=target_url)  # fmt: skip
     suite = load_suite([SUITE / "scenarios"], SUITE / "corpus").scenarios
     writer = RunWriter(settings.run_dir, run_id=settings.run_id, config=RunConfig(served_model=served_model, judge_model="judge-a"),
                        order=declared_order([s.id for s in suite]))
@@ -135,3 +136,11 @@ def test_a_baseline_of_other_models_is_its_own_outcome_not_infrastructure(
     code, out = resume(run_dir, "--baseline", str(baseline))
     assert code == expected, out
     assert ("not comparable" in out) == (expected == 4), out
+
+
+def test_resume_of_an_attached_run_says_why_concurrency_stays_1(tmp_path: Path, llm_url: str, same_model: str) -> None:
+    run_dir = finished_run(tmp_path, llm_url, same_model, target_url="http://127.0.0.1:9/mcp")
+    code, out = resume(run_dir, "--concurrency", "2")
+    assert "resume: applying --concurrency 2" in out, out
+    assert "concurrency 1, not 2: an attached Agent UI is one UI" in out, out
+    assert code == 0, out
