@@ -1,0 +1,75 @@
+"""The LLM keeps its CPU: every sandbox alive at the default concurrency spinning every core
+leaves the LLM server's tokens/s near idle (issue 20, item 3).
+
+Asserted loosely (≥ 70 % of idle, where the issue's target is 90 %): the figure itself is
+scripts/bench-cpu-guard's, measured side by side over several rounds; this test only has to
+catch the guard being gone (before it, the same load cut the rate to about half).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import TYPE_CHECKING, Any
+
+import docker
+import httpx
+import pytest
+
+from runner.sandbox._hardening import (
+    LLM_CPU_SHARES,
+    ROLES,
+    SANDBOXES_AT_DEFAULT_CONCURRENCY,
+    container_options,
+)
+
+if TYPE_CHECKING:
+    from labelled_containers import LlmCpu
+
+pytestmark = [pytest.mark.containers, pytest.mark.timeout(600)]
+
+UI_IMAGE = "trialbox/agent-ui:dev"
+SPIN = ("import multiprocessing as m, os\n"
+        "def spin():\n    while True: pass\n"
+        "[m.Process(target=spin).start() for _ in range(os.cpu_count() or 1)]\n"
+        "spin()\n")
+
+
+def _tokens_per_s(url: str, model: str) -> float:
+    made, started = 0, time.perf_counter()
+    with httpx.Client(timeout=120) as http:
+        for n in range(3):
+            reply = http.post(f"{url}/api/v1/chat/completions", json={
+                "model": model, "max_tokens": 32, "temperature": 0,
+                "messages": [{"role": "user", "content": f"Count from {n} upwards, in words."}]})
+            reply.raise_for_status()
+            made += reply.json()["usage"]["completion_tokens"]
+    return made / (time.perf_counter() - started)
+
+
+def _busy_sandboxes(client: docker.DockerClient, tag: str) -> list[Any]:
+    return [client.containers.run(UI_IMAGE, entrypoint=["python", "-c", SPIN], detach=True,
+                                  network="none", labels={"trialbox.run": tag, "trialbox.role": role},
+                                  **container_options(role))
+            for _ in range(SANDBOXES_AT_DEFAULT_CONCURRENCY) for role in ROLES]
+
+
+def test_busy_sandboxes_leave_the_llm_its_tokens_per_second(llm_cpu: LlmCpu) -> None:
+    client = docker.from_env()
+    llm_cpu.container.update(cpu_shares=LLM_CPU_SHARES)  # as compose/compose.yaml runs it
+    models = httpx.get(f"{llm_cpu.url}/api/v1/models", timeout=30).json()["data"]
+    model = next(m["id"] for m in models if "minilm" not in m["id"].lower())
+    _tokens_per_s(llm_cpu.url, model)  # warm-up
+    idle, busy = [], []
+    for _ in range(2):  # A B A B: a noisy machine weighs on both alike
+        idle.append(_tokens_per_s(llm_cpu.url, model))
+        spinners = _busy_sandboxes(client, llm_cpu.tag)
+        try:
+            time.sleep(2)
+            assert all(c.reload() or c.status == "running" for c in spinners)
+            busy.append(_tokens_per_s(llm_cpu.url, model))
+        finally:
+            for container in spinners:
+                container.remove(force=True)
+    ratio = statistics.median(busy) / statistics.median(idle)
+    assert ratio >= 0.7, f"busy {busy} vs idle {idle} tokens/s: {ratio:.2f} of idle"
