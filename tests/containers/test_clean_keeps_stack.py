@@ -115,3 +115,15 @@ def test_a_locked_run_folder_is_a_live_run(owned: Any, tmp_path: Path) -> None:
     with owning(run_dir):
         assert cleaning.live_runs(scoped, tmp_path) == [run_dir.name]  # type: ignore[arg-type]
     assert cleaning.live_runs(scoped, tmp_path) == []  # type: ignore[arg-type]
+
+
+def test_clean_all_with_a_run_id_is_a_usage_error_that_removes_nothing() -> None:
+    from typer.testing import CliRunner
+
+    from runner.cli import app
+
+    result = CliRunner().invoke(app, ["clean", "--all", "--run-id", "20260101-000000-abcd"],
+                                env={"COLUMNS": "200"})
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "--all and --run-id exclude each other" in lines[0]
