@@ -143,7 +143,9 @@ def selftest(
         for line in render(report):
             say(line)
     if live:
-        if not _selftest_live(suite.scenarios, suite.manifest, chosen, corpus_root, results):
+        judge_only = {item.id for item in report.scenarios if item.verdict.value == "judge_only"}
+        if not _selftest_live(suite.scenarios, suite.manifest, chosen, corpus_root, results,
+                              judge_only):
             raise typer.Exit(EXIT_QUALITY)
     if suite.errors:  # a file it could not read is not a scenario shown sound
         fail(f"{len(suite.errors)} error(s) above: those files were not self-tested; fix them "
@@ -153,7 +155,7 @@ def selftest(
 
 
 def _selftest_live(scenarios: list[Any], manifest: Any, chosen: list[Path], corpus_root: Path,
-                   results: Path) -> bool:
+                   results: Path, judge_only: set[str]) -> bool:
     """The oracle and the adversary (eval/agents/oracle, plans written to a temporary folder
     for these two runs only) over the suite, no judge; True when every scenario with checks
     was passed by the oracle and failed by the adversary."""
@@ -187,7 +189,7 @@ def _selftest_live(scenarios: list[Any], manifest: Any, chosen: list[Path], corp
             if code not in (0, 1):
                 raise typer.Exit(code)
             cards[agent] = read_scorecard(settings.run_dir / "scorecard.json")
-    found = live_results(cards[ORACLE].scenarios, cards[ADVERSARY].scenarios)
+    found = live_results(cards[ORACLE].scenarios, cards[ADVERSARY].scenarios, judge_only)
     for line in live_lines(found):
         say(line)
     return live_sound(found)
@@ -810,7 +812,7 @@ def clean(
 ) -> None:
     """Remove every run's labelled containers, networks and volumes (or one run's); the shared
     stack stays unless --all (or `trialbox down`)."""
-    from runner.stack.cleanup import cleanup, live_runs
+    from runner.stack.cleanup import cleanup, live_runs, owned_runs
 
     if run_id is not None and not run_id.strip():
         fail("--run-id is empty: give a run id (results/<run_id>), or leave the flag out to "
@@ -818,9 +820,14 @@ def clean(
     if everything and run_id is not None:
         fail("--all and --run-id exclude each other: --run-id cleans one run, --all every run "
              "and the shared stack", EXIT_USAGE)
+    if run_id is not None and run_id in owned_runs(results):
+        fail(f"run {run_id} is alive (its folder {results / run_id} is locked by its owner) — "
+             "stop that run first; it removes its own sandboxes when it ends", EXIT_USAGE)
     try:
         alive = live_runs(results_root=results) if everything else []
-        report = None if alive else cleanup(run_id, include_stack=everything)
+        # A run whose owner is alive (its folder's lock is held) keeps its sandboxes.
+        owned = owned_runs(results) if run_id is None else frozenset()
+        report = None if alive else cleanup(run_id, include_stack=everything, keep_runs=owned)
     except Exception as exc:  # noqa: BLE001 — docker unreachable and friends: one line, exit 3
         fail(f"cleanup failed: {type(exc).__name__}: {exc} — is the Docker engine running "
              "(scripts/ensure-docker)?", EXIT_INFRA)
@@ -829,8 +836,9 @@ def clean(
              "— nothing removed; wait for them to end, or run `trialbox clean` (keeps the stack)",
              EXIT_USAGE)
     say(f"removed {report.removed} labelled object(s)"
-        + (f"; kept the shared stack ({len(report.kept)} object(s): `trialbox down` or "
-           "`trialbox clean --all` removes it)" if report.kept else ""))
+        + (f"; kept {len(report.kept)}: the shared stack (`trialbox down` or `trialbox clean "
+           "--all` removes it)" + (f" and live run(s) {', '.join(sorted(owned))}" if owned else "")
+           if report.kept else ""))
 
 
 @app.command()

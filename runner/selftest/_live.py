@@ -12,7 +12,7 @@ applies (20 % off, another fact, a hedged list, "I don't know", empty).
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -141,27 +141,26 @@ class LiveResult(BaseModel):
     """One scenario of `trialbox selftest --live`."""
 
     id: str = Field(description="the scenario id")
-    checks: int = Field(description="checks decided in the oracle's run (0: judge-only)")
+    checks: int = Field(description="checks decided in the oracle's run")
+    judge_only: bool = Field(description=(
+        "no check can decide it (the pure layer's verdict: guards only, or no check)"))
     oracle_status: str = Field(description="the oracle run's status for the scenario")
     passable: bool = Field(description="the oracle's run passed every check")
     discriminating: bool = Field(description="the adversary's run failed at least one check")
     failed_for_oracle: list[str] = Field(default_factory=list, description=(
         "diagnostics of the checks the oracle failed"))
 
-    @property
-    def judge_only(self) -> bool:
-        return self.checks == 0
-
 
 def _all_checks(result: ScenarioResult) -> list[CheckResult]:
     return [check for turn in result.turns for check in turn.checks] + list(result.checks)
 
 
-def live_results(oracle: Iterable[ScenarioResult],
-                 adversary: Iterable[ScenarioResult]) -> list[LiveResult]:
+def live_results(oracle: Iterable[ScenarioResult], adversary: Iterable[ScenarioResult],
+                 judge_only: Collection[str] = ()) -> list[LiveResult]:
     """Per scenario of the oracle's run: passable (every check passed — a scenario that did
     not run has no check results and is not passable) and discriminating (the adversary's run
-    of it failed a check, or never got one to pass)."""
+    of it failed a check). `judge_only`: the ids the pure layer found no deciding check in —
+    a guard such as tool_not_called passes for the adversary too, as it should."""
     theirs = {result.id: result for result in adversary}
     found = []
     for result in oracle:
@@ -170,6 +169,7 @@ def live_results(oracle: Iterable[ScenarioResult],
         caught = wrong is not None and any(not check.passed for check in _all_checks(wrong))
         found.append(LiveResult(
             id=result.id, checks=len(checks), oracle_status=str(result.status.value),
+            judge_only=result.id in judge_only or not checks,
             passable=bool(checks) and all(check.passed for check in checks),
             discriminating=caught,
             failed_for_oracle=[f"turn {c.turn}: {c.type}: {c.diagnostic}" for c in checks
@@ -189,7 +189,7 @@ def live_lines(results: list[LiveResult]) -> list[str]:
         lines.append(f"{verdict:28}{item.id}")
         lines += [f"  oracle failed {failure}" for failure in item.failed_for_oracle]
     decided = [item for item in results if not item.judge_only]
-    lines.append(f"live: {len(decided)} of {len(results)} scenarios with checks; oracle passed "
+    lines.append(f"live: {len(decided)} of {len(results)} scenarios decidable; oracle passed "
                  f"{sum(item.passable for item in decided)}, adversary caught "
                  f"{sum(item.discriminating for item in decided)}")
     return lines

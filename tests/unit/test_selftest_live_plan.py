@@ -71,12 +71,15 @@ def result(sid: str, *passed: bool) -> ScenarioResult:
 
 
 def test_live_results_passable_discriminating_and_judge_only():
-    found = live_results(card(result("a", True), result("b", True), result("c")),
-                         card(result("a", False), result("b", True), result("c")))
+    found = live_results(
+        card(result("a", True), result("b", True), result("c"), result("guarded", True)),
+        card(result("a", False), result("b", True), result("c"), result("guarded", True)),
+        judge_only={"guarded"})  # e.g. tool_not_called only: the adversary passes it too
     assert [(f.id, f.passable, f.discriminating, f.judge_only) for f in found] == [
-        ("a", True, True, False), ("b", True, False, False), ("c", False, False, True)]
+        ("a", True, True, False), ("b", True, False, False), ("c", False, False, True),
+        ("guarded", True, False, True)]
     assert not live_sound(found)
-    assert live_lines(found)[-1] == ("live: 2 of 3 scenarios with checks; oracle passed 2, "
+    assert live_lines(found)[-1] == ("live: 2 of 4 scenarios decidable; oracle passed 2, "
                                      "adversary caught 1")
     assert live_sound(found[:1] + found[2:])
 
