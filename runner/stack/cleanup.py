@@ -54,20 +54,25 @@ def is_stack(labels: dict[str, str] | None) -> bool:
 
 
 def cleanup(run_id: str | None = None, client: docker.DockerClient | None = None, *,
-            include_stack: bool = False) -> CleanupReport:
+            include_stack: bool = False, keep_runs: frozenset[str] = frozenset()) -> CleanupReport:
     """Remove labelled containers, then networks, then volumes (that order frees references).
 
     Without a run id every run's objects go but the shared stack's stay (a run may be using
     the LLM server): it goes with `trialbox down`, or with ``include_stack`` (`clean --all`,
-    which first makes sure no run is alive — see ``live_runs``)."""
+    which first makes sure no run is alive — see ``live_runs``). ``keep_runs``: runs whose
+    owner is alive (``owned_runs``) keep their sandboxes and firewall rules."""
     client = client or docker.from_env()
     filters: dict[str, str | list[str] | bool] = {**label_filter(run_id)}
     report = CleanupReport()
+    swept_runs: set[str] = set()
 
     def kept(labels: dict[str, str] | None, name: str) -> bool:
-        if run_id is None and not include_stack and is_stack(labels):
+        labels = labels or {}
+        if run_id is None and ((not include_stack and is_stack(labels))
+                               or labels.get(RUN_LABEL) in keep_runs):
             report.kept.append(name)
             return True
+        swept_runs.add(labels.get(RUN_LABEL, ""))
         return False
 
     for container in client.containers.list(all=True, filters=filters):
@@ -81,23 +86,33 @@ def cleanup(run_id: str | None = None, client: docker.DockerClient | None = None
     for volume in client.volumes.list(filters=filters):
         if not kept(volume.attrs.get("Labels"), volume.name):
             _remove(partial(volume.remove, force=True), volume.name, report.volumes, report)
-    _sweep_firewall(run_id, report)
+    if run_id is None and keep_runs:
+        # A live run's rules keep its sandboxes off the host: only the swept runs' rules go.
+        for swept in sorted(swept_runs - {""}):
+            _sweep_firewall(swept, report)
+    else:
+        _sweep_firewall(run_id, report)
     return report
+
+
+def owned_runs(results_root: Path | None) -> frozenset[str]:
+    """Run folders under ``results_root`` whose owner process is alive (runner/run_lock.py)."""
+    from runner.run_lock import is_owned
+
+    if results_root is None or not results_root.is_dir():
+        return frozenset()
+    return frozenset(folder.name for folder in results_root.iterdir()
+                     if folder.is_dir() and is_owned(folder))
 
 
 def live_runs(client: docker.DockerClient | None = None, results_root: Path | None = None) -> list[str]:
     """The runs alive now: a running container of a run (not the stack's), or a run folder
     under ``results_root`` whose owner's lock is held (runner/run_lock.py)."""
-    from runner.run_lock import is_owned
-
     client = client or docker.from_env()
     alive = {container.labels.get(RUN_LABEL, "")
              for container in client.containers.list(filters={"label": RUN_LABEL, "status": "running"})
              if not is_stack(container.labels)}
-    if results_root is not None and results_root.is_dir():
-        alive |= {folder.name for folder in results_root.iterdir()
-                  if folder.is_dir() and is_owned(folder)}
-    return sorted(alive - {""})
+    return sorted((alive | owned_runs(results_root)) - {""})
 
 
 def _name(thing: Container | Network) -> str:

@@ -117,6 +117,26 @@ def test_a_locked_run_folder_is_a_live_run(owned: Any, tmp_path: Path) -> None:
     assert cleaning.live_runs(scoped, tmp_path) == []  # type: ignore[arg-type]
 
 
+def test_clean_keeps_the_sandboxes_and_firewall_rules_of_a_run_whose_owner_is_alive(
+    owned: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from runner.run_lock import owning
+
+    client, scoped, tag = owned
+    alive, dead = "20260101-000000-aaaa", "20260101-000000-dddd"
+    kept = _make(client, tag, alive, running=True)
+    leftover = _make(client, tag, dead, running=True)
+    swept: list[str | None] = []
+    monkeypatch.setattr(cleaning, "_sweep_firewall", lambda run_id, report: swept.append(run_id))
+    with owning(tmp_path / alive):
+        owners = cleaning.owned_runs(tmp_path)
+        assert owners == {alive}
+        report = cleaning.cleanup(None, scoped, keep_runs=owners)  # type: ignore[arg-type]
+    assert report.containers == [leftover] and kept in report.kept
+    assert _names(client, tag) == {kept}
+    assert swept == [dead], "a live run's firewall rules were swept (or the dead run's were not)"
+
+
 def test_clean_all_with_a_run_id_is_a_usage_error_that_removes_nothing() -> None:
     from typer.testing import CliRunner
 

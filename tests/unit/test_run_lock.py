@@ -84,3 +84,12 @@ def test_resume_of_a_live_run_exits_2_with_one_line_and_touches_nothing(
     assert time.monotonic() - started < 20, "the refusal must come before any set-up"
     assert {p.name: p.stat().st_mtime_ns for p in run_dir.iterdir()} == before
     assert live_owner.poll() is None, "the live run was disturbed"
+
+
+def test_clean_of_a_live_run_is_refused_in_one_line(run_dir: Path, live_owner: subprocess.Popen[str]) -> None:
+    result = CliRunner().invoke(app, ["clean", "--run-id", run_dir.name, "--results", str(run_dir.parent)],
+                                env={"COLUMNS": "200"})
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and f"run {run_dir.name} is alive" in lines[0], result.output
+    assert live_owner.poll() is None
