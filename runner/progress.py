@@ -117,8 +117,12 @@ class Progress:
         None when unknown."""
         elapsed = self.elapsed_s
         pace = self.pace_s
-        if self.total is not None and pace is not None:
-            return max(0.0, pace * (self.total - self.done))
+        if self.total is not None and pace is not None and self._last_done_at is not None:
+            # Counts down between finishes; a step that runs past the pace holds it at the
+            # steps after it rather than at 0:00.
+            left = self.total - self.done
+            since = self.clock() - self._last_done_at
+            return max(0.0, pace * left - since, pace * (left - 1))
         if self.total is not None and self.done > 0 and self.expected_s is None:
             return None  # one finished step says nothing yet about the next ones
         if self.expected_s is not None:

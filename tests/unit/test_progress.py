@@ -127,6 +127,19 @@ def test_planted_a_long_first_scenario_is_not_extrapolated_over_the_suite():
     assert progress.finished and "ETA" not in out.getvalue().splitlines()[-1]
 
 
+def test_the_eta_counts_down_between_finishes_and_holds_when_a_step_is_late():
+    progress, _, clock = log_progress(4)
+    clock.now += 30
+    progress.advance("a")
+    clock.now += 30
+    progress.advance("b")  # pace 30 s, 2 left
+    assert progress.eta_s == pytest.approx(60)
+    clock.now += 10
+    assert progress.eta_s == pytest.approx(50)
+    clock.now += 100  # the third is late: the fourth still takes its 30 s
+    assert progress.eta_s == pytest.approx(30)
+
+
 def test_planted_a_burst_of_finishes_does_not_make_the_run_look_faster():
     # Four sandboxes at a time, 60 s each: they finish in fours, 60 s apart. Gaps inside a
     # burst are ~0 s; a median of gaps would say the run is nearly done.
