@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
@@ -31,13 +32,50 @@ def app(tmp_path: Path) -> Iterator[object]:
     state.backend.close()
 
 
-def _client(app: object, address: str) -> TestClient:
-    return TestClient(app, client=(address, 50000))  # type: ignore[arg-type]
+class _Clients:
+    """One test client (one event loop, as one server has) whose requests come from the
+    address each call names: the ASGI scope's client is set as a sandbox's source would be."""
+
+    def __init__(self, app: Any) -> None:
+        async def from_address(scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] == "http":
+                headers = dict(scope["headers"])
+                address = headers.get(b"x-test-source", b"127.0.0.1").decode()
+                scope = {**scope, "client": (address, 50000)}
+            await app(scope, receive, send)
+
+        self.client = TestClient(from_address)
+
+    def __enter__(self) -> _Clients:
+        self.client.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.client.__exit__(*exc)
+
+    def at(self, address: str) -> _From:
+        return _From(self.client, address)
+
+
+class _From:
+    def __init__(self, client: TestClient, address: str) -> None:
+        self.client, self.headers = client, {"x-test-source": address}
+
+    def get(self, url: str, **kwargs: Any) -> Any:
+        return self.client.get(url, headers={**self.headers, **kwargs.pop("headers", {})},
+                               **kwargs)
+
+    def post(self, url: str, **kwargs: Any) -> Any:
+        return self.client.post(url, headers=self.headers, **kwargs)
+
+    def stream(self, method: str, url: str, **kwargs: Any) -> Any:
+        return self.client.stream(method, url, headers=self.headers, **kwargs)
 
 
 def test_each_clients_requests_are_its_own(app: object) -> None:
     since = time.time()
-    with _client(app, "10.0.1.2") as one, _client(app, "10.0.2.2") as two:
+    with _Clients(app) as clients:
+        one, two = clients.at("10.0.1.2"), clients.at("10.0.2.2")
         one.post("/api/v1/chat/completions", json=CHAT)
         with one.stream("POST", "/api/v1/chat/completions", json={**CHAT, "stream": True}) as r:
             list(r.iter_lines())
@@ -58,7 +96,8 @@ def test_each_clients_requests_are_its_own(app: object) -> None:
 
 
 def test_another_clients_records_need_the_admin_token(app: object) -> None:
-    with _client(app, "10.0.1.2") as one, _client(app, "10.0.9.9") as runner:
+    with _Clients(app) as clients:
+        one, runner = clients.at("10.0.1.2"), clients.at("10.0.9.9")
         one.post("/api/v1/chat/completions", json=CHAT)
         refused = runner.get("/trialbox/meter", params={"client": "10.0.1.2"})
         allowed = runner.get("/trialbox/meter", params={"client": "10.0.1.2"},
@@ -70,7 +109,8 @@ def test_another_clients_records_need_the_admin_token(app: object) -> None:
 
 
 def test_since_leaves_out_earlier_requests(app: object) -> None:
-    with _client(app, "10.0.1.2") as one:
+    with _Clients(app) as clients:
+        one = clients.at("10.0.1.2")
         one.post("/api/v1/chat/completions", json=CHAT)
         since = time.time()
         one.post("/api/v1/chat/completions", json=CHAT)
@@ -79,7 +119,8 @@ def test_since_leaves_out_earlier_requests(app: object) -> None:
 
 
 def test_a_refused_request_is_recorded_with_its_status(app: object) -> None:
-    with _client(app, "10.0.1.2") as one:
+    with _Clients(app) as clients:
+        one = clients.at("10.0.1.2")
         one.post("/api/v1/chat/completions", json={**CHAT, "model": "no-such-model"})
         records = one.get("/trialbox/meter").json()["records"]
     assert [r["status"] for r in records] == [404]

@@ -167,6 +167,12 @@ class Timing:
         payload = line[5:].strip()
         if not payload or payload == "[DONE]":
             return
+        if self.first_token is not None and '"usage"' not in payload and '"timings"' not in payload:
+            # Past the first token only the clock matters (a chunk of text), so the line is not
+            # parsed: the front door's cost per streamed token stays a substring test.
+            if '"finish_reason":null' in payload.replace(" ", "") or '"content"' in payload:
+                self.last_token = time.perf_counter()
+            return
         try:
             chunk = json.loads(payload)
         except json.JSONDecodeError:
