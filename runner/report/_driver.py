@@ -48,7 +48,9 @@ from runner.status import JUDGED, Status
 from runner.trials import pass_hat_k
 
 NOT_TESTED = "not tested: the all-scenarios result is within the noise"
-MIN_SCENARIOS = 5  # a bootstrap over fewer scenarios has too few distinct resamples to trust
+#: Below this many paired scenarios no result over scenarios can be called: the sign-flip test's
+#: smallest p, 2 / 2^n, is 0.0625 for 5 (and a bootstrap over so few has few distinct draws).
+MIN_SCENARIOS = 6
 ALPHA = 0.05
 CONFIDENCE = 0.95
 RESAMPLES = 2000
@@ -511,18 +513,30 @@ def _detectable(
 
 
 def _decide(
-    rows: Sequence[MetricDelta], lower_is_better: dict[str, bool | None], alpha: float
+    rows: Sequence[MetricDelta],
+    lower_is_better: dict[str, bool | None],
+    alpha: float,
+    outcomes: Sequence[OutcomeDelta] = (),
 ) -> None:
-    """Benjamini–Hochberg over the rows that were tested; each gets its verdict."""
+    """Benjamini–Hochberg over one family (metric rows that were tested, and outcomes that could
+    show a change); each gets its adjusted p and its verdict."""
     tested = [r for r in rows if r.p_value is not None]
-    for row, adjusted in zip(tested, adjust_bh([r.p_value for r in tested if r.p_value is not None]),
-                             strict=True):
-        row.p_adjusted = adjusted
-        moved = adjusted < alpha and row.change is not None and row.change != 0
+    asked = [o for o in outcomes if o.verdict is not Change.TOO_FEW]
+    p_values = [r.p_value for r in tested if r.p_value is not None] + [o.p_value for o in asked]
+    adjusted = adjust_bh(p_values)
+    for row, p in zip(tested, adjusted[: len(tested)], strict=True):
+        row.p_adjusted = p
+        moved = p < alpha and row.change is not None and row.change != 0
         row.verdict = (
             _direction(row.change, lower_is_better[row.metric])
             if moved and row.change is not None else Change.NO_CHANGE
         )
+    for outcome, p in zip(asked, adjusted[len(tested):], strict=True):
+        outcome.p_adjusted = p
+        if p < alpha:
+            outcome.verdict = Change.BETTER if outcome.b_only > outcome.a_only else Change.WORSE
+        else:
+            outcome.verdict = Change.NO_CHANGE
 
 
 # --- quality -------------------------------------------------------------------------------
@@ -646,17 +660,6 @@ def _suite_pass_k(rows: Sequence[ScenarioQuality]) -> tuple[int | None, float | 
     a = statistics.fmean(pass_hat_k(r.judged_a, r.passes_a, k) for r in measured)
     b = statistics.fmean(pass_hat_k(r.judged_b, r.passes_b, k) for r in measured)
     return k, a, b
-
-
-def _decide_outcomes(rows: Sequence[OutcomeDelta], alpha: float) -> None:
-    """Benjamini–Hochberg over the outcomes that could show a change; each gets its verdict."""
-    tested = [o for o in rows if o.verdict is not Change.TOO_FEW]
-    for row, adjusted in zip(tested, adjust_bh([o.p_value for o in tested]), strict=True):
-        row.p_adjusted = adjusted
-        if adjusted < alpha:
-            row.verdict = Change.BETTER if row.b_only > row.a_only else Change.WORSE
-        else:
-            row.verdict = Change.NO_CHANGE
 
 
 # --- device --------------------------------------------------------------------------------
@@ -832,7 +835,19 @@ def driver_report(
 
     # The headline family: every metric and outcome over all scenarios, adjusted together.
     headline = [d for d in speed + scores if d.scope == "all"]
-    _decide(headline, better, alpha)
+    # Too few scenarios for a result over scenarios: each scenario (tested over its trials)
+    # becomes a headline question itself, adjusted with the rest.
+    few = {
+        d.metric for d in headline
+        if d.p_value is None and 0 < d.scenarios < MIN_SCENARIOS and d.metric != SCORE.key
+    }
+    for key in few:
+        metric, sa, sb = samples[key]
+        speed += [_delta(metric, scope, sa, sb, **knobs) for scope in scopes
+                  if scope[0] == "scenario"]
+    promoted = [d for d in speed if d.metric in few and d.scope == "scenario"]
+    all_outcomes = [o for o in outcomes if o.scope == "all"]
+    _decide(headline + promoted, better, alpha, all_outcomes)
     detectable = _detectable(
         [d for d in headline if d.metric != SCORE.key],
         tests=len(headline) + sum(o.scope == "all" for o in outcomes),
@@ -840,15 +855,14 @@ def driver_report(
         confidence=confidence,
         alpha=alpha,
     )
-    _decide_outcomes([o for o in outcomes if o.scope == "all"], alpha)
     # Drill down only where the headline moved; each metric's categories and its scenarios are
     # one family each.
     for d in headline:
         metric, sa, sb = samples[d.metric]
         deltas = speed if d.metric != "score" else scores
         for kind in ("category", "scenario"):
-            if kind == "scenario" and metric is SCORE:
-                continue  # a scenario's scores are its pass^k row below
+            if kind == "scenario" and (metric is SCORE or d.metric in few):
+                continue  # scores: the pass^k rows below; few: tested with the headline
             family = [
                 _delta(metric, scope, sa, sb, **knobs, tested=d.verdict.beyond_noise)
                 for scope in scopes if scope[0] == kind
@@ -860,10 +874,10 @@ def driver_report(
     order = {"all": 0, "category": 1, "scenario": 2}
     keys = [m.key for m in SPEED_METRICS]
     speed.sort(key=lambda r: (keys.index(r.metric), order[r.scope]))
-    for o in [o for o in outcomes if o.scope == "all"]:
+    for o in all_outcomes:
         drill = [x for x in outcomes if x.outcome == o.outcome and x.scope == "category"]
         if o.verdict.beyond_noise:
-            _decide_outcomes(drill, alpha)
+            _decide([], better, alpha, drill)
         else:
             for x in drill:
                 if x.verdict is not Change.TOO_FEW:
@@ -888,9 +902,11 @@ def driver_report(
         f"intervals: {confidence * 100:.0f}% percentile cluster bootstrap over scenarios "
         f"({resamples} resamples, seed {seed}); at least {MIN_SCENARIOS} paired scenarios for "
         "a verdict; one scenario: exact permutation test over its trials",
-        f"multiplicity: Benjamini–Hochberg over the all-scenarios results at {alpha:g}; "
-        "categories and scenarios are tested only for a result that moved, Benjamini–Hochberg "
-        "again within each",
+        f"multiplicity: Benjamini–Hochberg over the all-scenarios results (speeds, score and "
+        f"outcomes together) at {alpha:g}; categories and scenarios are tested only for a "
+        "result that moved, Benjamini–Hochberg again within each; with fewer than "
+        f"{MIN_SCENARIOS} paired scenarios each scenario is tested over its trials as a "
+        "headline question",
         f"warm-up: the first {warmup} scenario run(s) of each side have their speed figures "
         "discarded" if warmup else "warm-up: none discarded (--warmup N drops the first N "
         "scenario runs' speed figures)",

@@ -130,10 +130,15 @@ PLANTED_PAIRS = 100
 
 
 def test_a_planted_change_of_the_printed_detectable_size_is_found_4_times_in_5():
+    # The size the report prints rests on one run's noise estimate (±9 % for 59 scenarios):
+    # plant the median of what 10 A/A reports of this design print.
     rng = np.random.default_rng(0)
-    suite = suite_of(rng, DESIGN["scenarios"])
-    a, b = (run(x, rng, suite, FRONT_DOOR, trials=5, turns=3) for x in "ab")
-    size = next(d for d in driver_report(a, b).detectable if d.metric == "ttft_s")
+    sizes = []
+    for _ in range(10):
+        suite = suite_of(rng, DESIGN["scenarios"])
+        a, b = (run(x, rng, suite, FRONT_DOOR, trials=5, turns=3) for x in "ab")
+        sizes.append(next(d for d in driver_report(a, b).detectable if d.metric == "ttft_s"))
+    size = sorted(sizes, key=lambda d: d.detectable)[len(sizes) // 2]
     print(f"\n{detectable_text(size)}")
     _, at_size = rate_of_findings(
         FRONT_DOOR, **DESIGN, ttft_factor=1 + size.detectable, seed=5, pairs=PLANTED_PAIRS,
@@ -144,6 +149,8 @@ def test_a_planted_change_of_the_printed_detectable_size_is_found_4_times_in_5()
     )
     print(f"planted +{size.detectable:.1%} TTFT: found in {at_size:.0%} of {PLANTED_PAIRS} "
           f"pairs; planted +5%: found in {at_5:.0%}")
-    assert at_size >= 0.80
+    # 100 pairs measure a true 80 % as 80 ± 8 %: 0.75 leaves room for this test's own
+    # sampling error, not the report's.
+    assert at_size >= 0.75
     # A smaller change is found less often: the printed size is what decides.
     assert (at_5 <= at_size) == (size.detectable >= 0.05)

@@ -230,7 +230,7 @@ def test_a_known_speed_and_quality_difference_are_both_found():
     # The headline moved, so categories and scenarios are looked at; 4 scenarios a category
     # and 3 trials a scenario are too few to call, and the report says so.
     memory = metric(report, "ttft_s", "category", "memory")
-    assert memory.verdict is Change.TOO_FEW and "at least 5 needed" in memory.note
+    assert memory.verdict is Change.TOO_FEW and "at least 6 needed" in memory.note
     one = metric(report, "ttft_s", "scenario", "scenario_0")
     assert one.verdict is Change.TOO_FEW and "run more trials" in one.note
     assert metric(report, "tokens_per_s").verdict is Change.NO_CHANGE
@@ -286,7 +286,7 @@ def test_a_tiny_run_says_n_is_too_small():
                    failing={("only_scenario", 1)})
     report = driver_report(a, b)
     ttft = metric(report, "ttft_s")
-    assert ttft.verdict is Change.TOO_FEW and "1 paired scenario(s); at least 5" in ttft.note
+    assert ttft.verdict is Change.TOO_FEW and "1 paired scenario(s); at least 6" in ttft.note
     passed = outcome(report, "passed")
     assert passed.verdict is Change.TOO_FEW and "run more scenarios or trials" in passed.note
     assert report.beyond_noise == []
@@ -416,3 +416,22 @@ def test_front_door_figures_are_compared_when_both_runs_have_them():
     assert report.speed_source == "front_door"
     assert metric(report, "ttft_s").verdict is Change.NO_CHANGE  # the 2× turns are not compared
     assert any(r == "speed figures compared: front_door" for r in report.rules)
+
+
+def test_with_few_scenarios_each_scenario_is_a_headline_question():
+    three = SCENARIOS[:3]
+    a, _ = planted("a", driver="x", scenarios=three, trials=5)
+    b, _ = planted("b", driver="y", scenarios=three, trials=5, ttft_factor=2.0)
+    report = driver_report(a, b)
+    overall = metric(report, "ttft_s")
+    assert overall.verdict is Change.TOO_FEW and "3 paired scenario(s); at least 6" in overall.note
+    # 5 trials a side, all of B's slower: exact permutation p = 2/252, then adjusted with the
+    # other headline questions.
+    one = metric(report, "ttft_s", "scenario", "scenario_0")
+    assert one.p_value == pytest.approx(2 / 252) and one.verdict is Change.SLOWER
+    assert "time to first token: B slower in 3 of 3 scenario(s)" in "\n".join(report.beyond_noise)
+    # With 3 trials the same change cannot be told from noise, and the report says why.
+    a3, _ = planted("a", driver="x", scenarios=three)
+    b3, _ = planted("b", driver="y", scenarios=three, ttft_factor=2.0)
+    small = metric(driver_report(a3, b3), "ttft_s", "scenario", "scenario_0")
+    assert small.verdict is Change.TOO_FEW and "run more trials" in small.note
