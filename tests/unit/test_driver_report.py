@@ -435,3 +435,30 @@ def test_with_few_scenarios_each_scenario_is_a_headline_question():
     b3, _ = planted("b", driver="y", scenarios=three, ttft_factor=2.0)
     small = metric(driver_report(a3, b3), "ttft_s", "scenario", "scenario_0")
     assert small.verdict is Change.TOO_FEW and "run more trials" in small.note
+
+
+def test_compare_report_refuses_a_device_mismatch_with_one_line_and_exit_2(tmp_path):
+    import subprocess
+    import sys
+
+    a, _ = planted("a", driver="x")
+    b, _ = planted("b", driver="y")
+    b.config.served_on = "cpu"
+    for card in (a, b):
+        (tmp_path / f"{card.run_id}.json").write_text(card.model_dump_json())
+
+    def compare(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "runner.cli", "compare", "a.json", "b.json", "--report", *extra],
+            cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        )
+
+    refused = compare()
+    output = refused.stdout + refused.stderr
+    assert refused.returncode == 2 and "Traceback" not in output, output
+    errors = [line for line in output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "run b asked for rocm but was served on cpu" in errors[0], output
+    allowed = compare("--allow-device-mismatch", "--warmup", "3")
+    assert allowed.returncode == 0, allowed.stdout + allowed.stderr
+    assert "device mismatch allowed" in allowed.stdout
+    assert "the first 3 scenario run(s) of each side have their speed figures" in allowed.stdout
