@@ -34,6 +34,36 @@ class BoundedReadError(ValueError):
     """The file is not a regular file, too large, or unreadable; the message names it and why."""
 
 
+MAX_PATH_BYTES = 4096
+"""Linux's PATH_MAX: a longer path cannot name a file."""
+MAX_NAME_BYTES = 255
+"""Linux's NAME_MAX: one path component longer than this cannot exist."""
+
+
+def checked_path_text(path: str) -> str:
+    """`path` when every file system trialbox runs on can take it, else ValueError saying why."""
+    if "\x00" in path:
+        raise ValueError("path contains a NUL byte; write the file's path as plain text")
+    size = len(path.encode("utf-8", errors="surrogateescape"))
+    if size > MAX_PATH_BYTES:
+        raise ValueError(f"path is {size} bytes long; a path can be at most {MAX_PATH_BYTES}")
+    for part in path.replace("\\", "/").split("/"):
+        if len(part.encode("utf-8", errors="surrogateescape")) > MAX_NAME_BYTES:
+            raise ValueError(f"path component {part[:40]!r}… is longer than {MAX_NAME_BYTES} "
+                             "bytes, which no file name can be")
+    return path
+
+
+def checked_path(path: Path) -> Path:
+    """`path` when the system can take it (see checked_path_text), else BoundedReadError: for
+    paths a user typed, before any is_dir()/exists() (those raise on a name over 255 bytes)."""
+    try:
+        checked_path_text(str(path))
+    except ValueError as err:
+        raise BoundedReadError(f"{str(path)[:80]}…: {err}") from None
+    return path
+
+
 def _kind(mode: int) -> str:
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
@@ -44,6 +74,7 @@ def _size(limit: int) -> str:
 
 def read_bounded(path: Path, limit: int) -> bytes:
     """At most `limit` bytes of the regular file `path`, or BoundedReadError saying why not."""
+    checked_path(path)
     try:
         info = os.stat(path)  # follows links: a link to /dev/zero is a character device
     except (OSError, ValueError) as err:  # ValueError: a NUL in the path

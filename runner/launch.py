@@ -21,7 +21,7 @@ import httpx
 
 from runner import __version__
 from runner.agents import AgentError, AgentRegistry
-from runner.bounded_read import TRACE_BYTES, read_bounded_text
+from runner.bounded_read import TRACE_BYTES, checked_path, read_bounded_text
 from runner.engine import Engine, LiveConversations, ReplayedConversations
 from runner.errors import (
     EXIT_INFRA,
@@ -579,6 +579,10 @@ RUN_ID = re.compile(r"[0-9]{8}-[0-9]{6}-[0-9a-f]{4}")
 def resume_settings(run_dir: Path) -> RunSettings:
     """The settings saved in RUN_DIR/run.json. The run id must be one trialbox made and match
     the folder's name: it names files and Docker labels, so `../../x` must never get in."""
+    try:
+        checked_path(run_dir / "run.json")
+    except ValueError as exc:
+        raise UsageError(f"{exc} — pass a folder made by `trialbox run` (results/<run_id>)") from None
     if not (run_dir / "run.json").is_file():
         raise UsageError(f"{run_dir}: no run.json here — pass a folder made by `trialbox run` (results/<run_id>)")
     try:

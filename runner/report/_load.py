@@ -20,6 +20,7 @@ from runner.bounded_read import (
     SETTINGS_BYTES,
     TRACE_BYTES,
     BoundedReadError,
+    checked_path,
     read_bounded_text,
 )
 from runner.report._gaia import BaselineMeta, GaiaScorecard
@@ -50,7 +51,10 @@ def _first_error(path: Path, exc: ValidationError, fix: str) -> ScorecardError:
 
 def locate_scorecard(path: Path) -> Path:
     """The scorecard file `path` names: itself, or the first known name inside a folder."""
-    path = Path(path)
+    try:
+        path = checked_path(Path(path))
+    except BoundedReadError as exc:
+        raise ScorecardError(f"{exc}; pass a run folder or its scorecard.json") from None
     if path.is_dir():
         for name in SCORECARD_NAMES:
             if (path / name).is_file():

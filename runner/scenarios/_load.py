@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runner.bounded_read import checked_path_text
 from runner.scenarios._manifest import Manifest
 from runner.scenarios._manifest_load import load_manifest
 from runner.scenarios._models import Scenario
 from runner.scenarios._problems import Level, Problem
 from runner.scenarios._references import manifest_reference_problems, setup_document_problems
-from runner.scenarios._source import checked_path_text, parse_yaml
+from runner.scenarios._source import parse_yaml
 from runner.scenarios._validate import (
     category_folder,
     problem_at,

@@ -20,8 +20,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from runner.bounded_read import checked_path_text
 from runner.scenarios._checks import Check
-from runner.scenarios._source import SourceMap, checked_path_text
+from runner.scenarios._source import SourceMap
 
 
 class Severity(str, Enum):

@@ -83,26 +83,6 @@ class Parsed:
     problems: list[Problem] = field(default_factory=list)
 
 
-MAX_PATH_BYTES = 4096
-"""Linux's PATH_MAX: a longer path cannot name a file."""
-MAX_NAME_BYTES = 255
-"""Linux's NAME_MAX: one path component longer than this cannot exist."""
-
-
-def checked_path_text(path: str) -> str:
-    """`path` when every file system trialbox runs on can take it, else ValueError saying why."""
-    if "\x00" in path:
-        raise ValueError("path contains a NUL byte; write the file's path as plain text")
-    size = len(path.encode("utf-8", errors="surrogateescape"))
-    if size > MAX_PATH_BYTES:
-        raise ValueError(f"path is {size} bytes long; a path can be at most {MAX_PATH_BYTES}")
-    for part in path.replace("\\", "/").split("/"):
-        if len(part.encode("utf-8", errors="surrogateescape")) > MAX_NAME_BYTES:
-            raise ValueError(f"path component {part[:40]!r}… is longer than {MAX_NAME_BYTES} "
-                             "bytes, which no file name can be")
-    return path
-
-
 # --- reading bytes -----------------------------------------------------------------------
 
 _KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),

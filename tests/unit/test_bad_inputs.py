@@ -32,6 +32,7 @@ SCENARIO = SUITE / "scenarios" / "rag_quality" / "orchard_apples.yaml"
 CHAT_DB = ROOT / "tests" / "fixtures" / "chat_db" / "orchard_apples.db"
 MEMORY_CAP = 2 * 1024 ** 3  # bytes of address space: the CLI needs ~0.5 GB, /dev/zero would need all
 TIME_CAP_S = 60
+LONG = "x" * 300  # one name past NAME_MAX: is_dir() and exists() raise on it, they do not say False
 
 
 def _capped() -> None:
@@ -148,6 +149,11 @@ CASES = [
          env=(("DOCKER_HOST", "unix:///nonexistent/docker.sock"),)),
     Case("TRIALBOX_JUDGE_URL with another scheme", args("run", str(SUITE / "scenarios")), EXIT_USAGE,
          "TRIALBOX_JUDGE_URL", env=(("TRIALBOX_JUDGE_URL", "ftp://127.0.0.1/judge"),)),
+    Case("compare on a name over 255 bytes", args("compare", LONG, LONG), EXIT_USAGE, "255 bytes"),
+    Case("--baseline on a name over 255 bytes", args("run", str(SUITE / "scenarios"), "--baseline", LONG),
+         EXIT_USAGE, "255 bytes"),
+    Case("--resume on a name over 255 bytes", args("run", "--resume", LONG), EXIT_USAGE, "255 bytes"),
+    Case("rescore on a name over 255 bytes", args("rescore", LONG), EXIT_USAGE, "255 bytes"),
     Case("capture --out on a read-only folder", read_only_capture, EXIT_USAGE, "--out"),
 ]
 
