@@ -474,6 +474,11 @@ def _delta(
         return base
     if len(paired) < MIN_SCENARIOS:
         base.note = f"{len(paired)} paired scenario(s); at least {MIN_SCENARIOS} needed"
+        if len(paired) >= 2:  # still worth its noise: the minimum detectable change says how far
+            base.standard_error = paired_cluster_bootstrap(
+                differences, resamples=resamples, confidence=confidence,
+                seed=_seed(seed, metric.key, kind, name),
+            ).standard_error
         return base
     test = paired_cluster_bootstrap(
         differences, resamples=resamples, confidence=confidence,
