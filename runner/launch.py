@@ -274,6 +274,29 @@ def served_on(settings: RunSettings) -> Any:
     return served_on_from(requested, llm_identity(settings.llm_url), llm_system_info(settings.llm_url))
 
 
+def server_groups(llm_container: str | None) -> list[str]:
+    """The groups the real LLM server's container was added to (compose `group_add`): the
+    `lemonade` service of the same compose project as the front door `llm_container`; [] when
+    there is none (llm-cpu, a server trialbox did not start) or Docker cannot say."""
+    if not llm_container:
+        return []
+    import docker
+    from docker.errors import DockerException
+
+    try:
+        client = docker.from_env()
+        try:
+            project = client.containers.get(llm_container).labels.get("com.docker.compose.project")
+            found = client.containers.list(filters={"label": [
+                f"com.docker.compose.project={project}", "trialbox.role=lemonade"]}) if project else []
+            added = found[0].attrs.get("HostConfig", {}).get("GroupAdd") if found else None
+        finally:
+            client.close()
+    except DockerException:
+        return []
+    return [str(group) for group in added or []]
+
+
 def check_served_device(settings: RunSettings, say: Callable[[str], None]) -> None:
     """Device truth, before any sandbox: asked for rocm/npu, the server must say it serves on
     it and its device nodes must be open to the server's groups. Otherwise InfraError (exit 3)
@@ -290,7 +313,7 @@ def check_served_device(settings: RunSettings, say: Callable[[str], None]) -> No
                         f"({'; '.join(served.evidence) or 'no backend named'})")
     if os.environ.get("TRIALBOX_IN_CONTAINER") != "1":  # the runner container has no /dev
         groups = [os.environ[name] for name in _DEVICE_GID_VARIABLES[served.requested]
-                  if os.environ.get(name)]
+                  if os.environ.get(name)] or server_groups(settings.llm_container)
         if bad := (unusable_nodes(served.requested, groups) if groups else []):
             problems.append(f"the server's groups ({', '.join(groups)}) cannot open {', '.join(bad)}")
     if not problems:
