@@ -16,8 +16,8 @@ Why each option:
 - memory / pids / CPU limits: one runaway sandbox (a tool loop, a fork bomb in a shell tool)
   must not starve the shared LLM server or the other sandboxes. Memory and pids defaults are
   measured (see ``ROLE_LIMITS``); every one is overridable by environment variable.
-- CPU is sized from the machine (``cpu_limits``): all sandboxes alive at the default
-  concurrency — the running one and the warm pool's spares, 2 × 1 + 1 — together get at most
+- CPU is sized from the machine (``cpu_limits``): the sandboxes busy at once at the default
+  concurrency — the running one and the one the warm pool is starting — together get at most
   cores − 1 CPUs, so one core is always the LLM server's; and ``cpu_shares`` gives every
   sandbox container a low weight (the LLM server's compose service a high one), so under
   contention the kernel hands the LLM server its share first. 1.5 + 1.0 CPUs per sandbox on
@@ -74,9 +74,13 @@ ROLE_LIMITS: dict[Role, Limits] = {
     "mcp": Limits(memory="384m", pids=128, cpus=1.0),
 }
 
-#: Sandboxes alive at once at the default concurrency (1): the running one plus the warm
-#: pool's spares (concurrency + 1), as runner/engine.py sizes the pool.
-SANDBOXES_AT_DEFAULT_CONCURRENCY = 2 * 1 + 1
+#: Sandboxes that use CPU at once at the default concurrency (1): the one running a
+#: conversation plus the one the warm pool is starting (the pool starts at most `concurrency`
+#: at a time, runner/sandbox/pool.py). Its other spare is started and idle — an Agent UI
+#: waiting for its first request uses no CPU — and its weight (SANDBOX_CPU_SHARES) keeps it
+#: behind the LLM server if it ever does. Counting idle spares too would cap GAIA's own
+#: start-up and RAG work at a fifth of a core on 2 cores (its import took 7.3 s instead of 2.1).
+SANDBOXES_AT_DEFAULT_CONCURRENCY = 2
 
 #: Each role's part of its sandbox's CPU, in the measured ceilings' ratio (1.5 : 1.0).
 CPU_SHARE_OF_SANDBOX: dict[Role, float] = {"agent-ui": 0.6, "mcp": 0.4}
