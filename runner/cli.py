@@ -469,8 +469,10 @@ def _check_urls(*flags: tuple[str, str | None]) -> None:
 
 
 def _env_urls() -> list[tuple[str, str | None]]:
-    """The URLs the environment may set instead of a flag: checked the same way."""
-    return [(name, os.environ.get(name)) for name in ("TRIALBOX_JUDGE_URL", "TRIALBOX_SIMULATOR_URL")]
+    """The URLs the environment may set instead of a flag: checked the same way. An empty or
+    blank variable is unset, as the judge and simulator configuration read it."""
+    return [(name, os.environ.get(name, "").strip() or None)
+            for name in ("TRIALBOX_JUDGE_URL", "TRIALBOX_SIMULATOR_URL")]
 
 
 def _check_numbers(*, timeout: float | None, budget_usd: float | None, min_pass_rate: float | None) -> None:
