@@ -47,7 +47,7 @@ from runner.report._stats import (
 from runner.status import JUDGED, Status
 from runner.trials import pass_hat_k
 
-NOT_TESTED = "not tested: the all-scenarios result is within the noise"
+NOT_TESTED = "not tested: the all-scenarios result did not move beyond noise"
 #: Below this many paired scenarios no result over scenarios can be called: the sign-flip test's
 #: smallest p, 2 / 2^n, is 0.0625 for 5 (and a bootstrap over so few has few distinct draws).
 MIN_SCENARIOS = 6
@@ -741,6 +741,8 @@ def _outcome_finding(delta: OutcomeDelta) -> str:
 def detectable_text(d: DetectableChange) -> str:
     """'with 3 trials of 59 scenarios, a TTFT change smaller than ±x % cannot be told ...'"""
     def size(v: float) -> str:
+        if d.relative and v > 9:  # beyond ×10 the percentage says nothing more
+            return "a factor of more than 10"
         return f"±{v * 100:.1f}%" if d.relative else f"±{v:.2f}"
 
     return (
@@ -887,7 +889,7 @@ def driver_report(
             for x in drill:
                 if x.verdict is not Change.TOO_FEW:
                     x.verdict = Change.NO_CHANGE
-                    x.note = "not tested further: the all-scenarios result is within the noise"
+                    x.note = NOT_TESTED
 
     rows = [_scenario_quality(s, runs_a[s], runs_b[s]) for s in common]
     k, hat_a, hat_b = _suite_pass_k(rows)
