@@ -416,12 +416,19 @@ def parse_tool_detail(detail: str) -> dict[str, Any]:
     return arguments
 
 
+def _is_generation(record: dict[str, Any]) -> bool:
+    """A chat/completion request (embeddings and reranking are metered too, not turn speed)."""
+    route = str(record.get("route") or "")
+    return route.endswith(("/chat/completions", "/completions", "/responses"))
+
+
 def turn_performance_from_meter(records: list[dict[str, Any]], wall_s: float) -> TurnPerformance:
     """A turn's speed from *all* of its own requests at the front door (`trialbox_llm.meter`):
     TTFT of the first call, decode rate over every call (tokens after each first token over
     the time after it, summed), tokens summed. Non-streamed calls have no front-door TTFT:
     when no call streamed, the server's self-reported figures are used and labelled so."""
-    done = sorted((r for r in records if r.get("status") == 200), key=lambda r: r["started_at"])
+    done = sorted((r for r in records if r.get("status") == 200 and _is_generation(r)),
+                  key=lambda r: r["started_at"])
     base = TurnPerformance(wall_s=round(wall_s, 3), source="not_measured", llm_calls=len(done))
     if not done:
         return base

@@ -143,3 +143,20 @@ def test_decode_rate_is_tokens_after_the_first_over_first_to_last_token() -> Non
     assert record.completion_tokens == 11 and record.prompt_tokens == 3
     assert record.decode_s is not None and record.decode_s >= 0.05
     assert record.decode_tokens_per_s == pytest.approx(10 / record.decode_s, rel=1e-3)
+
+
+def test_embeddings_are_metered_and_left_out_of_turn_speed(app: object) -> None:
+    from runner.target import turn_performance_from_meter
+    from trialbox_llm.catalog import MINILM
+
+    with _Clients(app) as clients:
+        one = clients.at("10.0.1.2")
+        one.post("/api/v1/embeddings", json={"model": MINILM.aliases[0], "input": ["a b c"]})
+        with one.stream("POST", "/api/v1/chat/completions", json={**CHAT, "stream": True}) as r:
+            list(r.iter_lines())
+        records = one.get("/trialbox/meter").json()["records"]
+    assert [r["route"] for r in records] == ["/api/v1/embeddings", "/api/v1/chat/completions"]
+    assert records[0]["status"] == 200 and records[0]["prompt_tokens"] == 3
+    figures = turn_performance_from_meter(records, wall_s=1.0)
+    assert figures.llm_calls == 1 and figures.output_tokens == FIXED_ANSWER_TOKENS
+    assert figures.source == "front_door"

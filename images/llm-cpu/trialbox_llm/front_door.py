@@ -51,7 +51,7 @@ log = logging.getLogger("trialbox_llm.front_door")
 
 _TIMEOUT = httpx.Timeout(connect=10.0, read=None, write=60.0, pool=None)
 #: Routes that pass without a token (after the API prefix).
-METERED = frozenset({"chat/completions", "completions", "responses"})
+METERED = frozenset({"chat/completions", "completions", "responses", "embeddings", "reranking"})
 PASSING = METERED | frozenset({"embeddings", "reranking", "health", "models", "system-info",
                                "stats", "live"})
 #: Headers not passed on: hop-by-hop ones, the length (re-computed) and the admin token.

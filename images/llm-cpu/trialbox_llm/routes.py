@@ -467,14 +467,28 @@ async def _chat_completions(state: ServerState, body: dict[str, Any], timing: Ti
 async def embeddings(request: Request) -> Response:
     state: ServerState = request.app.state.llm
     body = await read_json(request)
-    model, use = await use_model(state, body, ModelKind.EMBEDDING)
+    requested = body.get("model")
+    timing = Timing(state.meter, client_of(request), request.url.path,
+                    requested if isinstance(requested, str) else None, streamed=False)
+    try:
+        model, use = await use_model(state, body, ModelKind.EMBEDDING)
+    except ApiError as exc:
+        timing.close(exc.status)
+        raise
     try:
         limit = input_limit(model) or model.ctx_size
         fitted = await fit_to_limit(state.http, model.url, body, limit)
         count_embedding_inputs(state, fitted.texts, fitted.truncated, limit)
+        timing.sending()
         upstream = await state.http.post(f"{model.url}/v1/embeddings", json=fitted.body)
+    except BaseException:
+        timing.close(502)
+        raise
     finally:
         use.release()
+    if upstream.status_code == 200:
+        timing.body(upstream.content)
+    timing.close(upstream.status_code)
     return passthrough(upstream)
 
 
