@@ -132,7 +132,11 @@ def test_outcome_rules_and_the_combined_rate() -> None:
     assert not passing(unchecked) and not failing(unchecked)  # nothing decided: neither
     assert not failing(infra)  # the fixer never gets infrastructure failures
     assert failing(_result("e", Status.BLOCKED_BY_ARCHITECTURE)) and passing(_result("f", Status.PASS))
-    assert combined_rate({r.id: r for r in (checked_ok, checked_bad, unchecked, infra)}) == 0.5
+    latest = {r.id: r for r in (checked_ok, checked_bad, unchecked, infra)}
+    # The gate's rule: the unmeasured INFRA_ERROR counts as not passing (1 of 3) unless
+    # --allow-incomplete leaves it out (1 of 2); the unchecked NOT_JUDGED decides nothing.
+    assert combined_rate(latest) == pytest.approx(1 / 3)
+    assert combined_rate(latest, allow_incomplete=True) == 0.5
     assert combined_rate({"c": unchecked}) is None
 
 
