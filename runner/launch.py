@@ -211,27 +211,13 @@ def resolve_providers(settings: RunSettings) -> Any:
 
 async def prepare_judge(settings: RunSettings, say: Callable[[str], None]) -> tuple[Any, Any]:
     """Resolve judge + simulator (printing each choice and why) and calibrate the judge."""
+    choices = resolve_providers(settings)
     try:
-        choices = from_env_and_flags(
-            judge=settings.judge_provider if settings.judge_provider != "auto" else None,
-            judge_model=settings.judge_model,
-            judge_url=settings.judge_url,
-            simulator=settings.simulator_mode if settings.simulator_mode != "auto" else None,
-            simulator_model=settings.simulator_model,
-            simulator_url=settings.simulator_url,
-            llm_url=f"{settings.llm_url}/api/v1",
-        )
         simulator = make_simulator(choices.simulator)
     except ProviderConfigError as exc:
         raise UsageError(str(exc)) from exc
     for line in choices.header_lines():
         say(line)
-    settings.judge_provider = choices.judge.provider
-    settings.judge_model = choices.judge.model
-    settings.judge_url = choices.judge.url
-    settings.simulator_mode = choices.simulator.provider
-    settings.simulator_model = choices.simulator.model
-    settings.simulator_url = choices.simulator.url
     if choices.judge.provider == "none":
         return None, simulator
     say("calibrating the judge before any scenario runs ...")
