@@ -38,7 +38,7 @@ from runner.launch import (
     resolve_providers,
     selected_scenarios,
 )
-from runner.report import Scorecard, driver_report, render_driver_md
+from runner.report import DeviceMismatchError, Scorecard, driver_report, render_driver_md
 from runner.report._load import read_traces
 from runner.settings import RunSettings, new_run_id
 
@@ -176,7 +176,12 @@ async def run_per_node(settings: RunSettings, address: str, on: dict[str, str],
     for other in runs[1:]:
         folder = settings.results_root / other.run_id
         card_a, card_b = _card(reference), _card(folder)
-        report = driver_report(card_a, card_b, read_traces(reference), read_traces(folder))
+        try:  # --allow-device-fallback is the user's word that a fallback run still compares
+            report = driver_report(card_a, card_b, read_traces(reference), read_traces(folder),
+                                   allow_device_mismatch=settings.allow_device_fallback)
+        except DeviceMismatchError as exc:  # the runs are kept; only the comparison is refused
+            say(f"no driver-build comparison {runs[0].node.name} → {other.node.name}: {exc}")
+            continue
         path = folder / f"driver-vs-{runs[0].node.name}.md"
         path.write_text(render_driver_md(report))
         (folder / f"driver-vs-{runs[0].node.name}.json").write_text(report.model_dump_json(indent=2))

@@ -19,6 +19,7 @@ from runner.report._compare import (
 )
 from runner.report._driver import (
     Change,
+    DeviceMismatchError,
     DriverReport,
     FingerprintRow,
     MetricDelta,
@@ -65,6 +66,7 @@ __all__ = [
     "Comparison",
     "ComparisonEntry",
     "Cost",
+    "DeviceMismatchError",
     "DriverReport",
     "FingerprintRow",
     "GaiaScorecard",
