@@ -21,7 +21,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from runner.bounded_read import SCORECARD_BYTES, BoundedReadError, read_bounded_text
+from runner.bounded_read import SCORECARD_BYTES, TRACE_BYTES, BoundedReadError, read_bounded_text
 from runner.report._assemble import build_scorecard
 from runner.report._gaia_convert import gaia_json
 from runner.report._html import render_html
@@ -146,7 +146,27 @@ class RunWriter:
         )
         writer.started = card.timestamp
         writer.warnings = list(card.warnings)
+        writer._adopt_unrecorded_traces()
         return writer
+
+    def _adopt_unrecorded_traces(self) -> None:
+        """A run killed between `add`'s two writes left a finished scenario's trace without its
+        scorecard row: keep it (it is exactly what `add` was recording) instead of running the
+        scenario again. A trace that cannot be read is left for the resume to re-run."""
+        known = self.done_keys()
+        adopted = []
+        for path in sorted((self.run_dir / "traces").glob("*.json")):
+            try:
+                trace = Trace.model_validate_json(read_bounded_text(path, TRACE_BYTES))
+            except (BoundedReadError, ValidationError, ValueError):
+                continue
+            if trace.result.key not in known:
+                adopted.append(trace.result)
+        if adopted:
+            self.results += adopted
+            if self.order is not None:
+                self.results.sort(key=self.order)
+            self.write()
 
     def done_keys(self) -> set[str]:
         """Result keys already recorded (what --resume must not run again)."""

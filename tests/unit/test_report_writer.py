@@ -86,6 +86,26 @@ def test_resume_keeps_finished_results(tmp_path):
     assert read_scorecard(tmp_path / "run-1" / "scorecard.json").summary.total_scenarios == 2
 
 
+def test_resume_keeps_a_scenario_whose_trace_was_written_but_not_its_scorecard_row(tmp_path):
+    # Planted: a kill between add()'s two writes — the trace of the second scenario is on disk,
+    # the scorecard still has only the first. Resume must keep it, not run it again.
+    w = writer(tmp_path)
+    w.add(trace(passing()))
+    late = trace(failing())
+    late.result.trace = f"traces/{late.result.key}.json"
+    atomic_write(tmp_path / "run-1" / late.result.trace, late.model_dump_json(indent=2))
+    assert read_scorecard(tmp_path / "run-1" / "scorecard.json").summary.total_scenarios == 1
+    (tmp_path / "run-1" / "traces" / "broken.json").write_text("{")  # unreadable: re-run, not kept
+    again = RunWriter.resume(tmp_path / "run-1")
+    assert again.done_keys() == {passing().key, failing().key}
+    card = read_scorecard(tmp_path / "run-1" / "scorecard.json")
+    assert {r.key for r in card.scenarios} == {passing().key, failing().key}
+    # Null: a folder whose scorecard already holds every trace is resumed unchanged.
+    before = (tmp_path / "run-1" / "scorecard.json").read_bytes()
+    assert RunWriter.resume(tmp_path / "run-1").done_keys() == {passing().key, failing().key}
+    assert (tmp_path / "run-1" / "scorecard.json").read_bytes() == before
+
+
 def test_atomic_write_replaces_content(tmp_path):
     target = tmp_path / "deep" / "file.json"
     atomic_write(target, "one")
