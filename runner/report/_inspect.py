@@ -21,6 +21,8 @@ import importlib
 import json
 import os
 import tempfile
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -154,6 +156,27 @@ def eval_log_of(card: Scorecard, *, suite: str = "trialbox") -> EvalLog:
     )
 
 
+def _without_the_callers_loop(write: Callable[[], object]) -> None:
+    """Run inspect_ai's synchronous writer on a thread of its own. Called from a running asyncio
+    loop (the engine records each scenario from inside one), `write_eval_log` re-enters that
+    loop through nest_asyncio: other tasks then run *inside* our synchronous write — a job was
+    admitted between a scenario's trace and its stop-rule check. On a fresh thread there is no
+    running loop, so inspect_ai runs its own and ours is never re-entered or patched."""
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            write()
+        except BaseException as exc:  # noqa: BLE001 — re-raised on the caller's thread
+            failure.append(exc)
+
+    worker = threading.Thread(target=run, name="inspect-log-writer")
+    worker.start()
+    worker.join()
+    if failure:
+        raise failure[0]
+
+
 def write_inspect_log(card: Scorecard, path: Path, *, suite: str = "trialbox") -> Path:
     """Write the scorecard's eval log to `path` in one step (a reader never sees half a zip)."""
     log = eval_log_of(card, suite=suite)
@@ -163,7 +186,7 @@ def write_inspect_log(card: Scorecard, path: Path, *, suite: str = "trialbox") -
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:
-        write_eval_log(log, tmp, format="eval")
+        _without_the_callers_loop(lambda: write_eval_log(log, tmp, format="eval"))
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:

@@ -3,6 +3,7 @@ own reader and dataframe API, so a log the viewer could not open fails here."""
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import json
 from pathlib import Path
@@ -150,6 +151,30 @@ def writer(run: Path, notes: list[str] | None = None, config: RunConfig = CONFIG
 
 def trace(result: Any) -> Any:
     return trace_of("run-1", result, transcript=transcript(result.id), judgments=judgments())
+
+
+def test_writing_the_log_from_inside_the_engines_loop_runs_no_other_task(tmp_path: Path) -> None:
+    # The engine records a scenario (trace, scorecard, this log) and then applies its stop rule,
+    # synchronously, inside its event loop. inspect_ai's writer re-enters a running loop via
+    # nest_asyncio; had we let it, a job waiting for a slot ran in the middle of that write and
+    # slipped past the stop rule (tests/cluster/test_cluster_faults.py caught it).
+    run = tmp_path / "run-1"
+
+    async def record_while_another_task_is_ready() -> list[str]:
+        order: list[str] = []
+
+        async def waiting_job() -> None:
+            order.append("other task")
+
+        task = asyncio.create_task(waiting_job())  # ready to run at the next chance
+        writer(run).add(trace(passing()))
+        order.append("recorded")
+        await task
+        assert not getattr(asyncio.get_running_loop(), "_nest_patched", False)
+        return order
+
+    assert asyncio.run(record_while_another_task_is_ready()) == ["recorded", "other task"]
+    assert [s.id for s in read_eval_log(str(run / INSPECT_LOG)).samples or []] == ["budget_lookup"]
 
 
 def test_every_write_of_the_scorecard_rewrites_the_log_beside_it(tmp_path: Path) -> None:
