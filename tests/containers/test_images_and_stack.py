@@ -259,21 +259,30 @@ def test_every_compose_combination_is_valid_and_labelled(device: str | None) -> 
 def test_rocm_overlay_passes_gpu_devices_and_the_pinned_lemonade_image() -> None:
     if compose_version() is None:
         pytest.skip("docker compose v2 is missing")
-    llm = rendered("rocm")["services"]["llm"]
-    assert llm["image"].startswith("ghcr.io/lemonade-sdk/lemonade-server:v")
-    assert {d["source"] for d in llm["devices"]} == {"/dev/kfd", "/dev/dri"}
-    assert set(llm["group_add"]) == {"video", "render"}
-    assert llm["user"] == "10001"
-    mounts = {v["target"] for v in llm["volumes"]}
+    services = rendered("rocm")["services"]
+    # The real Lemonade holds the devices; the `llm` name sandboxes reach is the front door in
+    # front of it (the meter and the admin gate), and only the front door publishes a port.
+    lemonade, front_door = services["lemonade"], services["llm"]
+    assert lemonade["image"].startswith("ghcr.io/lemonade-sdk/lemonade-server:v")
+    assert {d["source"] for d in lemonade["devices"]} == {"/dev/kfd", "/dev/dri"}
+    assert set(lemonade["group_add"]) == {"video", "render"}
+    assert lemonade["user"] == "10001"
+    assert not lemonade.get("ports")
+    mounts = {v["target"] for v in lemonade["volumes"]}
     assert "/opt/lemonade/.cache/huggingface" in mounts and "/opt/lemonade/llama" in mounts
+    assert front_door["image"].startswith("trialbox/llm-cpu")
+    assert front_door["command"][:2] == ["--upstream", "http://lemonade:13305"]
+    assert not front_door.get("devices")
 
 
 def test_npu_overlay_passes_the_accel_node_with_unlimited_memlock() -> None:
     if compose_version() is None:
         pytest.skip("docker compose v2 is missing")
-    llm = rendered("npu")["services"]["llm"]
-    assert [d["source"] for d in llm["devices"]] == ["/dev/accel/accel0"]
-    assert llm["ulimits"]["memlock"] == {"soft": -1, "hard": -1}
+    services = rendered("npu")["services"]
+    lemonade = services["lemonade"]
+    assert [d["source"] for d in lemonade["devices"]] == ["/dev/accel/accel0"]
+    assert lemonade["ulimits"]["memlock"] == {"soft": -1, "hard": -1}
+    assert services["llm"]["command"][:2] == ["--upstream", "http://lemonade:13305"]
 
 
 # ---- the stack ----------------------------------------------------------------------------
