@@ -134,6 +134,11 @@ def test_resume_runs_only_what_is_missing(three_scenarios: Path, tmp_path: Path,
     card = scorecard(run_dir)
     card["scenarios"] = [s for s in card["scenarios"] if s["id"] != "orchard_apples"]
     (run_dir / "scorecard.json").write_text(json.dumps(card))
+    # Missing means never finished: no row and no trace (a trace without its row is a finished
+    # scenario whose scorecard write was cut short, and resume keeps it — tests/unit/
+    # test_report_writer.py).
+    for trace in (run_dir / "traces").glob("orchard_apples*.json"):
+        trace.unlink()
     done = subprocess.run([sys.executable, "-m", "runner.cli", "run", "--resume", str(run_dir)],
                           cwd=ROOT, capture_output=True, text=True, timeout=900, env=_env())
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
