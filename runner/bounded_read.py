@@ -64,36 +64,47 @@ def checked_path(path: Path) -> Path:
     return path
 
 
-def _kind(mode: int) -> str:
+def kind_of(mode: int) -> str:
+    """What a file that is not a regular file is, in words ("a FIFO (named pipe)", ...)."""
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
-def _size(limit: int) -> str:
+def size_text(limit: int) -> str:
     return f"{limit // MIB} MiB" if limit >= MIB else f"{limit // 1024} KiB"
 
 
-def read_bounded(path: Path, limit: int) -> bytes:
-    """At most `limit` bytes of the regular file `path`, or BoundedReadError saying why not."""
-    checked_path(path)
+class NotRead(Exception):
+    """Why `read_regular` read nothing: each caller words it for its own users (a one-line CLI
+    error here, a scenario-file Problem in runner/scenarios)."""
+
+    def __init__(self, kind: str, *, mode: int = 0, size: int = 0, reason: str = "") -> None:
+        super().__init__(kind)
+        self.kind = kind  # unreadable | not_regular | no_longer_regular | too_big | grew
+        self.mode, self.size, self.reason = mode, size, reason
+
+
+def read_regular(path: Path, limit: int) -> bytes:
+    """At most `limit` bytes of the regular file `path`, or NotRead. The one bounded read: the
+    type is checked before opening (a FIFO blocks `open`), the file opened non-blocking and
+    checked again on the descriptor (it may have been swapped in between), and no more than
+    `limit` bytes read whatever size the file claims."""
     try:
         info = os.stat(path)  # follows links: a link to /dev/zero is a character device
     except (OSError, ValueError) as err:  # ValueError: a NUL in the path
-        raise BoundedReadError(f"{path}: cannot be read ({_reason(err)})") from None
+        raise NotRead("unreadable", reason=_reason(err)) from None
     if not stat.S_ISREG(info.st_mode):
-        link = " (through a symlink)" if os.path.islink(path) else ""
-        raise BoundedReadError(f"{path}: is {_kind(info.st_mode)}{link}, not a regular file; "
-                               "refused without reading it")
+        raise NotRead("not_regular", mode=info.st_mode)
     if info.st_size > limit:
-        raise BoundedReadError(f"{path}: is {info.st_size:,} bytes; more than the "
-                               f"{_size(limit)} trialbox reads of such a file")
+        raise NotRead("too_big", size=info.st_size)
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         descriptor = os.open(path, flags)
     except OSError as err:
-        raise BoundedReadError(f"{path}: cannot be read ({_reason(err)})") from None
+        raise NotRead("unreadable", reason=_reason(err)) from None
     try:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            raise BoundedReadError(f"{path}: is no longer a regular file; refused")
+        opened = os.fstat(descriptor)
+        if not stat.S_ISREG(opened.st_mode):
+            raise NotRead("no_longer_regular", mode=opened.st_mode)
         chunks, remaining = [], limit + 1
         while remaining > 0:
             chunk = os.read(descriptor, min(remaining, 1 << 20))
@@ -102,12 +113,34 @@ def read_bounded(path: Path, limit: int) -> bytes:
             chunks.append(chunk)
             remaining -= len(chunk)
     except OSError as err:
-        raise BoundedReadError(f"{path}: cannot be read ({_reason(err)})") from None
+        raise NotRead("unreadable", reason=_reason(err)) from None
     finally:
         os.close(descriptor)
     if remaining <= 0:  # it grew after stat
-        raise BoundedReadError(f"{path}: grew past the {_size(limit)} trialbox reads of such a file")
+        raise NotRead("grew", size=limit + 1)
     return b"".join(chunks)
+
+
+def read_bounded(path: Path, limit: int) -> bytes:
+    """At most `limit` bytes of the regular file `path`, or BoundedReadError saying why not."""
+    checked_path(path)
+    try:
+        return read_regular(path, limit)
+    except NotRead as why:
+        if why.kind == "not_regular":
+            link = " (through a symlink)" if os.path.islink(path) else ""
+            message = (f"is {kind_of(why.mode)}{link}, not a regular file; "
+                       "refused without reading it")
+        elif why.kind == "no_longer_regular":
+            message = "is no longer a regular file; refused"
+        elif why.kind == "too_big":
+            message = (f"is {why.size:,} bytes; more than the {size_text(limit)} trialbox reads "
+                       "of such a file")
+        elif why.kind == "grew":
+            message = f"grew past the {size_text(limit)} trialbox reads of such a file"
+        else:
+            message = f"cannot be read ({why.reason})"
+        raise BoundedReadError(f"{path}: {message}") from None
 
 
 def read_bounded_text(path: Path, limit: int) -> str:

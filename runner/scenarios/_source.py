@@ -19,8 +19,6 @@ Each refusal is one Problem with the file, the line when known, and the fix.
 from __future__ import annotations
 
 import json
-import os
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +27,7 @@ import yaml
 from yaml.events import AliasEvent, Event
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from runner.bounded_read import NotRead, kind_of, read_regular, size_text
 from runner.scenarios._problems import Problem, field_path
 
 MAX_YAML_BYTES = 256 * 1024
@@ -85,13 +84,8 @@ class Parsed:
 
 # --- reading bytes -----------------------------------------------------------------------
 
-_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-          (stat.S_ISSOCK, "a socket"))
-
-
 def _not_regular(path: Path, mode: int) -> Problem:
-    kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+    kind = kind_of(mode)
     link = " (through a symlink)" if path.is_symlink() else ""
     return Problem(file=path, message=f"is {kind}{link}, not a regular file; refused without "
                                       "reading it",
@@ -99,57 +93,26 @@ def _not_regular(path: Path, mode: int) -> Problem:
                        "the file itself or remove it")
 
 
-def _size(limit: int) -> str:
-    return f"{limit // (1024 * 1024)} MiB" if limit >= 1024 * 1024 else f"{limit // 1024} KiB"
-
-
 def _too_big(path: Path, size: int, limit: int) -> Problem:
     return Problem(file=path,
-                   message=f"file is {size:,} bytes; files over {_size(limit)} "
+                   message=f"file is {size:,} bytes; files over {size_text(limit)} "
                            f"({limit:,} bytes) are refused",
                    fix="keep documents in the corpus and reference them; split large suites "
                        "into files")
 
 
 def read_bytes(path: Path, limit: int) -> tuple[bytes | None, list[Problem]]:
-    """At most `limit` bytes of a regular file, or one problem saying why not.
-
-    The type is checked before opening (a FIFO would block `open`), the file is opened
-    non-blocking and checked again on the open descriptor (it may have been swapped in
-    between), and the read is bounded whatever the size claimed.
-    """
+    """At most `limit` bytes of a regular file (`bounded_read.read_regular`), or one problem
+    saying why not, worded for a scenario or manifest file."""
     try:
-        info = os.stat(path)  # follows symlinks: a link to /dev/zero is a character device
-    except OSError as err:
-        return None, [Problem(file=path, message=f"cannot read the file ({err.strerror})",
+        return read_regular(path, limit), []
+    except NotRead as why:
+        if why.kind in ("not_regular", "no_longer_regular"):
+            return None, [_not_regular(path, why.mode)]
+        if why.kind in ("too_big", "grew"):
+            return None, [_too_big(path, why.size, limit)]
+        return None, [Problem(file=path, message=f"cannot read the file ({why.reason})",
                               fix="check that it exists and is readable")]
-    if not stat.S_ISREG(info.st_mode):
-        return None, [_not_regular(path, info.st_mode)]
-    if info.st_size > limit:
-        return None, [_too_big(path, info.st_size, limit)]
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-    try:
-        descriptor = os.open(path, flags)
-    except OSError as err:
-        return None, [Problem(file=path, message=f"cannot read the file ({err.strerror})",
-                              fix="check that it exists and is readable")]
-    try:
-        opened = os.fstat(descriptor)
-        if not stat.S_ISREG(opened.st_mode):
-            return None, [_not_regular(path, opened.st_mode)]
-        chunks, remaining = [], limit + 1
-        while remaining > 0:
-            chunk = os.read(descriptor, min(remaining, 1 << 16))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
-    finally:
-        os.close(descriptor)
-    raw = b"".join(chunks)
-    if len(raw) > limit:  # it grew after stat
-        return None, [_too_big(path, len(raw), limit)]
-    return raw, []
 
 
 def read_text(path: Path, limit: int = MAX_YAML_BYTES) -> tuple[str | None, list[Problem]]:
