@@ -22,6 +22,7 @@ from runner.judge import Judge, JudgeError
 from runner.judgments import Judgments
 from runner.progress import Progress
 from runner.report import RunWriter, Scorecard, Trace, scenario_result, trace_of
+from runner.report._models import NodeIdentity
 from runner.sandbox import Sandbox, SandboxBackend
 from runner.sandbox.pool import Lease, WarmPool, cold, pool_for
 from runner.scenarios import Manifest, Scenario, default_timeout_s, missing_documents
@@ -68,6 +69,7 @@ class Outcome:
     # What went wrong after the conversation finished (a container died, the deadline passed
     # while leaving the sandbox): said in the result's notes; the result itself is kept.
     after: str | None = None
+    node: NodeIdentity | None = None  # a cluster run: the node it ran on (the row records it)
 
 
 class ConversationSource(Protocol):
@@ -445,6 +447,7 @@ class Engine:
         )
         if outcome.after:
             result.notes.append(f"after the conversation finished: {outcome.after}")
+        result.node = outcome.node
         self._finished.add(job.key)
         evidence = Evidence.from_transcript(outcome.transcript).model_dump(mode="json") if outcome.transcript else {}
         artifacts = artifacts_of(self.settings.run_dir, job.key)

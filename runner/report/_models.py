@@ -76,6 +76,47 @@ class TurnResult(_Model):
     )
 
 
+class NodeIdentity(_Model):
+    """The cluster node a scenario ran on (`trialbox run --cluster`), as the node described
+    itself when the job ended: a row's figures are that machine's and that LLM server's."""
+
+    name: str = Field(description="the node's name in the cluster (its `node join --name`)")
+    node_id: str = Field(description="the Ray node id the job ran on")
+    host: str = Field(description="the node's host name")
+    device: str = Field(description="the node's stack device: cpu, rocm or npu")
+    fingerprint_id: str = Field(
+        description="12 hex digits of the hash of `hardware` (equal ids: the same hardware)"
+    )
+    driver: str = Field(description="the node's driver build label (amdgpu/ROCm/amdxdna, or none)")
+    hardware: dict[str, Any] = Field(
+        default_factory=dict, description="the node's hardware fingerprint: cpu, gpu, driver, memory"
+    )
+    served_model: str | None = Field(
+        default=None,
+        description="what the node's LLM server served, as RunConfig.served_model words it; "
+        "None when the server did not say",
+    )
+
+
+def node_differences(rows: list[ScenarioResult]) -> str | None:
+    """One line when the rows ran on nodes that differ in hardware, device or served model
+    (None when they do not, or no row names a node): such a run's figures mix machines."""
+    nodes = [r.node for r in rows if r.node is not None]
+    differing = []
+    for what, value in (("hardware", lambda n: n.fingerprint_id), ("device", lambda n: n.device),
+                        ("served model", lambda n: n.served_model or "unknown")):
+        on: dict[str, set[str]] = {}
+        for node in nodes:
+            on.setdefault(value(node), set()).add(node.name)
+        if len(on) > 1:
+            differing.append(f"{what} " + ", ".join(
+                f"{v} on {'/'.join(sorted(names))}" for v, names in sorted(on.items())))
+    if not differing:
+        return None
+    return ("nodes differ: " + "; ".join(differing) + " — the figures mix them; "
+            "`--per-node` runs and compares each node")
+
+
 class ScenarioResult(_Model):
     """One row of the scorecard: one scenario (one trial of it) and its verdict."""
 
@@ -133,6 +174,11 @@ class ScenarioResult(_Model):
         default=None, description="tokens spent judging this scenario"
     )
     cost_usd: float = Field(default=0.0, description="estimated judge cost, US dollars")
+    node: NodeIdentity | None = Field(
+        default=None,
+        description="the cluster node it ran on, with that node's hardware and served model; "
+        "None for a run on this machine",
+    )
 
     @property
     def key(self) -> str:
