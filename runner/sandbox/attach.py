@@ -27,8 +27,8 @@ from runner.sandbox.local import _llm_stats
 
 #: GAIA's bridge demands this bearer token when it listens on a non-loopback address.
 MCP_TOKEN_ENV = "GAIA_AGENT_UI_MCP_TOKEN"
-#: Where GAIA's Agent UI listens unless told otherwise (``python -m gaia.ui.server``).
-DEFAULT_UI_URL = "http://localhost:4200"
+#: The port GAIA's Agent UI listens on unless told otherwise (``python -m gaia.ui.server``).
+DEFAULT_UI_PORT = 4200
 #: What collect() writes in place of the artifacts it cannot reach, and why.
 NOT_COLLECTED = {
     "gaia_chat.db": "the attached Agent UI's GAIA_HOME is not trialbox's to copy",
@@ -45,6 +45,14 @@ def mcp_endpoint(url: str) -> str:
                            "e.g. http://localhost:8765/mcp")
     path = parts.path if parts.path not in ("", "/") else "/mcp"
     return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+
+
+def default_ui_url(mcp_url: str) -> str:
+    """The Agent UI beside the bridge: the bridge's host at GAIA's UI port. GAIA starts the two
+    on one machine (the bridge's ``--backend`` defaults to localhost:4200), so a bridge reached
+    at another address has its UI there too."""
+    host = urlsplit(mcp_url).hostname or "localhost"
+    return f"http://{f'[{host}]' if ':' in host else host}:{DEFAULT_UI_PORT}"
 
 
 @dataclass
@@ -85,17 +93,18 @@ class AttachBackend:
         self,
         mcp_url: str,
         corpus_root: Path | PurePath,
-        ui_url: str = DEFAULT_UI_URL,
+        ui_url: str | None = None,
         llm_url: str = "",
         token: str | None = None,
         ready_timeout_s: float = 10.0,
     ) -> None:
         """``corpus_root``: the corpus as the attached UI sees it (document paths are sent as
         text, so it is not checked here); ``ui_url``: the UI itself, used only to switch a
-        session's device; ``token``: the bridge's bearer token (default: $GAIA_AGENT_UI_MCP_TOKEN)."""
+        session's device (default: ``default_ui_url`` of the bridge's URL); ``token``: the
+        bridge's bearer token (default: $GAIA_AGENT_UI_MCP_TOKEN)."""
         self.mcp_url = mcp_endpoint(mcp_url)
         self.corpus_root = corpus_root
-        self.ui_url = ui_url.rstrip("/")
+        self.ui_url = (ui_url or default_ui_url(self.mcp_url)).rstrip("/")
         self.llm_url = llm_url.rstrip("/")
         token = token if token is not None else os.environ.get(MCP_TOKEN_ENV, "")
         self.headers = {"Authorization": f"Bearer {token}"} if token.strip() else {}

@@ -15,7 +15,7 @@ from pathlib import Path, PurePosixPath
 import pytest
 
 from runner.sandbox import AttachBackend, SandboxError
-from runner.sandbox.attach import mcp_endpoint
+from runner.sandbox.attach import default_ui_url, mcp_endpoint
 
 
 def free_port() -> int:
@@ -33,6 +33,18 @@ def free_port() -> int:
 )
 def test_a_bare_origin_gets_gaias_mcp_path(given: str, endpoint: str) -> None:
     assert mcp_endpoint(given) == endpoint
+
+
+@pytest.mark.parametrize(
+    ("bridge", "ui"),
+    [("http://localhost:8765/mcp", "http://localhost:4200"),
+     ("http://172.18.0.5:8765/mcp", "http://172.18.0.5:4200"),
+     ("http://[fd00::5]:8765/mcp", "http://[fd00::5]:4200")],
+)
+def test_the_ui_is_looked_for_beside_its_bridge(bridge: str, ui: str) -> None:
+    assert default_ui_url(bridge) == ui
+    assert AttachBackend(bridge, "/c").ui_url == ui
+    assert AttachBackend(bridge, "/c", ui_url="http://elsewhere:9/").ui_url == "http://elsewhere:9"
 
 
 @pytest.mark.parametrize("given", ["localhost:8765", "ftp://x/mcp", ""])
