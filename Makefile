@@ -15,6 +15,9 @@ BIN := $(VENV)/bin
 DEVICE ?= auto
 RUN_ID ?=
 PYTEST_ARGS ?=
+# Long quiet commands (pip, model fetch) run as talking phases: their output as it comes and a
+# status line after every 10 s without one, so `make bench` never looks hung (issue 22).
+TALK := scripts/talk
 
 .PHONY: install images up down clean bench test lint doctor docker corpus host-packages
 
@@ -26,13 +29,14 @@ docker: host-packages
 
 # The venv is rebuilt only when pyproject.toml changes (stamp file).
 $(VENV)/.installed: pyproject.toml
-	@test -x $(BIN)/python || $(HOST_PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet -e '.[test,llm,corpus,cluster,inspect]'
+	@test -x $(BIN)/python || $(TALK) "creating $(VENV)" $(HOST_PYTHON) -m venv $(VENV)
+	@$(TALK) "installing trialbox and its extras into $(VENV) (pip)" \
+		$(BIN)/pip install --quiet -e '.[test,llm,corpus,cluster,inspect]'
 	@touch $@
 
 install: $(VENV)/.installed
 	@if [ -x scripts/setup-gaia-venv ]; then scripts/setup-gaia-venv; fi
-	@if [ -x scripts/fetch-models ]; then scripts/fetch-models; fi
+	@if [ -x scripts/fetch-models ]; then $(TALK) "fetching the models" scripts/fetch-models; fi
 
 images: docker $(VENV)/.installed
 	$(BIN)/trialbox images

@@ -18,16 +18,22 @@ text so lines keep starting with what the caller wrote (e.g. the engine's status
     with phase("starting the LLM server", expected_s=30) as step:   # one long wait
         url = up_llm(device)
         step.advance(f"LLM server healthy at {url}")
+
+The shell phases of `make bench` (host packages, the engine, the venvs' pip installs, the
+models) run their commands through `python3 -m runner.progress LABEL -- COMMAND...`
+(scripts/talk): the command's output passes through and its silences get the status line.
+This module uses the standard library only, so the host's python3 runs it before any venv.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import IO
 
@@ -97,7 +103,8 @@ class Progress:
         self._ticker: threading.Thread | None = None
         self.log_every_s = log_every_s
         self._last_write = clock()
-        every = tick_s if self.live else (min(1.0, log_every_s) if log_every_s else None)
+        # In a log the ticker looks twice a second, so a status line is at most half a second late.
+        every = tick_s if self.live else (min(0.5, log_every_s) if log_every_s else None)
         if every:
             self._ticker = threading.Thread(
                 target=self._tick, args=(every,), name=f"progress:{label}", daemon=True
@@ -293,3 +300,47 @@ def phase(
     )
     progress.start(label)
     return progress
+
+
+#: In a log, a phase says its status after this long without a line: well inside the 15 s a
+#: reader waits before deciding something hung (issue 22).
+LOG_EVERY_S = 10.0
+
+
+def run_talking(command: Sequence[str], progress: Progress, *, stdin: int | None = None) -> int:
+    """Run `command` as one step of `progress`: each line it prints passes through (above the
+    live line on a terminal), its silences get the status line (in a log, every
+    `progress.log_every_s`), and its end is one line with the time it took. Returns its exit
+    code (127 when it cannot be started, said in that line)."""
+    try:
+        child = subprocess.Popen(
+            list(command), stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True, errors="replace", bufsize=1,
+        )
+    except OSError as exc:
+        progress.advance(f"{progress.label}: could not start {command[0]}: {exc}")
+        return 127
+    assert child.stdout is not None
+    with child:
+        for line in child.stdout:
+            progress.say(line.rstrip("\n"))
+        code = child.wait()
+    ending = "done" if code == 0 else f"failed (exit {code})"
+    # A log line gets the elapsed time in its counter; a terminal's line says it here.
+    took = f" in {clock_text(progress.elapsed_s)}" if progress.live else ""
+    progress.advance(f"{progress.label}: {ending}{took}")
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python3 -m runner.progress LABEL -- COMMAND...`: run COMMAND as a talking phase."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) < 3 or args[1] != "--":
+        print("usage: python3 -m runner.progress LABEL -- COMMAND [ARG...]", file=sys.stderr)
+        return 2
+    with phase(args[0], log_every_s=LOG_EVERY_S) as progress:
+        return run_talking(args[2:], progress)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
