@@ -3,10 +3,13 @@
 Why this shape: a run can die at any point (Ctrl-C, OOM, a lost container). Each scenario's
 trace is written the moment it ends, then scorecard.json, scorecard.gaia.json (the same results
 in GAIA's field names, for `gaia eval agent --compare`), summary.md, junit.xml and report.html
-are rewritten from everything finished so far, and so is inspect.eval (the run as an inspect_ai
-log, for `inspect view`) when the optional extra is installed. Every write goes to a temporary
-file in the same folder and is renamed over the old one, so a reader (or a crash) never sees
-half a file.
+are rewritten from everything finished so far. inspect.eval (the run as an inspect_ai log, for
+`inspect view`, when the optional extra is installed) is written once the run ends and when a
+run folder is resumed, not after every scenario: it is a zip of every sample, so rebuilding it
+at each scenario's end made a long run quadratic. A killed run leaves no (or last run's) log;
+its --resume writes one from the scorecard before it goes on, so nothing is lost. Every write
+goes to a temporary file in the same folder and is renamed over the old one, so a reader (or a
+crash) never sees half a file.
 """
 
 from __future__ import annotations
@@ -147,6 +150,8 @@ class RunWriter:
         writer.started = card.timestamp
         writer.warnings = list(card.warnings)
         writer._adopt_unrecorded_traces()
+        # A killed run wrote no log at its end: the scorecard's rows are in it from now on.
+        writer.write_inspect()
         return writer
 
     def _adopt_unrecorded_traces(self) -> None:
@@ -211,8 +216,12 @@ class RunWriter:
             atomic_write(self.run_dir / SUMMARY, render_summary_md(card))
             atomic_write(self.run_dir / JUNIT, render_junit(card))
             atomic_write(self.run_dir / HTML, render_html(card))
-            self._write_inspect_log(card)
         return card
+
+    def write_inspect(self) -> None:
+        """Write inspect.eval from everything recorded so far (the run's end, a resume)."""
+        with self._lock:
+            self._write_inspect_log(self.scorecard())
 
     def _write_inspect_log(self, card: Scorecard) -> None:
         # Optional: without the extra the run says so once and writes everything else; a failed
@@ -230,6 +239,9 @@ class RunWriter:
             self.note(f"note: {INSPECT_LOG} not written: {type(exc).__name__}: {exc}")
 
     def close(self) -> Scorecard:
-        """Mark the run finished and write the final files."""
-        self.finished = True
-        return self.write()
+        """Mark the run finished and write the final files, inspect.eval among them."""
+        with self._lock:
+            self.finished = True
+            card = self.write()
+            self._write_inspect_log(card)
+        return card

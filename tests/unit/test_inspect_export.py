@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from runner.cli import app
 from runner.report import RunConfig, RunWriter, trace_of
 from runner.report._inspect import INSPECT_LOG, INSTALL_HINT, eval_log_of, export_run
+from runner.report import _writer
 from runner.report._writer import SCORECARD, atomic_write
 from runner.status import Status
 from runner.transcript import ToolCall
@@ -167,7 +168,9 @@ def test_writing_the_log_from_inside_the_engines_loop_runs_no_other_task(tmp_pat
             order.append("other task")
 
         task = asyncio.create_task(waiting_job())  # ready to run at the next chance
-        writer(run).add(trace(passing()))
+        recording = writer(run)
+        recording.add(trace(passing()))
+        recording.close()  # the run's end writes the log, from inside the loop too
         order.append("recorded")
         await task
         assert not getattr(asyncio.get_running_loop(), "_nest_patched", False)
@@ -177,25 +180,47 @@ def test_writing_the_log_from_inside_the_engines_loop_runs_no_other_task(tmp_pat
     assert [s.id for s in read_eval_log(str(run / INSPECT_LOG)).samples or []] == ["budget_lookup"]
 
 
-def test_every_write_of_the_scorecard_rewrites_the_log_beside_it(tmp_path: Path) -> None:
+def test_the_log_is_written_at_the_runs_end_and_on_resume_not_after_every_scenario(
+    tmp_path: Path,
+) -> None:
+    # Rebuilt from every row at each scenario's end, a long run's log cost grew with the square
+    # of its length; now the scorecard follows each scenario and the log the run's end.
     run = tmp_path / "run-1"
     w = writer(run)
     w.add(trace(passing()))
-    assert [s.id for s in read_eval_log(str(run / INSPECT_LOG)).samples or []] == ["budget_lookup"]
     w.add(trace(failing()))
-    log = read_eval_log(str(run / INSPECT_LOG))
-    assert log.status == "started" and len(log.samples or []) == 2
-    w.close()
-    assert read_eval_log(str(run / INSPECT_LOG)).status == "success"
-    assert not list(run.glob(".*.tmp"))
+    assert (run / SCORECARD).is_file() and not (run / INSPECT_LOG).exists()
 
-    # --resume: the log starts from the scorecard's results and grows with the new ones.
+    # Killed here (no close): --resume writes the log from the scorecard before going on.
     again = RunWriter.resume(run)
-    again.add(trace(infra("ui_gone", Status.TIMEOUT)))
     resumed = read_eval_log(str(run / INSPECT_LOG))
-    assert sorted(str(s.id) for s in resumed.samples or []) == [
+    assert resumed.status == "started"
+    assert sorted(str(s.id) for s in resumed.samples or []) == ["budget_lookup", "budget_wrong"]
+    again.add(trace(infra("ui_gone", Status.TIMEOUT)))
+    assert len(read_eval_log(str(run / INSPECT_LOG)).samples or []) == 2  # not per scenario
+    again.close()
+    final = read_eval_log(str(run / INSPECT_LOG))
+    assert final.status == "success"
+    assert sorted(str(s.id) for s in final.samples or []) == [
         "budget_lookup", "budget_wrong", "ui_gone"
     ]
+    assert not list(run.glob(".*.tmp"))
+
+
+def test_a_long_run_writes_the_log_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    written: list[int] = []
+    real = _writer.write_inspect_log
+
+    def counting(card: Any, path: Path, **kwargs: Any) -> Path:
+        written.append(len(card.scenarios))
+        return real(card, path, **kwargs)
+
+    monkeypatch.setattr(_writer, "write_inspect_log", counting)
+    w = writer(tmp_path / "run-1")
+    for index in range(12):
+        w.add(trace(passing().model_copy(update={"id": f"scenario_{index:02d}"})))
+    w.close()
+    assert written == [12]
 
 
 # --- without the extra ------------------------------------------------------------------------
