@@ -16,9 +16,8 @@ from test_report import JUDGE, WHEN, card, failing, infra, judgments, passing, t
 from typer.testing import CliRunner
 
 from runner.cli import app
-from runner.report import RunConfig, RunWriter, trace_of
+from runner.report import RunConfig, RunWriter, _writer, trace_of
 from runner.report._inspect import INSPECT_LOG, INSTALL_HINT, eval_log_of, export_run
-from runner.report import _writer
 from runner.report._writer import SCORECARD, atomic_write
 from runner.status import Status
 from runner.transcript import ToolCall
