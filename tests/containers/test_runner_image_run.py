@@ -59,6 +59,11 @@ def test_a_run_from_the_runner_image_leaves_results_on_the_host(
     assert all(t["answer"].strip() for t in result["turns"])
     assert (run_dir / "artifacts" / "budget_line_from_json" / "gaia_chat.db").is_file()
     assert (run_dir / "scorecard.json").stat().st_uid == os.getuid()  # the caller owns the results
+    # The runner image carries inspect-ai: an in-container run writes the viewer's log too.
+    from inspect_ai.log import read_eval_log
+
+    log = read_eval_log(str(run_dir / "inspect.eval"))
+    assert log.status == "success" and [s.id for s in log.samples or []] == ["budget_line_from_json"]
     engine_run = card["run_id"]
     client = docker.from_env()
     assert client.containers.list(all=True, filters={"label": f"trialbox.run={engine_run}"}) == []
