@@ -26,6 +26,7 @@ import statistics
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any, TypedDict
 
@@ -43,6 +44,7 @@ from runner.report._stats import (
     scenario_differences,
     smallest_p,
     trial_permutation_p,
+    turn_paired_difference,
 )
 from runner.status import JUDGED, Status
 from runner.trials import pass_hat_k
@@ -210,6 +212,12 @@ class DriverReport(_Record):
     discarded_b: list[str] = Field(
         default_factory=list, description="result keys on B whose speed figures were discarded"
     )
+    order_in_time: str = Field(
+        default="unknown",
+        description="how A's and B's scenario runs lay in time: 'alternated' (their spans "
+        "overlap: trials interleaved or run side by side), 'back to back' (one run, then the "
+        "other) or 'unknown' (a run without times)",
+    )
     served_on_a: str | None = Field(default=None, description="device that served run A")
     served_on_b: str | None = Field(default=None, description="device that served run B")
     multiplicity: str = Field(
@@ -271,6 +279,15 @@ def fingerprint(
     return sorted(rows, key=lambda r: not r.differs)
 
 
+def differing_settings(rows: Sequence[FingerprintRow]) -> tuple[list[FingerprintRow], str]:
+    """The settings a reader must compare (those that differ) and a line for the rest."""
+    shown = [r for r in rows if r.differs]
+    same = len(rows) - len(shown)
+    if not same:
+        return shown, ""
+    return shown, f"{same} identical setting(s) not shown" + ("" if shown else " (none differs)")
+
+
 # --- samples -------------------------------------------------------------------------------
 
 
@@ -301,6 +318,13 @@ SCORE = Metric("score", "judged score", "", None, None)
 
 TrialValues = dict[str, list[float]]
 """scenario id → one value per trial (the mean over that trial's turns, or documents)."""
+
+TurnCells = dict[str, dict[int, list[float]]]
+"""scenario id → turn number → one value per trial that measured that turn."""
+
+#: A speed's per-scenario change is the mean over turns of the median trial's log ratio (True)
+#: or of the mean trial's (False); see `turn_paired_difference`.
+TURN_MEDIAN = True
 
 FRONT_DOOR = "front_door"
 
@@ -339,6 +363,21 @@ def _turn_trials(
         if measured:
             samples.setdefault(row.id, []).append(statistics.fmean(measured))
     return samples
+
+
+def _turn_cells(
+    card: Scorecard, metric: Metric, dropped: set[str], source: str | None
+) -> TurnCells:
+    assert metric.turn_value is not None
+    cells: TurnCells = {}
+    for row in card.scenarios:
+        if row.key in dropped:
+            continue
+        for t in row.turns:
+            value = metric.turn_value(t) if source is None or _source(t) == source else None
+            if value is not None and value > 0:
+                cells.setdefault(row.id, {}).setdefault(t.turn, []).append(value)
+    return cells
 
 
 def _index_trials(traces: Sequence[Trace], dropped: set[str]) -> TrialValues:
@@ -414,8 +453,12 @@ def _delta(
     confidence: float,
     seed: int,
     tested: bool = True,
+    cells: tuple[TurnCells, TurnCells] | None = None,
 ) -> MetricDelta:
     """The scope's estimate and unadjusted p; the verdict waits for the family's adjustment.
+
+    With `cells` (a turn-metered speed) a scenario's difference is paired by turn
+    (`turn_paired_difference`); without, it is the log ratio (or difference) of its means.
 
     Not `tested` (a drill-down under a headline within noise): the change is shown, no test
     is run and the verdict is no detectable change.
@@ -467,6 +510,12 @@ def _delta(
         base.note = "no scenario measured on both sides"
         return base
     differences = scenario_differences(means_a, means_b, relative=metric.relative)
+    if cells is not None and metric.relative:
+        by_turn = [
+            turn_paired_difference(cells[0].get(s, {}), cells[1].get(s, {}), median=TURN_MEDIAN)
+            for s in paired
+        ]
+        differences = [d if t is None else t for d, t in zip(differences, by_turn, strict=True)]
     mean = statistics.fmean(differences)
     base.change = math.expm1(mean) if metric.relative else mean
     if not tested:
@@ -692,6 +741,53 @@ def check_devices(a: Scorecard, b: Scorecard, *, allow_mismatch: bool) -> list[s
     return [f"device mismatch allowed (--allow-device-mismatch): {p}" for p in problems]
 
 
+# --- order in time -------------------------------------------------------------------------
+
+
+def run_span(card: Scorecard) -> tuple[datetime, datetime] | None:
+    """When a run started and (estimated) ended: its start plus its scenarios' wall time over
+    its concurrency. Rows carry no clock times; the estimate is close at concurrency 1, where
+    scenarios run one after another. None without wall times."""
+    walls = [row.wall_s for row in card.scenarios if row.wall_s]
+    if not walls:
+        return None
+    lasted = sum(walls) / max(card.config.concurrency or 1, 1)
+    return card.timestamp, card.timestamp + timedelta(seconds=lasted)
+
+
+def order_in_time(a: Scorecard, b: Scorecard) -> tuple[str, str]:
+    """('alternated' | 'back to back' | 'unknown', one line saying so with the times)."""
+    span_a, span_b = run_span(a), run_span(b)
+    if span_a is None or span_b is None:
+        return "unknown", (
+            "order in time: unknown (a run has no wall times), so whether A and B were "
+            "alternated cannot be told"
+        )
+
+    def shown(span: tuple[datetime, datetime]) -> str:
+        return f"{span[0]:%Y-%m-%d %H:%M}–~{span[1]:%H:%M} UTC"
+
+    spans = f"A {shown(span_a)}, B {shown(span_b)}"
+    if span_a[0] < span_b[1] and span_b[0] < span_a[1]:
+        return "alternated", (
+            f"order in time: alternated ({spans}: the runs overlap, so a drift of the machine "
+            "falls on both alike)"
+        )
+    first = "A" if span_a[0] <= span_b[0] else "B"
+    return "back to back", (
+        f"order in time: back to back, {first} first ({spans}), not alternated: a drift of "
+        "the machine between the two runs (heat, load, caches) moves every scenario of one "
+        "run alike and the intervals cannot tell it from a change of the build"
+    )
+
+
+RUN_RULE = (
+    "run rule (in the MLPerf spirit): discard warm-up (--warmup N), alternate A and B on one "
+    "machine (short runs of each, in turn) or pair nodes (--per-node), and repeat an A/A pair "
+    "to see the machine's run-to-run spread before reading a change near the noise floor"
+)
+
+
 # --- the report ----------------------------------------------------------------------------
 
 
@@ -807,6 +903,7 @@ def driver_report(
 
     speed: list[MetricDelta] = []
     samples: dict[str, tuple[Metric, TrialValues, TrialValues]] = {}
+    turn_cells: dict[str, tuple[TurnCells, TurnCells]] = {}
     for metric in SPEED_METRICS:
         if metric.turn_value is None:
             if not (traces_a and traces_b):
@@ -816,11 +913,15 @@ def driver_report(
         else:
             sa = _turn_trials(a, metric, set(dropped_a), source)
             sb = _turn_trials(b, metric, set(dropped_b), source)
+            turn_cells[metric.key] = (
+                _turn_cells(a, metric, set(dropped_a), source),
+                _turn_cells(b, metric, set(dropped_b), source),
+            )
         if not any(sa.get(s) for s in common) and not any(sb.get(s) for s in common):
             notes.append(f"{metric.label}: not measured on either run")
             continue
         samples[metric.key] = (metric, sa, sb)
-        speed.append(_delta(metric, scopes[0], sa, sb, **knobs))
+        speed.append(_delta(metric, scopes[0], sa, sb, **knobs, cells=turn_cells.get(metric.key)))
 
     score_a, score_b = _score_trials(runs_a), _score_trials(runs_b)
     scores = []
@@ -871,7 +972,8 @@ def driver_report(
             if kind == "scenario" and (metric is SCORE or d.metric in few):
                 continue  # scores: the pass^k rows below; few: tested with the headline
             family = [
-                _delta(metric, scope, sa, sb, **knobs, tested=d.verdict.beyond_noise)
+                _delta(metric, scope, sa, sb, **knobs, tested=d.verdict.beyond_noise,
+                       cells=turn_cells.get(d.metric))
                 for scope in scopes if scope[0] == kind
             ]
             _decide(family, better, alpha)
@@ -896,6 +998,7 @@ def driver_report(
     if a.config.trials <= 1 or b.config.trials <= 1:
         notes.append("one trial per scenario on a side: pass^k is pass^1 and each scenario "
                      "is one pair; --trials N gives tighter answers")
+    placed, order_text = order_in_time(a, b)
     notes.append(UNCOVERED)
     findings = [
         _finding(d) for d in speed + scores if d.verdict.beyond_noise and d.scope != "scenario"
@@ -917,7 +1020,10 @@ def driver_report(
         f"warm-up: the first {warmup} scenario run(s) of each side have their speed figures "
         "discarded" if warmup else "warm-up: none discarded (--warmup N drops the first N "
         "scenario runs' speed figures)",
-        f"speed figures compared: {compared_from}",
+        f"speed figures compared: {compared_from}; a scenario's change is the mean over its "
+        "turns of the change of the turn's median trial (paired by turn, log scale)",
+        RUN_RULE,
+        order_text,
     ]
     return DriverReport(
         a_label=a.run_id,
@@ -940,6 +1046,7 @@ def driver_report(
         warmup=warmup,
         discarded_a=dropped_a,
         discarded_b=dropped_b,
+        order_in_time=placed,
         served_on_a=served_on(a),
         served_on_b=served_on(b),
         confidence=confidence,

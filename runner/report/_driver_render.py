@@ -17,6 +17,7 @@ from runner.report._driver import (
     MetricDelta,
     OutcomeDelta,
     detectable_text,
+    differing_settings,
     scope_text,
 )
 
@@ -127,10 +128,11 @@ def render_driver_md(report: DriverReport) -> str:
         "- not computed: too few paired scenarios to estimate the noise"
     ]
     lines += ["", "## Run rules"] + [f"- {rule}" for rule in r.rules]
-    lines += ["", "## Setup (differences first)", "| setting | A | B |", "|---|---|---|"]
-    for row in r.fingerprint:
-        key = f"**{row.key}** (differs)" if row.differs else row.key
-        lines.append(f"| {key} | {_cell(row.a)} | {_cell(row.b)} |")
+    differ, rest = differing_settings(r.fingerprint)
+    lines += ["", "## Setup: what differs"]
+    lines += ["| setting | A | B |", "|---|---|---|"] if differ else []
+    lines += [f"| **{row.key}** | {_cell(row.a)} | {_cell(row.b)} |" for row in differ]
+    lines += ["", rest] if rest else []
     overall = [d for d in r.speed if d.scope != "scenario"]
     per_scenario = [d for d in r.speed if d.scope == "scenario"]
     lines += ["", f"## Speed: B vs A, {conf} cluster-bootstrap interval over scenarios", ""]
@@ -325,11 +327,12 @@ def render_driver_html(report: DriverReport) -> str:
     findings = "".join(f"<li>{_e(f)}</li>" for f in r.beyond_noise) or (
         "<li>no detectable change: every difference is within the noise of these samples</li>"
     )
+    differ, rest = differing_settings(r.fingerprint)
     setup = "".join(
-        f"<tr class={'differs' if row.differs else 'same'}><td>{_e(row.key)}</td>"
+        f"<tr class=differs><td>{_e(row.key)}</td>"
         f"<td>{_e(row.a or '—')}</td><td>{_e(row.b or '—')}</td></tr>"
-        for row in r.fingerprint
-    )
+        for row in differ
+    ) + (f"<tr class=same><td colspan=3>{_e(rest)}</td></tr>" if rest else "")
     scenarios = "".join(
         f"<tr><td>{_e(s.scenario_id)}</td><td>{_e(s.category)}</td>"
         f"<td>{_e(_statuses(s.statuses_a))}</td><td>{_e(_statuses(s.statuses_b))}</td>"
@@ -364,7 +367,7 @@ def render_driver_html(report: DriverReport) -> str:
         f"<h2>Beyond noise</h2><ul>{findings}</ul>"
         f"<h2>Smallest detectable change</h2><ul>{detectable}</ul>"
         f"<h2>Run rules</h2><ul>{rules}</ul>"
-        f"<h2>Setup</h2><p class=muted>Highlighted rows differ between A and B.</p>"
+        f"<h2>Setup</h2><p class=muted>The settings that differ between A and B.</p>"
         f"<table><tr><th>setting</th><th>A</th><th>B</th></tr>{setup}</table>"
         f"<h2>Speed</h2><p class=muted>B vs A; points are the change in the mean, bars the "
         f"{conf} cluster-bootstrap interval over scenarios (unadjusted); the verdict uses the "

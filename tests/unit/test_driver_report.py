@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -31,6 +32,7 @@ from runner.report._stats import (
     sign_flip_p,
     smallest_p,
     trial_permutation_p,
+    turn_paired_difference,
 )
 from runner.status import Status
 from runner.transcript import IndexedDocument, Transcript, TurnPerformance
@@ -51,7 +53,8 @@ def test_bootstrap_of_identical_differences_is_the_exact_value():
     # Every scenario moved by exactly +1: no resample can differ, and the change is certain.
     got = paired_cluster_bootstrap([1.0, 1.0, 1.0, 1.0, 1.0], resamples=999)
     assert (got.estimate, got.low, got.high, got.standard_error) == (1.0, 1.0, 1.0, 0.0)
-    assert got.excludes(0.0) and got.p_value == pytest.approx(2 / 1000)
+    # the p is the sign flips' (exact for 5: 2 of 32 patterns as extreme), not the bootstrap's
+    assert got.excludes(0.0) and got.p_value == pytest.approx(2 / 32)
     assert paired_cluster_bootstrap([0.0, 0.0, 0.0]).p_value == 1.0
 
 
@@ -66,6 +69,18 @@ def test_bootstrap_resamples_scenarios_not_turns():
 def test_sign_flip_p_is_exact_for_few_scenarios():
     # 5 scenarios all +: of the 2^5 = 32 sign patterns only all-+ and all-− are as extreme.
     assert sign_flip_p([1.0, 2.0, 1.5, 1.2, 0.8], resamples=5000) == pytest.approx(2 / 32)
+
+
+def test_a_scenarios_change_is_paired_by_turn_and_a_tail_trial_does_not_move_it():
+    # Turn 1 is 10× faster than turn 2 (its prompt, not chance); B doubles both. One of A's
+    # turn-2 trials is a cache miss (10× the others): the median trial does not see it.
+    a = {1: [1.0, 1.0, 1.0], 2: [10.0, 10.0, 100.0]}
+    b = {1: [2.0, 2.0, 2.0], 2: [20.0, 20.0, 20.0], 3: [5.0]}  # turn 3 only on B: not paired
+    assert turn_paired_difference(a, b) == pytest.approx(math.log(2))
+    # The mean of the trials' logs takes the miss in: turn 2 looks 2 / 10^(1/3) = 0.93× on B.
+    by_mean = turn_paired_difference(a, b, median=False)
+    assert by_mean == pytest.approx(math.log(2) - math.log(10) / 6)
+    assert turn_paired_difference({1: [1.0]}, {2: [1.0]}) is None
 
 
 def test_trial_permutation_p_is_exact():
@@ -341,11 +356,11 @@ def test_markdown_report_has_every_section():
     b, tb = planted("build-b", driver="6.12.0", ttft_factor=1.5, failing=BROKEN)
     text = render_driver_md(driver_report(a, b, ta, tb))
     for heading in ("# Driver-build comparison: A `build-a` vs B `build-b`", "## Beyond noise",
-                    "## Setup (differences first)", "## Speed: B vs A, 95% cluster-bootstrap",
+                    "## Setup: what differs", "## Speed: B vs A, 95% cluster-bootstrap",
                     "## Smallest detectable change", "## Run rules",
                     "### Per scenario", "## Quality: paired outcomes", "## Notes"):
         assert heading in text
-    assert "| **hardware.amdgpu_driver** (differs) | 6.10.5 | 6.12.0 |" in text
+    assert "| **hardware.amdgpu_driver** | 6.10.5 | 6.12.0 |" in text
     assert "| time to first token | all scenarios | 8 | 24 | 24 |" in text
     assert "with 3 trial(s) of 8 scenarios, a time to first token change smaller than" in text
     assert "pass^3 (every one of 3 tries passes), mean over scenarios: A 1.00, B 0.38" in text
@@ -415,7 +430,7 @@ def test_front_door_figures_are_compared_when_both_runs_have_them():
     report = driver_report(a, b)
     assert report.speed_source == "front_door"
     assert metric(report, "ttft_s").verdict is Change.NO_CHANGE  # the 2× turns are not compared
-    assert any(r == "speed figures compared: front_door" for r in report.rules)
+    assert any(r.startswith("speed figures compared: front_door;") for r in report.rules)
 
 
 def test_with_few_scenarios_each_scenario_is_a_headline_question():
@@ -462,3 +477,44 @@ def test_compare_report_refuses_a_device_mismatch_with_one_line_and_exit_2(tmp_p
     assert allowed.returncode == 0, allowed.stdout + allowed.stderr
     assert "device mismatch allowed" in allowed.stdout
     assert "the first 3 scenario run(s) of each side have their speed figures" in allowed.stdout
+
+
+def test_the_report_says_whether_a_and_b_were_alternated_in_time():
+    a, _ = planted("a", driver="x")
+    b, _ = planted("b", driver="y")
+    # 24 scenario runs of 4 s each: A ran 09:00–09:01:36. B started an hour later: back to back.
+    b.timestamp = WHEN + timedelta(hours=1)
+    report = driver_report(a, b)
+    assert report.order_in_time == "back to back"
+    line = next(r for r in report.rules if r.startswith("order in time"))
+    assert "back to back, A first" in line and "not alternated" in line
+    assert "A 2026-11-30 09:00–~09:01 UTC, B 2026-11-30 10:00–~10:01 UTC" in line
+    assert any(r.startswith("run rule (in the MLPerf spirit)") for r in report.rules)
+    assert line in render_driver_md(report)
+    # B started while A was still running (their spans overlap): alternated.
+    b.timestamp = WHEN + timedelta(seconds=60)
+    assert driver_report(a, b).order_in_time == "alternated"
+    # No wall times: nothing can be said.
+    for row in b.scenarios:
+        row.wall_s = None
+    assert driver_report(a, b).order_in_time == "unknown"
+
+
+def test_the_setup_table_shows_the_differing_settings_and_counts_the_rest():
+    a, _ = planted("a", driver="6.10.5")
+    b, _ = planted("b", driver="6.12.0")
+    report = driver_report(a, b)
+    same = sum(not row.differs for row in report.fingerprint)
+    assert same >= 5 and len(report.fingerprint) == same + 2  # the driver and the image differ
+    md = render_driver_md(report)
+    setup = md.split("## Setup: what differs")[1].split("\n## ")[0]
+    assert "| **hardware.amdgpu_driver** | 6.10.5 | 6.12.0 |" in setup
+    assert "| **images.llm** |" in setup
+    assert "cpu_model" not in setup and f"{same} identical setting(s) not shown" in setup
+    html = render_driver_html(report)
+    assert "hardware.amdgpu_driver" in html and "cpu_model" not in html.split("<h2>Setup")[1]
+    assert f"{same} identical setting(s) not shown" in html
+    alike = driver_report(a, a)
+    nothing = render_driver_md(alike).split("## Setup: what differs")[1].split("\n## ")[0]
+    assert f"{len(alike.fingerprint)} identical setting(s) not shown (none differs)" in nothing
+    assert "| setting |" not in nothing
