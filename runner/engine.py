@@ -3,6 +3,12 @@
 The engine owns *when* things happen (concurrency, timeouts, budgets, stopping, resuming); the
 modules it calls own *what* happens. Each scenario's trace is written the moment the scenario
 ends, so a crash or a Ctrl-C never loses a finished result, and the scorecard is always readable.
+
+Nothing after the answer is on the scenario's clock: a finished conversation's sandbox is kept
+past it, and its artifacts are collected and it is removed after the row is recorded, in the
+background while the next scenario runs (``Aftercare``: in order, at most ``AFTERCARE_PLACES``
+at once, the next job waiting for a place). The row is then written again with its artifacts
+(and what could not be collected, in its notes); the run's final write waits for all of them.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol, TextIO
 
@@ -69,7 +76,19 @@ class Outcome:
     # What went wrong after the conversation finished (a container died, the deadline passed
     # while leaving the sandbox): said in the result's notes; the result itself is kept.
     after: str | None = None
+    # The sandbox a finished conversation left, still to collect from and remove: the engine
+    # runs it after the row is recorded (``Aftercare``). None: nothing is left to do.
+    leave: Callable[[], Awaitable[Left]] | None = field(default=None, repr=False)
     node: NodeIdentity | None = None  # a cluster run: the node it ran on (the row records it)
+
+
+@dataclass(frozen=True)
+class Left:
+    """What leaving a used sandbox came to: what could not be collected (or removed), and how
+    long collecting and removing took."""
+
+    problems: list[str]
+    seconds: float
 
 
 class ConversationSource(Protocol):
@@ -146,6 +165,8 @@ class LiveConversations:
         # one: whatever happens later, the turns done so far are kept in the trace.
         begun: list[Transcript] = []
         finished: Transcript | None = None
+        removal: Callable[[], Awaitable[None]] | None = None  # the sandbox kept past the block
+        box: Sandbox | None = None
         try:
             async with asyncio.timeout(timeout_s) as limit:
                 leasing = (self.pool.sandbox(job.key, memory=memory) if self.pool is not None
@@ -168,14 +189,17 @@ class LiveConversations:
                         raise
                     transcript.setup = _setup_timings(lease, transcript.setup)
                     finished = transcript
-                    try:
-                        problems = await box.collect(artifacts)
-                    except (OSError, RuntimeError, ValueError) as exc:
-                        problems = [_describe(exc)]
-                    if problems:
-                        # The conversation is the result; missing logs must not discard it.
-                        collect_error = "artifacts not collected: " + "; ".join(problems)
+                    # Collecting and removing come after the row is recorded (off the clock);
+                    # a backend that cannot keep its sandbox past the block is read here.
+                    removal = lease.keep()
+                    if removal is None:
+                        problems = await _collected(box, artifacts)
+                        if problems:
+                            # The conversation is the result; missing logs must not discard it.
+                            collect_error = "artifacts not collected: " + "; ".join(problems)
         except asyncio.CancelledError:
+            if removal is not None:
+                await removal()  # Ctrl-C: the row is not recorded, so nothing is left to collect
             raise
         except Exception as exc:  # noqa: BLE001 — any failure to converse is an infrastructure error
             if finished is not None:
@@ -186,6 +210,8 @@ class LiveConversations:
                 outcome = _classify(scenario, finished, self.manifest)
                 outcome.after = after
                 outcome.warning = collect_error
+                if removal is not None and box is not None:
+                    outcome.leave = partial(_leave, box, artifacts, removal)
                 return outcome
             if isinstance(exc, TimeoutError):
                 failed = Outcome(infra=Status.TIMEOUT, error=f"no result within {timeout_s:.0f} s")
@@ -199,6 +225,8 @@ class LiveConversations:
             return failed
         outcome = _classify(scenario, transcript, self.manifest)
         outcome.warning = collect_error
+        if removal is not None and box is not None:
+            outcome.leave = partial(_leave, box, artifacts, removal)
         return outcome
 
     def _skipped_before_sandbox(self, scenario: Scenario) -> Outcome | None:
@@ -220,8 +248,34 @@ class LiveConversations:
         return needed - self.capabilities
 
 
-#: Longest the artifacts of a failed conversation are collected for (its deadline has passed).
+#: Longest the artifacts of a failed conversation are collected for (its deadline has passed),
+#: and those of a finished one, in the background.
 COLLECT_AFTER_FAILURE_S = 60.0
+
+
+async def _collected(box: Sandbox, dest: Path) -> list[str]:
+    """Collect a finished conversation's artifacts; what could not be collected, as lines."""
+    try:
+        async with asyncio.timeout(COLLECT_AFTER_FAILURE_S):
+            return await box.collect(dest)
+    except (OSError, RuntimeError, ValueError, TimeoutError) as exc:
+        return [_describe(exc)]
+
+
+async def _leave(box: Sandbox, dest: Path, removal: Callable[[], Awaitable[None]]) -> Left:
+    """Collect a used sandbox's artifacts, then remove it; never raises: the row is recorded
+    already, and whatever fails here is written into it (``Engine._left``)."""
+    began = time.perf_counter()
+    try:
+        found = await _collected(box, dest)
+        problems = ["artifacts not collected: " + "; ".join(found)] if found else []
+    except Exception as exc:  # noqa: BLE001 — a crash mid-collect is recorded, never lost
+        problems = [f"collecting the artifacts crashed: {_describe(exc)}"]
+    try:
+        await removal()
+    except Exception as exc:  # noqa: BLE001 — the sweep by label at the run's end removes it
+        problems.append(f"removing the sandbox failed: {_describe(exc)}")
+    return Left(problems, round(time.perf_counter() - began, 3))
 
 
 async def _collect_after_failure(box: Sandbox, dest: Path) -> str | None:
@@ -233,6 +287,63 @@ async def _collect_after_failure(box: Sandbox, dest: Path) -> str | None:
     except (OSError, RuntimeError, ValueError, TimeoutError) as exc:
         problems = [_describe(exc)]
     return "artifacts not collected: " + "; ".join(problems) if problems else None
+
+
+#: Used sandboxes being left (collected from and removed) at once, in the background. One is
+#: the usual; a second lets a scenario that ends while the last one is still being left go on.
+#: A job that would leave a third waits for a place after recording its row (back-pressure).
+AFTERCARE_PLACES = 2
+
+
+class Aftercare:
+    """Leaves used sandboxes after their rows are recorded, in the order they were handed in,
+    at most ``places`` at once; ``drain`` waits for all of them (the run's final write does)."""
+
+    def __init__(self, places: int = AFTERCARE_PLACES) -> None:
+        self.places = places
+        self._turns = asyncio.Semaphore(places)
+        self._leaving: set[asyncio.Task[Left]] = set()
+        self._following: set[asyncio.Task[None]] = set()
+
+    def begin(self, leave: Callable[[], Awaitable[Left]], name: str = "") -> asyncio.Task[Left]:
+        """Start leaving a sandbox now (it waits for a place, behind those handed in before)."""
+        task = asyncio.create_task(self._in_turn(leave), name=f"leave sandbox {name}")
+        self._leaving.add(task)
+        task.add_done_callback(self._leaving.discard)
+        return task
+
+    def then(self, leaving: asyncio.Task[Left], record: Callable[[Left], None]) -> None:
+        """Once ``leaving`` is done, ``record`` what it came to (the row written again)."""
+        async def follow() -> None:
+            record(await leaving)
+
+        task = asyncio.create_task(follow(), name=f"record {leaving.get_name()}")
+        self._following.add(task)
+        task.add_done_callback(self._following.discard)
+
+    async def room(self) -> None:
+        """Back-pressure: return once at most ``places`` sandboxes are being left."""
+        while len(self._leaving) > self.places:
+            await asyncio.wait(set(self._leaving), return_when=asyncio.FIRST_COMPLETED)
+
+    async def drain(self) -> None:
+        """Return once every sandbox handed in is left and its row written again; a failure
+        to write one is raised (after all of them are done)."""
+        failures: list[BaseException] = []
+        while self._leaving or self._following:
+            done, _ = await asyncio.wait(self._leaving | self._following)
+            for task in done:
+                error = None if task.cancelled() else task.exception()
+                if error is not None:
+                    failures.append(error)
+            self._leaving -= done
+            self._following -= done
+        if failures:
+            raise failures[0]
+
+    async def _in_turn(self, leave: Callable[[], Awaitable[Left]]) -> Left:
+        async with self._turns:
+            return await leave()
 
 
 def _pool_ahead(settings: RunSettings) -> int:
@@ -299,6 +410,7 @@ class Engine:
     _finished: set[str] = field(default_factory=set)  # job keys recorded by this process
     stopped_by_infrastructure: bool = False
     _samples: dict[str, list[RejudgeSample]] = field(default_factory=dict)
+    _aftercare: Aftercare = field(default_factory=Aftercare)
 
     @property
     def stopping(self) -> str | None:
@@ -349,11 +461,17 @@ class Engine:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-            await self.conversations.close()
+            try:
+                await self._aftercare.drain()  # the recorded rows' artifacts are still collected
+            finally:
+                await self.conversations.close()
             self._record_not_run(jobs, "the run was interrupted (Ctrl-C) before this scenario finished")
             self.writer.close()
             raise
-        await self.conversations.close()
+        try:
+            await self._aftercare.drain()
+        finally:
+            await self.conversations.close()
         self._record_not_run(jobs, self._stopping or "not run")
         if self._samples:
             self.writer.set_judge_agreement(judge_agreement(
@@ -390,17 +508,40 @@ class Engine:
     async def run_job(self, job: Job) -> None:
         started = time.perf_counter()
         outcome = await self.conversations.converse(job)
-        if outcome.warning:
-            self.writer.warn(f"{job.key}: {outcome.warning}")
-        if outcome.after:
-            self.writer.warn(f"{job.key}: kept the finished conversation; afterwards {outcome.after}")
-        if outcome.infra is None and outcome.transcript is not None:
-            await self._judge(job, outcome)
-        wall_s = round(time.perf_counter() - started, 3)
-        status = self._record(job, outcome, wall_s)
+        # Collecting and removing its sandbox start now, beside the judging: off the clock.
+        leaving = self._aftercare.begin(outcome.leave, job.key) if outcome.leave is not None else None
+        trace: Trace | None = None
+        try:
+            if outcome.warning:
+                self.writer.warn(f"{job.key}: {outcome.warning}")
+            if outcome.after:
+                self.writer.warn(f"{job.key}: kept the finished conversation; afterwards {outcome.after}")
+            if outcome.infra is None and outcome.transcript is not None:
+                await self._judge(job, outcome)
+            wall_s = round(time.perf_counter() - started, 3)
+            trace = self._record(job, outcome, wall_s)
+        finally:
+            if leaving is not None:
+                self._aftercare.then(leaving, partial(self._left, job, trace))
+        status = trace.result.status  # recorded, or raised above
         line = f"{status.value:<24} {job.key}  ({wall_s:.1f} s){_why(outcome)}"
         (self._progress.advance if self._progress is not None else self.say)(line)
         self._watch_streak(status, outcome.error)
+        await self._aftercare.room()  # a job leaving a third sandbox waits, its row recorded
+
+    def _left(self, job: Job, trace: Trace | None, left: Left) -> None:
+        """A recorded row's sandbox is left: its trace gets the artifacts collected, its notes
+        what could not be, its set-up the time leaving took; the row is written again."""
+        if trace is None:
+            return  # the job was cancelled before its row was recorded: NOT_RUN says it
+        trace.artifacts = artifacts_of(self.settings.run_dir, job.key)
+        for problem in left.problems:
+            trace.result.notes.append(f"after the conversation finished: {problem}")
+            self.writer.warn(f"{job.key}: {problem}")
+        if trace.transcript is not None and trace.transcript.setup is not None:
+            setup = trace.transcript.setup.model_copy(update={"teardown_s": left.seconds})
+            trace.transcript.setup = trace.result.setup = setup
+        self.writer.add(trace)
 
     # -- judging ------------------------------------------------------------------------------
 
@@ -427,7 +568,7 @@ class Engine:
 
     # -- recording ------------------------------------------------------------------------------
 
-    def _record(self, job: Job, outcome: Outcome, wall_s: float | None) -> Status:
+    def _record(self, job: Job, outcome: Outcome, wall_s: float | None) -> Trace:
         scenario = job.scenario
         checks = (run_all_checks(scenario, outcome.transcript, derived=self.settings.derived_checks)
                   if outcome.transcript else [])
@@ -451,19 +592,18 @@ class Engine:
         self._finished.add(job.key)
         evidence = Evidence.from_transcript(outcome.transcript).model_dump(mode="json") if outcome.transcript else {}
         artifacts = artifacts_of(self.settings.run_dir, job.key)
-        self.writer.add(
-            trace_of(
-                self.settings.run_id,
-                result,
-                transcript=outcome.transcript,
-                checks=checks,
-                judgments=outcome.judgments,
-                judge_error=outcome.judge_error,
-                evidence=evidence,
-                artifacts=artifacts,
-            )
+        trace = trace_of(
+            self.settings.run_id,
+            result,
+            transcript=outcome.transcript,
+            checks=checks,
+            judgments=outcome.judgments,
+            judge_error=outcome.judge_error,
+            evidence=evidence,
+            artifacts=artifacts,
         )
-        return result.status
+        self.writer.add(trace)
+        return trace
 
     def _watch_streak(self, status: Status, error: str | None) -> None:
         """Stop after N consecutive identical infrastructure errors: the rest would fail alike."""

@@ -127,6 +127,9 @@ class SetupTimings(BaseModel):
         default=None, description="seconds to create the chat session (and switch its device)")
     indexing_s: float | None = Field(
         default=None, description="seconds to index the setup documents")
+    teardown_s: float | None = Field(
+        default=None, description="seconds to collect the used sandbox's artifacts and remove it, "
+        "after the result was recorded and while the next scenario ran (not in the wall time)")
 
 
 class Transcript(BaseModel):

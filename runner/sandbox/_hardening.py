@@ -20,7 +20,9 @@ Why each option:
   concurrency — the running one and the one the warm pool is starting — together get at most
   cores − 1 CPUs, so one core is always the LLM server's; and ``cpu_shares`` gives every
   sandbox container a low weight (the LLM server's compose service a high one), so under
-  contention the kernel hands the LLM server its share first. 1.5 + 1.0 CPUs per sandbox on
+  contention the kernel hands the LLM server its share first. A sandbox the warm pool makes
+  ahead runs at the least weight (``SPARE_CPU_SHARES``) until its job claims it, so its
+  start-up yields to the sandbox in use as well. 1.5 + 1.0 CPUs per sandbox on
   the README's 2-core minimum let one runaway agent take both cores.
 - ``json-file`` logs with ``max-size``/``max-file``: an agent stuck printing cannot fill the
   host's disk. ``container.logs()`` (how the engine collects ``agent-ui.log``) still works.
@@ -90,6 +92,10 @@ CPU_SHARE_OF_SANDBOX: dict[Role, float] = {"agent-ui": 0.6, "mcp": 0.4}
 #: busy it still gets ~84 % of the CPU it asks for before the caps even apply.
 SANDBOX_CPU_SHARES = 256
 LLM_CPU_SHARES = 8192
+#: The weight of a sandbox the warm pool makes ahead, until its job claims it (then
+#: SANDBOX_CPU_SHARES): the kernel's least (cgroup v1 cpu.shares 2; v2 cpu.weight 1), so a
+#: background start takes only CPU that the LLM server and the sandbox in use leave idle.
+SPARE_CPU_SHARES = 2
 
 #: Below this a container is throttled so hard GAIA's servers miss their start-up deadline.
 MIN_CPUS = 0.1
@@ -162,8 +168,11 @@ def limits_for(role: Role, env: Mapping[str, str] | None = None) -> Limits:
     return Limits(memory=memory, pids=pids, cpus=cpus)
 
 
-def container_options(role: Role, env: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Keyword arguments for ``client.containers.run``/``create`` of a sandbox container.
+def container_options(
+    role: Role, env: Mapping[str, str] | None = None, *, cpu_shares: int = SANDBOX_CPU_SHARES
+) -> dict[str, Any]:
+    """Keyword arguments for ``client.containers.run``/``create`` of a sandbox container;
+    ``cpu_shares`` is SPARE_CPU_SHARES for a sandbox made ahead of its job.
 
     Merge them with the call's own (image, command, name, network, labels, volumes, ...);
     none of these keys is one the sandbox backend sets itself.
@@ -178,7 +187,7 @@ def container_options(role: Role, env: Mapping[str, str] | None = None) -> dict[
         "memswap_limit": limits.memory,
         "pids_limit": limits.pids,
         "nano_cpus": int(limits.cpus * 1e9),
-        "cpu_shares": SANDBOX_CPU_SHARES,
+        "cpu_shares": cpu_shares,
         "log_config": LogConfig(
             type=LogConfig.types.JSON,
             config={"max-size": LOG_MAX_SIZE, "max-file": str(LOG_MAX_FILES)},

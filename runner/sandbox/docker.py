@@ -39,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import math
 import os
 import re
 import secrets
@@ -61,7 +62,12 @@ from docker.models.networks import Network
 from runner.sandbox._collect import Collector, llm_admin_token, save_llm_stats
 from runner.sandbox._configure import set_agent_model
 from runner.sandbox._firewall import FirewallError, isolate_network, release_network
-from runner.sandbox._hardening import container_options, read_file
+from runner.sandbox._hardening import (
+    SANDBOX_CPU_SHARES,
+    SPARE_CPU_SHARES,
+    container_options,
+    read_file,
+)
 from runner.sandbox._protocol import SandboxError
 from runner.sandbox._threads import finish_in_thread
 from runner.sandbox._ui import UiReply
@@ -172,6 +178,16 @@ def _death_of(box: DockerSandbox) -> str | None:
     return None
 
 
+def _weigh(containers: list[Container], shares: int) -> None:
+    """Set the containers' CPU weight; one already gone is left to the readiness check or the
+    watchdog, which say how it ended."""
+    for container in containers:
+        try:
+            container.update(cpu_shares=shares)
+        except (NotFound, APIError):
+            pass
+
+
 def _save_logs(container: Container, path: Path) -> None:
     path.write_bytes(container.logs(stdout=True, stderr=True))
 
@@ -273,6 +289,10 @@ class DockerStart:
     started: float  # time.perf_counter() when the start began
     box: DockerSandbox | None = None
     stopped: bool = False
+    # Made ahead of its job (the warm pool): its containers run at SPARE_CPU_SHARES until
+    # ``hand_over`` (then ``handed_at``, time.monotonic()) raises them to SANDBOX_CPU_SHARES.
+    ahead: bool = False
+    handed_at: float | None = None
 
     @property
     def sandbox(self) -> DockerSandbox:
@@ -328,22 +348,33 @@ class DockerBackend:
         finally:
             await self.stop(begun)
 
-    async def start(self, scenario_id: str, *, memory: bool = False) -> DockerStart:
+    async def start(self, scenario_id: str, *, memory: bool = False, ahead: bool = False) -> DockerStart:
         """Create the sandbox's network and containers; hand the result to ``ready``, then
-        always to ``stop``. A failed or cancelled start removes what it made before raising."""
-        begun = DockerStart(scenario_id, memory, _Made(), time.perf_counter())
+        always to ``stop``. A failed or cancelled start removes what it made before raising.
+        ``ahead``: made before its job runs, at the least CPU weight until ``hand_over``."""
+        begun = DockerStart(scenario_id, memory, _Made(), time.perf_counter(), ahead=ahead)
+        shares = SPARE_CPU_SHARES if ahead else SANDBOX_CPU_SHARES
         try:
-            begun.box = await finish_in_thread(self._create, scenario_id, begun.made, memory)
+            begun.box = await finish_in_thread(self._create, scenario_id, begun.made, memory, shares)
         except BaseException:
             await self.stop(begun)
             raise
         begun.box.timings["container_create_s"] = time.perf_counter() - begun.started
         return begun
 
+    async def hand_over(self, begun: DockerStart) -> None:
+        """Its job has claimed a sandbox made ahead: its containers get the normal sandbox
+        weight, and its readiness deadline counts from now (yielding, it may have been starved
+        for as long as the turn in flight kept the CPUs busy). Idempotent."""
+        if not begun.ahead or begun.handed_at is not None:
+            return
+        begun.handed_at = time.monotonic()
+        await asyncio.to_thread(_weigh, list(begun.made.containers), SANDBOX_CPU_SHARES)
+
     async def ready(self, begun: DockerStart) -> DockerSandbox:
         """Wait until the bridge and, through it, the UI answer; set the agent's model."""
         box = begun.sandbox
-        await self._wait_ready(box)
+        await self._wait_ready(box, begun)
         if self.agent_model:
             await set_agent_model(box, self.agent_model)
         box.timings["cold_start_s"] = time.perf_counter() - begun.started
@@ -387,9 +418,9 @@ class DockerBackend:
 
     # -- creation -------------------------------------------------------------------------
 
-    def _create(self, scenario_id: str, made: _Made, memory: bool) -> DockerSandbox:
+    def _create(self, scenario_id: str, made: _Made, memory: bool, shares: int) -> DockerSandbox:
         network = self._create_network(scenario_id, made)
-        return self._start(scenario_id, network, made, memory)
+        return self._start(scenario_id, network, made, memory, shares)
 
     def _job_labels(self, scenario_id: str, role: str | None = None) -> dict[str, str]:
         labels = self.labels | {JOB_LABEL: scenario_id}
@@ -435,7 +466,8 @@ class DockerBackend:
         made.containers.append(container)
         return container
 
-    def _start(self, scenario_id: str, network: Network, made: _Made, memory: bool = False) -> DockerSandbox:
+    def _start(self, scenario_id: str, network: Network, made: _Made, memory: bool = False,
+               shares: int = SANDBOX_CPU_SHARES) -> DockerSandbox:
         base = sandbox_name(self.run_id, scenario_id)
         token = secrets.token_hex(24)  # one per sandbox: a bridge only answers its own runner
         ui_name, mcp_name = f"{base}-ui", f"{base}-mcp"
@@ -450,7 +482,7 @@ class DockerBackend:
                          "--document-root", CORPUS_MOUNT, "--allowed-host", "localhost",
                          *agent_flags, *memory_flag],
                 volumes=volumes, labels=self._job_labels(scenario_id, "agent-ui"),
-                **container_options("agent-ui"),
+                **container_options("agent-ui", cpu_shares=shares),
             )  # fmt: skip
             bridge = partial(
                 self._created, made, image=self.image, name=mcp_name, network_mode=f"container:{ui.id}",
@@ -458,7 +490,7 @@ class DockerBackend:
                                     "--ui-url", f"http://127.0.0.1:{UI_PORT}", *memory_flag],
                 environment={MCP_TOKEN_ENV: token},
                 labels=self._job_labels(scenario_id, "mcp"),
-                **container_options("mcp"),
+                **container_options("mcp", cpu_shares=shares),
             )  # fmt: skip
             if self.create_in_parallel:
                 # The bridge's container is created while the UI's starts: it needs the UI's
@@ -499,7 +531,7 @@ class DockerBackend:
             self._cached_llm_token = llm_admin_token(self.llm_container)
         return self._cached_llm_token
 
-    async def _wait_ready(self, box: DockerSandbox) -> None:
+    async def _wait_ready(self, box: DockerSandbox, begun: DockerStart) -> None:
         """Ready means the MCP bridge lists its tools and, through it, the UI answers
         ``system_status`` — all over the bridge's HTTP port, so readiness costs no ``docker
         exec`` (a process in the sandbox's CPU quota) while GAIA is still importing.
@@ -511,14 +543,21 @@ class DockerBackend:
         from fastmcp.client.transports import StreamableHttpTransport
 
         started = time.monotonic()
-        deadline = started + self.ready_timeout_s
+
+        def deadline() -> float:
+            # A sandbox made ahead and still yielding is starved, not stuck: its deadline
+            # starts when its job claims it.
+            if begun.ahead and begun.handed_at is None:
+                return math.inf
+            return max(started, begun.handed_at or started) + self.ready_timeout_s
+
         checked = started
         ui_serving = asyncio.ensure_future(_printed(box.ui, _UI_SERVING_MARKER)) if self.ready_by_event else None
 
         async def pause(for_ui: bool = False) -> None:
             nonlocal checked
             if time.monotonic() - checked >= LIVENESS_INTERVAL_S:  # a Docker API call: not every poll
-                await asyncio.to_thread(self._check_alive, box, deadline)
+                await asyncio.to_thread(self._check_alive, box, deadline())
                 checked = time.monotonic()
             if for_ui and ui_serving is not None and not ui_serving.done():
                 # Ends the moment the line is printed; a bounded wait, so a UI that prints

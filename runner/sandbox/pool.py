@@ -11,6 +11,14 @@ need its sandbox after all (skipped before it) releases it, and ``close`` — in
 also on Ctrl-C — removes every sandbox nobody claimed, waiting for any start still in
 flight to finish first (the backend's ``stop`` runs to its end, whatever the cancellation).
 
+The pool yields to the work in flight: a sandbox made ahead starts at the backend's low CPU
+weight (``ahead=True``) — on a small machine its GAIA imports would otherwise take CPU from the
+turn running now — and is raised to the normal sandbox weight (``hand_over``) the moment its
+job claims it, also when its start is still in flight.
+
+A job may keep its sandbox past the block (``Lease.keep``): the engine records the result first
+and collects the artifacts and removes the sandbox afterwards, off the scenario's clock.
+
 Backends take part by making a sandbox in steps (``PreparingBackend``): the Docker backend
 does; the local and attached backends open theirs when asked (``cold``).
 """
@@ -19,9 +27,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from runner.sandbox._protocol import Sandbox, SandboxBackend
@@ -31,11 +40,15 @@ Started = TypeVar("Started")
 
 @runtime_checkable
 class PreparingBackend(Protocol[Started]):
-    """A backend whose sandboxes can be made ahead of their use: ``start`` creates one,
-    ``ready`` waits until it answers, ``watching`` guards its use, ``stop`` removes it
-    (always called after a successful ``start``, also when ``ready`` failed)."""
+    """A backend whose sandboxes can be made ahead of their use: ``start`` creates one
+    (``ahead=True``: at a low CPU weight, for a job not running yet), ``hand_over`` raises it
+    to the normal weight (its job has claimed it; idempotent, also before ``ready``),
+    ``ready`` waits until it answers, ``watching`` guards its use, ``stop`` removes it (always
+    called after a successful ``start``, also when ``ready`` failed; idempotent)."""
 
-    async def start(self, scenario_id: str, *, memory: bool = False) -> Started: ...
+    async def start(self, scenario_id: str, *, memory: bool = False, ahead: bool = False) -> Started: ...
+
+    async def hand_over(self, started: Started) -> None: ...
 
     async def ready(self, started: Started) -> Sandbox: ...
 
@@ -51,6 +64,18 @@ class Lease:
     box: Sandbox
     pool_hit: bool  # the sandbox was ready when the job asked for it
     waited_s: float  # seconds from asking to having a ready sandbox
+    # How the sandbox is removed, when its backend can keep it past the lease's block (None:
+    # it goes when the block ends, whatever the job asks).
+    removal: Callable[[], Awaitable[None]] | None = field(default=None, repr=False)
+    kept: bool = False
+
+    def keep(self) -> Callable[[], Awaitable[None]] | None:
+        """Keep the sandbox past the block: returns what removes it, which the caller must then
+        await itself, whatever happens (it may be awaited more than once). None: the backend
+        cannot keep it, so what must be read from it is read inside the block."""
+        if self.removal is not None:
+            self.kept = True
+        return self.removal
 
 
 @dataclass
@@ -59,7 +84,9 @@ class _Slot(Generic[Started]):
 
     key: str
     memory: bool
-    task: asyncio.Task[tuple[Started, Sandbox]]
+    task: asyncio.Task[tuple[Started, Sandbox]] = field(init=False)
+    started: Started | None = None  # once the start has made it (before it is ready)
+    claimed: bool = False  # its job asked for it: it runs at the normal weight from then on
 
 
 @dataclass
@@ -104,21 +131,29 @@ class WarmPool(Generic[Started]):
             slot = None
         if slot is None:
             self._unplan(key)
-            slot = self._make(key, memory)
+            slot = self._make(key, memory, ahead=False)
+        slot.claimed = True
         hit = _succeeded(slot.task)
         self._fill()  # a place is free: start the next planned job's sandbox
         try:
+            if slot.started is not None:
+                # Made ahead at the low weight: this job runs now (the start, if still in flight,
+                # goes on at the normal weight).
+                await self.backend.hand_over(slot.started)
             # Awaited directly: cancelling this job cancels the start, which cleans up after itself.
             started, box = await slot.task
         except asyncio.CancelledError:
             if _succeeded(slot.task):  # made in the very moment this job was cancelled
                 await self.backend.stop(slot.task.result()[0])
             raise
+        lease = Lease(box=box, pool_hit=hit, waited_s=time.perf_counter() - asked,
+                      removal=partial(self.backend.stop, started))
         try:
             async with self.backend.watching(started):
-                yield Lease(box=box, pool_hit=hit, waited_s=time.perf_counter() - asked)
+                yield lease
         finally:
-            await self.backend.stop(started)
+            if not lease.kept:
+                await self.backend.stop(started)
 
     def release(self, key: str) -> None:
         """The job ``key`` will not use its sandbox (skipped before it): remove it, or drop it
@@ -145,20 +180,27 @@ class WarmPool(Generic[Started]):
     def _fill(self) -> None:
         while not self._closed and self._planned and len(self._slots) < self.ahead:
             key, memory = self._planned.pop(0)
-            self._slots[key] = self._make(key, memory)
+            self._slots[key] = self._make(key, memory, ahead=True)
 
     def _unplan(self, key: str) -> None:
         self._planned = [job for job in self._planned if job[0] != key]
 
-    def _make(self, key: str, memory: bool) -> _Slot[Started]:
-        return _Slot(key, memory, asyncio.create_task(self._prepare(key, memory), name=f"sandbox {key}"))
+    def _make(self, key: str, memory: bool, *, ahead: bool) -> _Slot[Started]:
+        slot: _Slot[Started] = _Slot(key, memory)
+        slot.task = asyncio.create_task(self._prepare(slot, ahead), name=f"sandbox {key}")
+        return slot
 
-    async def _prepare(self, key: str, memory: bool) -> tuple[Started, Sandbox]:
+    async def _prepare(self, slot: _Slot[Started], ahead: bool) -> tuple[Started, Sandbox]:
         if self._gate is None:
             self._gate = asyncio.Semaphore(max(1, self.starting or self.ahead))
         async with self._gate:
-            started = await self.backend.start(key, memory=memory)  # cleans up itself on failure
+            # Cleans up itself on failure. Made ahead, it starts yielding the CPU to the turn in
+            # flight, unless its job asked for it meanwhile.
+            started = await self.backend.start(slot.key, memory=slot.memory, ahead=ahead and not slot.claimed)
+            slot.started = started
             try:
+                if ahead and slot.claimed:
+                    await self.backend.hand_over(started)  # claimed while it was being created
                 return started, await self.backend.ready(started)
             except BaseException:
                 await self.backend.stop(started)
@@ -186,10 +228,25 @@ def _succeeded(task: asyncio.Task[Any]) -> bool:
 
 @asynccontextmanager
 async def cold(backend: SandboxBackend, key: str, *, memory: bool = False) -> AsyncIterator[Lease]:
-    """A sandbox opened when asked, as a ``Lease`` (no pool: the job waits for all of it)."""
+    """A sandbox opened when asked, as a ``Lease`` (no pool: the job waits for all of it). A
+    backend that makes sandboxes in steps makes it in those steps, so it can be kept past the
+    block as a pooled one can."""
     asked = time.perf_counter()
-    async with backend.open(key, memory=memory) as box:
-        yield Lease(box=box, pool_hit=False, waited_s=time.perf_counter() - asked)
+    if not isinstance(backend, PreparingBackend):
+        async with backend.open(key, memory=memory) as box:
+            yield Lease(box=box, pool_hit=False, waited_s=time.perf_counter() - asked)
+        return
+    started = await backend.start(key, memory=memory)  # cleans up itself on failure
+    lease: Lease | None = None
+    try:
+        box = await backend.ready(started)
+        lease = Lease(box=box, pool_hit=False, waited_s=time.perf_counter() - asked,
+                      removal=partial(backend.stop, started))
+        async with backend.watching(started):
+            yield lease
+    finally:
+        if lease is None or not lease.kept:
+            await backend.stop(started)
 
 
 def pool_for(backend: SandboxBackend, ahead: int, starting: int | None = None) -> WarmPool[Any] | None:

@@ -54,9 +54,11 @@ class Box:
 
 @dataclass
 class Made:
-    """What the double's ``start`` made: one numbered sandbox."""
+    """What the double's ``start`` made: one numbered sandbox, and whether it yields the CPU
+    (made ahead, not yet handed over to its job)."""
 
     box: Box
+    yielding: bool = False
 
 
 class MemoryBackend:
@@ -71,8 +73,9 @@ class MemoryBackend:
         self.starts_may_finish = asyncio.Event()
         self.starts_may_finish.set()
         self.opened_cold: list[str] = []
+        self.starts: dict[str, Made] = {}  # by scenario id: what each start made, and its weight
 
-    async def start(self, scenario_id: str, *, memory: bool = False) -> Made:
+    async def start(self, scenario_id: str, *, memory: bool = False, ahead: bool = False) -> Made:
         box = Box(scenario_id, memory, number=len(self.made))
         self.made.append(box)
         self.live[box.number] = box
@@ -82,7 +85,11 @@ class MemoryBackend:
             await self.stop(Made(box))
             raise
         box.timings.update(container_create_s=0.2, ui_ready_s=1.5, mcp_ready_s=1.0, gaia_import_s=1.2)
-        return Made(box)
+        self.starts[scenario_id] = Made(box, yielding=ahead)
+        return self.starts[scenario_id]
+
+    async def hand_over(self, started: Made) -> None:
+        started.yielding = False
 
     async def ready(self, started: Made) -> Box:
         await asyncio.sleep(0)
@@ -251,6 +258,59 @@ def test_memory_jobs_get_a_memory_sandbox_and_others_do_not() -> None:
     run(scenario())
 
 
+def test_sandboxes_made_ahead_yield_the_cpu_until_their_job_claims_them() -> None:
+    async def scenario() -> None:
+        backend = MemoryBackend()
+        pool: WarmPool[Any] = WarmPool(backend, ahead=2)
+        pool.plan([("a", False), ("b", False)])
+        await settle()
+        assert backend.starts["a"].yielding and backend.starts["b"].yielding
+        async with pool.sandbox("a"):
+            assert not backend.starts["a"].yielding  # raised before the job has it
+            assert backend.starts["b"].yielding  # still a spare
+        # Asked before its start was done: raised all the same, the start went on at full weight.
+        backend.starts_may_finish.clear()
+        pool.plan([("c", False)])
+        await settle()
+
+        async def claim() -> bool:
+            async with pool.sandbox("c"):
+                return backend.starts["c"].yielding
+
+        job = asyncio.create_task(claim())
+        await settle()
+        backend.starts_may_finish.set()
+        assert await job is False
+        # Not planned (a miss): made for its job now, never yielding.
+        async with pool.sandbox("d"):
+            assert not backend.starts["d"].yielding
+        await pool.close()
+        assert backend.live == {}
+
+    run(scenario())
+
+
+def test_a_kept_sandbox_outlives_its_block_until_removed() -> None:
+    async def scenario() -> None:
+        backend = MemoryBackend()
+        pool: WarmPool[Any] = WarmPool(backend, ahead=1)
+        pool.plan([("a", False), ("b", False)])
+        await settle()
+        async with pool.sandbox("a") as lease:
+            removal = lease.keep()
+        await settle()
+        assert removal is not None and list(backend.live) == [0, 1]  # a kept, b made ahead
+        await removal()
+        await removal()  # a second removal does nothing
+        assert backend.stopped == [0]
+        async with pool.sandbox("b"):
+            pass  # not kept: removed when the block ends
+        assert backend.stopped == [0, 1]
+        await pool.close()
+
+    run(scenario())
+
+
 def test_a_released_job_loses_its_sandbox_and_the_next_one_is_made() -> None:
     async def scenario() -> None:
         backend = MemoryBackend()
@@ -319,6 +379,9 @@ def test_live_jobs_use_the_sandboxes_made_ahead_and_record_their_set_up(tmp_path
         await settle()
         assert backend.keys() == [j.key for j in jobs][:2]  # concurrency + 1 ahead, one at a time
         outcomes = [await live.converse(job) for job in jobs]
+        for outcome in outcomes:  # what the engine does once each row is recorded
+            assert outcome.leave is not None
+            await outcome.leave()
         await live.close()
         assert backend.opened_cold == [] and backend.live == {}
         assert talks == [f"{job.key}@{n}" for n, job in enumerate(jobs)]
@@ -347,7 +410,9 @@ def test_a_job_skipped_before_its_sandbox_releases_the_one_made_ahead(tmp_path: 
         await settle()
         assert 0 not in backend.live and backend.stopped == [0]
         for job in jobs[1:]:
-            await live.converse(job)
+            outcome = await live.converse(job)
+            assert outcome.leave is not None
+            await outcome.leave()
         await live.close()
         assert backend.live == {} and unsayable.id not in "".join(talks)
 
@@ -364,8 +429,13 @@ def test_without_the_pool_every_sandbox_is_opened_cold(tmp_path: Path, talks: li
         await settle()
         assert backend.made == []
         outcome = await live.converse(jobs[0])
+        # Made now, in the backend's steps (so it too can be left after its row is recorded),
+        # at the normal weight; kept until the engine leaves it.
+        assert backend.keys() == [jobs[0].key] and not backend.starts[jobs[0].key].yielding
+        assert list(backend.live) == [0] and outcome.leave is not None
+        left = await outcome.leave()
         await live.close()
-        assert backend.opened_cold == [jobs[0].key]
+        assert backend.live == {} and left.problems == []
         setup = outcome.transcript.setup  # type: ignore[union-attr]
         assert setup is not None and setup.pool_hit is False and setup.container_create_s == 0.2
 
