@@ -376,8 +376,8 @@ def _run_on_cluster(settings: RunSettings, address: str, on: list[str], per_node
         if per_node:
             from runner.report import read_scorecard
 
-            result = run_blocking(run_per_node(settings, address, selector, say))
-            codes = []
+            result = run_blocking(run_per_node(settings, address, selector, say, resume=resume))
+            codes = [EXIT_INFRA] if result.left else []  # a node's run could not continue
             for node_run in result.runs:
                 run_dir = settings.results_root / node_run.run_id
                 codes.append(exit_code(read_scorecard(run_dir / "scorecard.json"), settings.min_pass_rate,
@@ -394,14 +394,14 @@ def _run_on_cluster(settings: RunSettings, address: str, on: list[str], per_node
     except InfraError as exc:
         fail(str(exc), EXIT_INFRA)
     except KeyboardInterrupt:
-        run_dir = settings.run_dir
+        run_dir, again = settings.run_dir, " --per-node" if per_node else ""
         say(f"interrupted: partial scorecard in {run_dir}; continue with `trialbox run --resume "
-            f"{run_dir} --cluster ADDRESS` (or TRIALBOX_CLUSTER)")
+            f"{run_dir} --cluster ADDRESS{again}` (or TRIALBOX_CLUSTER)")
         return EXIT_INFRA
     except OSError as exc:  # as execute: what finished is on disk already
-        run_dir = settings.run_dir
+        run_dir, again = settings.run_dir, " --per-node" if per_node else ""
         fail(f"results could not be written ({exc.strerror or exc}); what finished is in "
-             f"{run_dir} — free space, then `trialbox run --resume {run_dir} --cluster ADDRESS`",
+             f"{run_dir} — free space, then `trialbox run --resume {run_dir} --cluster ADDRESS{again}`",
              EXIT_INFRA)
     return _baseline_steps(settings, card, _report_and_gate(card, settings))
 

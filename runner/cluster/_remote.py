@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import socket
 import tempfile
 import time
 from dataclasses import dataclass
@@ -22,6 +23,8 @@ from pydantic import BaseModel, Field
 
 from runner.cluster._node import NodeConfig, NodeError, load_node_config
 from runner.cluster._ship import Packed, unpack
+from runner.report._identity import served_model_of
+from runner.report._models import NodeIdentity
 from runner.status import Status
 from runner.transcript import Transcript
 
@@ -46,6 +49,9 @@ class JobReport(BaseModel):
     error: str | None = Field(default=None, description="why the job has an infrastructure status")
     warning: str | None = Field(default=None, description="a problem that did not spoil the result")
     converse_s: float = Field(description="seconds the node spent on the job (sandbox + conversation)")
+    node: NodeIdentity | None = Field(default=None, description=(
+        "the node with its hardware and served model, for the scenario's row (None: the job "
+        "never reached a node that could describe itself)"))
 
 
 @dataclass
@@ -88,9 +94,20 @@ def run_job_here(job: Job, shipment: Shipment, attempt: int, node_id: str) -> tu
         raise
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    report = report.model_copy(update={"node_id": node_id,
+    report = report.model_copy(update={"node_id": node_id, "node": describe_node(node, node_id),
                                        "converse_s": round(time.perf_counter() - started, 3)})
     return report.model_dump_json(), artifacts
+
+
+def describe_node(node: NodeConfig, node_id: str) -> NodeIdentity:
+    """This node as a scenario row records it. The served model is asked when the job ends:
+    the model that answered it, even if the node's server was changed since the run began."""
+    from runner.launch import llm_identity
+
+    return NodeIdentity(name=node.name, node_id=node_id, host=socket.gethostname(),
+                        device=node.device, fingerprint_id=node.fingerprint_id, driver=node.driver,
+                        hardware=node.fingerprint.model_dump(mode="json"),
+                        served_model=served_model_of(llm_identity(node.llm_url)))
 
 
 async def _converse(job: Job, shipment: Shipment, node: NodeConfig, attempt: int,

@@ -28,7 +28,7 @@ from runner.cluster._conversations import (
 from runner.cluster._node import NodeConfig, load_node_config
 from runner.cluster._remote import sweep_here
 from runner.engine import Engine
-from runner.errors import InfraError
+from runner.errors import InfraError, ModelChanged, UsageError
 from runner.launch import (
     REJECTED_WARNING,
     agent_registry,
@@ -36,15 +36,29 @@ from runner.launch import (
     open_writer,
     prepare_judge,
     resolve_providers,
+    resume_settings,
     selected_scenarios,
 )
-from runner.report import DeviceMismatchError, Scorecard, driver_report, render_driver_md
+from runner.report import DeviceMismatchError, RunConfig, Scorecard, driver_report, render_driver_md
+from runner.report._identity import served_model_of
 from runner.report._load import read_traces
-from runner.settings import RunSettings, new_run_id
+from runner.report._writer import RunWriter
+from runner.run_lock import is_owned, owning
+from runner.settings import RESUME_MAY_CHANGE, RunSettings, new_run_id
 
 T = TypeVar("T")
-MAX_CONCURRENCY = 16  # RunSettings' own bound
+MAX_CONCURRENCY = 16  # RunSettings' own bound: run.json records at most this
 SWEEP_TIMEOUT_S = 120.0
+#: In every run folder of one `--per-node` run: the node runs planned together.
+PER_NODE_FILE = "per-node.json"
+
+
+def engine_admits(planned_jobs: int) -> int:
+    """How many jobs the engine of a cluster run lets wait for a slot at once: all of them.
+    The bound is the cluster's own admission (ClusterConversations sends a job only to a free
+    slot of the matching nodes as they are now), so every slot is used however many there
+    are — past RunSettings' 16, and on nodes that join mid-run."""
+    return max(1, planned_jobs)
 
 
 async def run_on_cluster(settings: RunSettings, address: str, on: dict[str, str],
@@ -52,12 +66,29 @@ async def run_on_cluster(settings: RunSettings, address: str, on: dict[str, str]
                          node: ClusterNode | None = None,
                          extra: dict[str, Any] | None = None) -> Scorecard:
     """The local run's steps with ClusterConversations; raises UsageError/InfraError early."""
+    if resume and is_owned(settings.run_dir):
+        with owning(settings.run_dir):  # raises the one-line refusal naming the live owner
+            pass
+    if resume and node is None and (settings.run_dir / PER_NODE_FILE).is_file():
+        raise UsageError(f"--resume {settings.run_dir}: this is one node's run of a --per-node "
+                         "run — resume it with --per-node (every node's run continues)")
     scenarios, manifest, rejected = selected_scenarios(settings, say)
     check_results_root(settings)
     agents = agent_registry(settings, scenarios)
     # Resolved here, once, before the settings are shipped: `auto` means what it means on
     # this machine (as a local run), and every node gets the same concrete choice.
     resolve_providers(settings)
+    # One owner per run folder, as a local run: a second run or resume of a live cluster run
+    # stops here, before its sweep could remove the live run's sandboxes on the nodes.
+    with owning(settings.run_dir):
+        return await _run_owned(settings, address, on, say, resume, node, extra or {},
+                                scenarios, manifest, rejected, agents)
+
+
+async def _run_owned(settings: RunSettings, address: str, on: dict[str, str],
+                     say: Callable[[str], None], resume: bool, node: ClusterNode | None,
+                     extra: dict[str, Any], scenarios: list[Any], manifest: Any,
+                     rejected: list[str], agents: Any) -> Scorecard:
     conversations = ClusterConversations(address, settings, on, manifest=manifest, agents=agents,
                                          node_id=node.node_id if node else None, say=say,
                                          resume=resume)
@@ -65,39 +96,38 @@ async def run_on_cluster(settings: RunSettings, address: str, on: dict[str, str]
         nodes = conversations.start()
     except ClusterError as exc:
         raise InfraError(str(exc)) from None
-    # Recorded: the cluster's slots when the run started. The engine itself admits up to the
-    # bound; ClusterConversations sends a job only when a node has a free slot *now*, so a node
-    # that joins mid-run takes work (runner/cluster/_conversations.py).
+    # Recorded: the cluster's slots when the run started (run.json keeps at most RunSettings'
+    # bound, the scorecard the slots themselves).
     slots = conversations.capacity()
-    settings.concurrency = min(MAX_CONCURRENCY, slots)  # run.json's bound; the engine's is below
+    settings.concurrency = min(MAX_CONCURRENCY, slots)
     say(f"run {settings.run_id}: {len(scenarios)} scenario(s) × {settings.trials} trial(s) on "
         f"{len(nodes)} node(s) ({', '.join(f'{n.name}:{n.device}×{n.slots}' for n in nodes)}), "
         f"concurrency {slots}")
     judge, _ = await prepare_judge(settings, say)
-    described = await _describe_node(node) if node else None
+    described = await _describe_nodes(nodes, say, strict=node is not None)
     cluster_extra = {"cluster": {"nodes": [n.model_dump(mode="json") for n in nodes],
-                                 "selector": on}}
+                                 "selector": on,
+                                 "served_models": {c.name: served_model_of(identity)
+                                                   for c, identity in described}}}
     if resume:
         sweep_nodes(settings.run_id, nodes, say, "left over from the interrupted run")
-    writer = open_writer(settings, scenarios, resume, {**(extra or {}), **cluster_extra,
-                                            "agents": agents.describe()})
-    if described is not None and not resume:
-        # --per-node: this run's scorecard describes the node it ran on, not the controller,
-        # so the driver-build comparison compares the nodes.
-        config, identity = described
-        writer.config.hardware = config.fingerprint.model_dump(mode="json")
-        writer.config.device = config.device
-        writer.config.llm_server = identity
+    writer = open_writer(settings, scenarios, resume, {**extra, **cluster_extra,
+                                                       "agents": agents.describe()})
+    if resume:
+        check_served_models(settings, writer, described, say)
+    elif described:
+        # The scorecard describes the nodes that ran it, not the controller (--per-node: its
+        # one node, so the driver-build comparison compares the nodes).
+        record_nodes(writer.config, described, slots)
         writer.write()
     for problem in rejected:
         if REJECTED_WARNING + problem not in writer.warnings:
             writer.warn(REJECTED_WARNING + problem)
     say(f"results: {settings.run_dir}")
     # No controller-side LLM health probe: each node checks its own server before each job.
-    # Admits as many jobs as the cluster has slots (past run.json's bound of 16: a cluster of
-    # 5 nodes × 8 slots runs 40 at once), and at least 16 so nodes that join mid-run get work.
-    # model_copy does not re-validate, so the bound does not apply to this copy.
-    engine = Engine(settings.model_copy(update={"concurrency": max(MAX_CONCURRENCY, slots)}), scenarios,
+    # model_copy does not re-validate, so RunSettings' bound does not apply to this copy.
+    admits = engine_admits(len(scenarios) * settings.trials)
+    engine = Engine(settings.model_copy(update={"concurrency": admits}), scenarios,
                     conversations, judge, writer, say=say, llm_health=None)
     # Jobs wait for a node's free slot after the engine let them start: they ask it first.
     conversations.stopped = lambda: engine.stopping
@@ -111,6 +141,61 @@ async def run_on_cluster(settings: RunSettings, address: str, on: dict[str, str]
         except ray.exceptions.RayError:
             alive = nodes
         sweep_nodes(settings.run_id, alive or nodes, say, "left behind by this run")
+
+
+def record_nodes(config: RunConfig, described: list[tuple[NodeConfig, dict[str, Any]]],
+                 slots: int) -> None:
+    """The run's hardware, device and LLM server as the nodes have them: each one value where
+    the nodes agree; where they differ, every node's (hardware and LLM server by node name,
+    device and served model joined with " + "), so nothing reads as one machine's."""
+    configs = [c for c, _ in described]
+    models = sorted({served_model_of(identity) or "unknown" for _, identity in described})
+    devices = sorted({c.device for c in configs})
+    if len({c.fingerprint_id for c in configs}) == 1:
+        config.hardware = configs[0].fingerprint.model_dump(mode="json")
+    else:
+        config.hardware = {"per_node": {c.name: c.fingerprint.model_dump(mode="json") for c in configs}}
+    if len(models) == 1:
+        config.llm_server = described[0][1]
+        config.served_model = served_model_of(described[0][1])
+    else:
+        config.llm_server = {"per_node": {c.name: identity for c, identity in described}}
+        config.served_model = " + ".join(models)
+    config.device = " + ".join(devices)
+    config.concurrency = slots
+
+
+def check_served_models(settings: RunSettings, writer: RunWriter,
+                        described: list[tuple[NodeConfig, dict[str, Any]]],
+                        say: Callable[[str], None]) -> None:
+    """A resumed cluster run must be answered by the model(s) it started with: ModelChanged
+    (exit 2) naming each node that now serves another, unless --allow-model-change (then the
+    scorecard says so). What it started with: the models its rows ran on and its nodes served
+    at the start; a node whose server does not say is left to its own health probe."""
+    changes = model_changes(writer, described)
+    if not changes:
+        return
+    change = "; ".join(changes)
+    if not settings.allow_model_change:
+        raise ModelChanged(f"--resume {settings.run_dir}: {change} — serve that model again on "
+                           "those nodes, or pass --allow-model-change to mix them in one scorecard")
+    say(f"warning: {change} (--allow-model-change)")
+    writer.warn(f"resumed with another model: {change}")
+
+
+def model_changes(writer: RunWriter, described: list[tuple[NodeConfig, dict[str, Any]]]) -> list[str]:
+    """One line per node serving a model the run did not start with (empty: none)."""
+    started = {r.node.served_model for r in writer.results if r.node and r.node.served_model}
+    cluster = writer.config.extra.get("cluster", {})
+    started |= {m for m in (cluster.get("served_models") or {}).values() if m}
+    if not started and writer.config.served_model:
+        started = {writer.config.served_model}
+    if not started:
+        return []
+    was = " / ".join(sorted(started))
+    return [f"node {c.name} now serves {now}; this run started with {was}"
+            for c, identity in described
+            if (now := served_model_of(identity)) is not None and now not in started]
 
 
 def sweep_nodes(run_id: str, nodes: list[ClusterNode], say: Callable[[str], None], why: str) -> None:
@@ -146,32 +231,90 @@ class NodeRun(BaseModel):
     run_id: str = Field(description="its run folder under the results root")
 
 
+class PerNodePlan(BaseModel):
+    """per-node.json, written into every run folder of one `--per-node` run before the first
+    starts: which node runs which folder, so resuming any of them resumes them all."""
+
+    selector: dict[str, str] = Field(default_factory=dict, description="the --on selection")
+    runs: list[NodeRun] = Field(description="one run per matching node, in cluster order; the first is the reference")
+
+
 class PerNodeResult(BaseModel):
     """What `--per-node` wrote: one run per node and the comparisons against the first."""
 
     runs: list[NodeRun] = Field(description="one run per matching node, in cluster order")
     comparisons: list[Path] = Field(description="driver-build reports (Markdown), first node vs each other")
+    left: list[NodeRun] = Field(default_factory=list, description=(
+        "--resume: planned node runs whose node is not in the cluster now (left as they were)"))
 
 
 async def run_per_node(settings: RunSettings, address: str, on: dict[str, str],
-                       say: Callable[[str], None]) -> PerNodeResult:
-    """The whole selection once on every matching node, then the driver-build comparison."""
+                       say: Callable[[str], None], resume: bool = False) -> PerNodeResult:
+    """The whole selection once on every matching node, then the driver-build comparison.
+    With `resume` (settings from one of its folders) every node's run continues where it
+    stopped, on the node of the same name; one never started starts under its planned id."""
     try:
         connect(address)
     except ClusterError as exc:
         raise InfraError(str(exc)) from None
-    nodes = matching_nodes(on)
-    if not nodes:
-        raise InfraError("no node matches --on " + " ".join(f"{k}={v}" for k, v in on.items())
-                         + " — join one with `trialbox node join ADDRESS`")
+    if resume:
+        plan = read_plan(settings.run_dir)
+        on = plan.selector
+    else:
+        nodes = matching_nodes(on)
+        if not nodes:
+            raise InfraError("no node matches --on " + " ".join(f"{k}={v}" for k, v in on.items())
+                             + " — join one with `trialbox node join ADDRESS`")
+        plan = PerNodePlan(selector=on, runs=[NodeRun(node=n, run_id=new_run_id()) for n in nodes])
+        for planned in plan.runs:
+            folder = settings.results_root / planned.run_id
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / PER_NODE_FILE).write_text(plan.model_dump_json(indent=2))
+        # An interrupted --per-node run is resumed from its first folder (the Ctrl-C line names it).
+        settings.run_id = plan.runs[0].run_id
+    now = {n.name: n for n in matching_nodes(on)}
     runs: list[NodeRun] = []
-    for node in nodes:
-        mine = settings.model_copy(deep=True, update={"run_id": new_run_id()})
-        say(f"--per-node: node {node.name} ({node.device}, driver {node.driver})")
-        await run_on_cluster(mine, address, on, say, node=node,
+    left: list[NodeRun] = []
+    for planned in plan.runs:
+        node = now.get(planned.node.name)
+        folder = settings.results_root / planned.run_id
+        if node is None:
+            say(f"--per-node: node {planned.node.name} is not in the cluster now: its run {folder} "
+                "is left as it is — join it again, then resume")
+            left.append(planned)
+            continue
+        continues = resume and (folder / "run.json").is_file()
+        mine = resume_settings(folder) if continues else settings.model_copy(
+            deep=True, update={"run_id": planned.run_id})
+        for name in (*RESUME_MAY_CHANGE, "allow_model_change", "allow_device_fallback"):
+            setattr(mine, name, getattr(settings, name))  # what this invocation may change
+        say(f"--per-node: node {node.name} ({node.device}, driver {node.driver})"
+            + (f", resuming {folder}" if continues else ""))
+        await run_on_cluster(mine, address, on, say, resume=continues, node=node,
                              extra={"node": node.model_dump(mode="json")})
-        runs.append(NodeRun(node=node, run_id=mine.run_id))
-    reports = []
+        runs.append(NodeRun(node=node, run_id=planned.run_id))
+    return PerNodeResult(runs=runs, comparisons=_compare_nodes(settings, runs, say), left=left)
+
+
+def read_plan(run_dir: Path) -> PerNodePlan:
+    """The plan of the --per-node run `run_dir` belongs to; UsageError when it is none's."""
+    path = run_dir / PER_NODE_FILE
+    if not path.is_file():
+        raise UsageError(f"--resume {run_dir} --per-node: not a folder of a --per-node run (no "
+                         f"{PER_NODE_FILE}) — resume it without --per-node")
+    try:
+        return PerNodePlan.model_validate_json(path.read_text())
+    except (OSError, ValueError) as exc:
+        first = str(exc).strip().splitlines()
+        raise UsageError(f"{path}: not a readable --per-node plan ({first[0] if first else exc}) "
+                         "— start a new --per-node run") from None
+
+
+def _compare_nodes(settings: RunSettings, runs: list[NodeRun], say: Callable[[str], None]) -> list[Path]:
+    """The driver-build comparison of the first node's run against each other's."""
+    reports: list[Path] = []
+    if not runs:
+        return reports
     reference = settings.results_root / runs[0].run_id
     for other in runs[1:]:
         folder = settings.results_root / other.run_id
@@ -187,7 +330,7 @@ async def run_per_node(settings: RunSettings, address: str, on: dict[str, str],
         (folder / f"driver-vs-{runs[0].node.name}.json").write_text(report.model_dump_json(indent=2))
         say(f"driver-build comparison {runs[0].node.name} → {other.node.name}: {path}")
         reports.append(path)
-    return PerNodeResult(runs=runs, comparisons=reports)
+    return reports
 
 
 def run_blocking(work: Coroutine[Any, Any, T]) -> T:
@@ -219,6 +362,22 @@ def _node_config() -> tuple[str, dict[str, Any]]:
 
     config = load_node_config()
     return config.model_dump_json(), llm_identity(config.llm_url)
+
+
+async def _describe_nodes(nodes: list[ClusterNode], say: Callable[[str], None], strict: bool
+                          ) -> list[tuple[NodeConfig, dict[str, Any]]]:
+    """Every node's config and LLM identity. `strict` (--per-node, whose run is its node's):
+    a node that cannot describe itself stops the run; otherwise it is left out of the record
+    (its jobs say why it cannot run them)."""
+    described = []
+    for answer in await asyncio.gather(*(_describe_node(n) for n in nodes), return_exceptions=True):
+        if isinstance(answer, InfraError) and not strict:
+            say(f"warning: {answer}")
+        elif isinstance(answer, BaseException):
+            raise answer
+        else:
+            described.append(answer)
+    return described
 
 
 async def _describe_node(node: ClusterNode) -> tuple[NodeConfig, dict[str, Any]]:
