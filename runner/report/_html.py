@@ -16,7 +16,13 @@ from runner.outcomes import CheckResult
 from runner.report._charts import charts
 from runner.report._identity import model_line, served_model
 from runner.report._models import ScenarioResult, Scorecard, TurnResult
-from runner.report._performance import SETUP_PHASES, overhead_text, phase_seconds, pool_text
+from runner.report._performance import (
+    SETUP_PHASES,
+    indexing_text,
+    overhead_text,
+    phase_seconds,
+    pool_text,
+)
 from runner.report._summary_md import TURN_JUDGING_ON, agent_text, user_messages_text
 from runner.scoring import CHECKS_PASSED_NOT_JUDGED, checks_passed_not_judged, decided_pass_rate
 from runner.status import Status
@@ -298,12 +304,14 @@ def _performance(card: Scorecard) -> str:
         ("TTFT s", _score(t.ttft_s_mean)),
         ("tokens/s", _score(t.tokens_per_s_mean)),
         ("tokens in/out", f"{t.input_tokens}/{t.output_tokens}"),
-        ("harness overhead (wall ÷ turns)", _score(t.overhead_ratio)),
+        ("agent indexing s", _score(t.agent_indexing_s)),
+        ("wall ÷ agent time", _score(t.overhead_ratio)),
     ]
     return (
         '<div class="cards">'
         + "".join(_card(v, k) for k, v in cells)
         + f'</div><p class="headline" id="overhead">{_e(overhead_text(card))}</p>'
+        + f'<p class="headline" id="indexing">{_e(indexing_text(card))}</p>'
         + _setup(card)
     )
 

@@ -287,11 +287,19 @@ class PerformanceStats(_Model):
         description="agent turn time: the sum of the measured turns' wall times, s; None when "
         "no turn was measured",
     )
+    agent_indexing_s: float | None = Field(
+        default=None,
+        description="the agent's own indexing of the setup documents inside the Agent UI "
+        "(embedding them), s: agent time, not harness time (in totals: the sum over the "
+        "scenarios that timed it); None when not measured",
+    )
     overhead_ratio: float | None = Field(
         default=None,
-        description="harness overhead: scenario wall ÷ agent turn time (in totals: the sum of "
-        "wall_s over the sum of agent_turn_s, over the scenarios that have both); 1.0 means the "
-        "harness cost nothing; None when either is missing or the wall clock is a rescore's",
+        description="this run's scenario wall ÷ agent time, agent time being agent_turn_s + "
+        "agent_indexing_s (in totals: the sum of wall_s over the sum of agent time, over the "
+        "scenarios that have both a wall and a timed turn); 1.0 means nothing but the agent "
+        "took time; None when either is missing or the wall clock is a rescore's. The harness "
+        "overhead against the agent alone is scripts/bench-harness --vs-attached's figure",
     )
     ttft_s_mean: float | None = Field(default=None, description="mean time to first token, s")
     tokens_per_s_mean: float | None = Field(
@@ -356,7 +364,13 @@ class SetupStats(_Model):
         default_factory=PhaseStats, description="creating the chat session"
     )
     indexing_s: PhaseStats = Field(
-        default_factory=PhaseStats, description="indexing the setup documents"
+        default_factory=PhaseStats,
+        description="the agent indexing the setup documents (agent time, not harness time)",
+    )
+    teardown_s: PhaseStats = Field(
+        default_factory=PhaseStats,
+        description="collecting and removing the used sandbox, after the result was recorded "
+        "(off the scenario's clock)",
     )
 
     def phase(self, name: str) -> PhaseStats:

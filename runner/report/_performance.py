@@ -1,4 +1,10 @@
-"""Speed aggregates: turns (means, percentiles), set-up phases and the harness overhead ratio.
+"""Speed aggregates: turns (means, percentiles), set-up phases and the run's wall ÷ agent time.
+
+Agent time is what the agent under test spends on its own: its turns and its indexing of the
+setup documents inside the Agent UI (embedding them on the LLM server) — a 6,110-chunk PDF takes
+minutes of that, which is not the harness's. The ratio here is this run's scenario wall over
+that agent time; the harness overhead a user pays against the agent alone (an Agent UI already
+running, no sandboxes) is measured side by side by ``scripts/bench-harness --vs-attached``.
 
 None whenever nothing was measured: a trace written before set-up was timed renders "n/a".
 The sentences both renderers (summary.md, report.html) print for them are here too, so the two
@@ -9,6 +15,7 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 
 from runner.report._models import (
     Performance,
@@ -29,10 +36,13 @@ SETUP_PHASES: dict[str, str] = {
     "ui_ready_s": "Agent UI ready",
     "mcp_ready_s": "MCP ready",
     "session_s": "session",
-    "indexing_s": "indexing",
+    "indexing_s": "indexing (the agent's own work)",
+    "teardown_s": "teardown (after the result, off the clock)",
 }
 
-OVERHEAD_LABEL = "harness overhead: scenario wall ÷ agent turn time"
+OVERHEAD_LABEL = "this run's wall ÷ agent time: scenario wall ÷ (agent turns + its own indexing)"
+#: Where the harness overhead against the agent alone comes from (README, summary.md).
+BENCHMARK_OVERHEAD = "harness overhead (vs the agent alone, scripts/bench-harness --vs-attached)"
 
 # runner/launch.py's rescore marks the runs it writes with this key of RunConfig.extra.
 RESCORED_FROM = "rescored_from"
@@ -61,25 +71,42 @@ def phase_seconds(setup: SetupTimings | None, phase: str) -> float | None:
     return float(value) if value is not None else None
 
 
-def overhead_ratio(wall_s: float | None, agent_turn_s: float | None) -> float | None:
-    """Scenario wall ÷ agent turn time; None unless both were measured (and turns took time)."""
+def overhead_ratio(
+    wall_s: float | None, agent_turn_s: float | None, agent_indexing_s: float | None = None
+) -> float | None:
+    """Scenario wall ÷ agent time (turns + the agent's own indexing); None unless the wall and
+    the turns were measured (and the turns took time). Unmeasured indexing counts as none."""
     if wall_s is None or agent_turn_s is None or agent_turn_s <= 0:
         return None
-    return wall_s / agent_turn_s
+    return wall_s / (agent_turn_s + (agent_indexing_s or 0.0))
 
 
-def overhead_parts(scenarios: Iterable[PerformanceStats]) -> tuple[float, float, int]:
-    """(sum of wall_s, sum of agent_turn_s, how many) over the scenarios that have both: the
-    numerator and denominator of the run's overhead ratio."""
-    both = [
-        (s.wall_s, s.agent_turn_s)
-        for s in scenarios
-        if overhead_ratio(s.wall_s, s.agent_turn_s) is not None
+class OverheadParts(NamedTuple):
+    """The numerator and denominator of the run's ratio, over the scenarios that have both a
+    wall clock and a timed turn."""
+
+    wall_s: float
+    agent_turn_s: float
+    agent_indexing_s: float
+    scenarios: int
+
+    @property
+    def agent_s(self) -> float:
+        return self.agent_turn_s + self.agent_indexing_s
+
+
+def overhead_parts(scenarios: Iterable[PerformanceStats]) -> OverheadParts:
+    """Sums of wall_s, agent_turn_s and agent_indexing_s, and how many scenarios, over those
+    whose ratio is defined."""
+    counted = [
+        s for s in scenarios
+        if overhead_ratio(s.wall_s, s.agent_turn_s, s.agent_indexing_s) is not None
     ]
-    return (
-        sum(w for w, _ in both if w is not None),
-        sum(t for _, t in both if t is not None),
-        len(both),
+    return OverheadParts(
+        wall_s=sum(s.wall_s or 0.0 for s in counted),
+        agent_turn_s=sum(s.agent_turn_s or 0.0 for s in counted),
+        agent_indexing_s=sum(s.agent_indexing_s or 0.0 for s in counted),
+        scenarios=len(counted),
     )
 
 
@@ -93,6 +120,8 @@ def stats_of(
     measured = list(turns)
     walls = [t.wall_s for t in measured]
     agent_turn_s = sum(walls) if walls else None
+    # The Agent UI embedding the setup documents is the agent's work, timed by the conversation.
+    agent_indexing_s = phase_seconds(setup, "indexing_s")
     return PerformanceStats(
         wall_s=wall_s,
         turns=len(measured),
@@ -100,7 +129,10 @@ def stats_of(
         turn_wall_s_p50=percentile(walls, 50),
         turn_wall_s_p90=percentile(walls, 90),
         agent_turn_s=agent_turn_s,
-        overhead_ratio=overhead_ratio(wall_s, agent_turn_s) if with_overhead else None,
+        agent_indexing_s=agent_indexing_s,
+        overhead_ratio=(
+            overhead_ratio(wall_s, agent_turn_s, agent_indexing_s) if with_overhead else None
+        ),
         ttft_s_mean=_mean(
             [t.time_to_first_token_s for t in measured if t.time_to_first_token_s is not None]
         ),
@@ -149,29 +181,56 @@ def performance_of(results: Sequence[ScenarioResult], *, replayed: bool = False)
         sum(walls) if walls else None,
         with_overhead=False,
     )
+    indexed = [s.agent_indexing_s for s in scenarios.values() if s.agent_indexing_s is not None]
+    totals.agent_indexing_s = sum(indexed) if indexed else None
     if with_overhead:
-        wall_s, agent_turn_s, _ = overhead_parts(scenarios.values())
-        totals.overhead_ratio = overhead_ratio(wall_s, agent_turn_s)
+        parts = overhead_parts(scenarios.values())
+        totals.overhead_ratio = overhead_ratio(
+            parts.wall_s, parts.agent_turn_s, parts.agent_indexing_s
+        )
     return Performance(totals=totals, scenarios=scenarios, setup=setup_of(results))
 
 
+def _scenarios(count: int) -> str:
+    return f"{count} scenario" + ("" if count == 1 else "s")
+
+
 def overhead_text(card: Scorecard) -> str:
-    """The run's overhead ratio, saying what it is and what it is made of:
-    `harness overhead: scenario wall ÷ agent turn time = 1.48 (670.6 s ÷ 451.9 s over 12
-    scenarios)`, or `= n/a (why)`."""
+    """The run's wall ÷ agent time, saying what it is and what it is made of:
+    `this run's wall ÷ agent time: scenario wall ÷ (agent turns + its own indexing) = 1.48
+    (670.6 s ÷ (441.9 s + 10.0 s) over 12 scenarios)`, or `= n/a (why)`."""
     perf = card.performance
     if RESCORED_FROM in card.config.extra:
         return f"{OVERHEAD_LABEL} = n/a (a rescore: its wall clock is the replay's, not the agent's)"
-    wall_s, agent_turn_s, count = overhead_parts(perf.scenarios.values())
-    if perf.totals.overhead_ratio is None or count == 0:
+    parts = overhead_parts(perf.scenarios.values())
+    if perf.totals.overhead_ratio is None or parts.scenarios == 0:
         return f"{OVERHEAD_LABEL} = n/a (no scenario has both a wall clock and a timed turn)"
-    noun = "scenario" if count == 1 else "scenarios"
     text = (
         f"{OVERHEAD_LABEL} = {perf.totals.overhead_ratio:.2f} "
-        f"({wall_s:.1f} s ÷ {agent_turn_s:.1f} s over {count} {noun})"
+        f"({parts.wall_s:.1f} s ÷ ({parts.agent_turn_s:.1f} s + {parts.agent_indexing_s:.1f} s) "
+        f"over {_scenarios(parts.scenarios)})"
     )
     # The engine's scenario wall clock runs until the judge has answered (runner/engine.py).
     return text + ("; the scenario wall includes judging" if card.config.judged else "")
+
+
+def indexing_text(card: Scorecard) -> str:
+    """The agent's own indexing, as a figure of its own: `the agent's own document indexing
+    (in the Agent UI, agent time) = 39.9 s over 2 of 12 scenarios (longest 38.2 s)`, or n/a."""
+    label = "the agent's own document indexing (in the Agent UI, agent time)"
+    timed = [
+        s.agent_indexing_s for s in card.performance.scenarios.values()
+        if s.agent_indexing_s is not None
+    ]
+    if not timed:
+        return f"{label} = n/a (no scenario timed its indexing)"
+    spent = [t for t in timed if t > 0]
+    if not spent:
+        return f"{label} = 0.0 s (no scenario indexed a document)"
+    return (
+        f"{label} = {sum(spent):.1f} s over {len(spent)} of {_scenarios(len(timed))} "
+        f"(longest {max(spent):.1f} s)"
+    )
 
 
 def pool_text(setup: SetupStats) -> str:

@@ -305,9 +305,10 @@ def test_report_shows_the_overhead_ratio_and_where_set_up_time_went(unjudged_run
     text = " ".join(" ".join(dom.text).split())
     # walls 5+6+7+8 = 26 s over turns (0.6+3.4) + (1.6+3.9) + (2.6+4.4) + (3.6+4.9) = 25 s
     assert (
-        "harness overhead: scenario wall ÷ agent turn time = 1.04 (26.0 s ÷ 25.0 s over 4 "
-        "scenarios)"
+        "this run's wall ÷ agent time: scenario wall ÷ (agent turns + its own indexing) = 1.04 "
+        "(26.0 s ÷ (25.0 s + 0.0 s) over 4 scenarios)"
     ) in text
+    assert "the agent's own document indexing (in the Agent UI, agent time) = n/a" in text
     assert "Recorded for 4 of 4 scenarios · warm pool hits: 3 of 4 scenarios" in text
     # waited 0.1, 0.2, 0.3, 1.9: median 0.25, p90 at rank 2.7 = 0.3 + 0.7 × 1.6 = 1.42
     assert "visible set-up (waited) 0.25 1.42 4" in text

@@ -1,4 +1,4 @@
-"""Where a run's time went: the harness overhead ratio and the set-up phases, worked by hand.
+"""Where a run's time went: the run's wall ÷ agent time and the set-up phases, worked by hand.
 
 Three scenarios ran with the warm pool's set-up timings, one from an older trace without them,
 and one never got a turn. Every expected number below is computed in the comment beside it.
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +74,7 @@ def ran(scenario_id: str, wall_s: float, turn_walls: list[float],
 
 def results() -> list[ScenarioResult]:
     return [
-        ran("invoice_total", 12.0, [2.0, 4.0], HIT),  # 12 ÷ 6 = 2.0
+        ran("invoice_total", 12.0, [2.0, 4.0], HIT),  # 12 ÷ (6 + 1.0 indexing) = 1.71
         ran("policy_lookup", 9.0, [3.0, 3.0], MISS),  # 9 ÷ 6 = 1.5
         ran("chart_reading", 5.5, [5.0], HIT_NO_DOCUMENTS),  # 5.5 ÷ 5 = 1.1
         ran("old_trace", 10.0, [4.0], None),  # 10 ÷ 4 = 2.5, no set-up recorded
@@ -92,42 +93,48 @@ def card(rows: list[ScenarioResult], config: RunConfig = NO_JUDGE) -> Scorecard:
 # --- the overhead ratio ---------------------------------------------------------------------
 
 
-def test_overhead_ratio_is_scenario_wall_over_agent_turn_time_per_scenario():
+def test_overhead_ratio_is_scenario_wall_over_agent_time_per_scenario():
     perf = card(results()).performance.scenarios
     assert perf["invoice_total"].agent_turn_s == pytest.approx(6.0)
-    assert perf["invoice_total"].overhead_ratio == pytest.approx(2.0)
+    assert perf["invoice_total"].agent_indexing_s == pytest.approx(1.0)
+    assert perf["invoice_total"].overhead_ratio == pytest.approx(12 / 7)
     assert perf["policy_lookup"].overhead_ratio == pytest.approx(1.5)
     assert perf["chart_reading"].overhead_ratio == pytest.approx(1.1)
     assert perf["old_trace"].overhead_ratio == pytest.approx(2.5)
     assert perf["no_sandbox"].agent_turn_s is None and perf["no_sandbox"].overhead_ratio is None
+    assert perf["chart_reading"].agent_indexing_s is None  # no document: not timed
 
 
-def test_run_overhead_sums_walls_over_turn_times_of_scenarios_with_both():
+def test_run_overhead_sums_walls_over_agent_times_of_scenarios_with_both():
     totals = card(results()).performance.totals
-    # (12 + 9 + 5.5 + 10) ÷ (6 + 6 + 5 + 4) = 36.5 ÷ 21; no_sandbox's 30 s is not counted.
-    assert totals.overhead_ratio == pytest.approx(36.5 / 21)
+    # (12 + 9 + 5.5 + 10) ÷ (6 + 6 + 5 + 4 turns + 1.0 indexing) = 36.5 ÷ 22; no_sandbox's
+    # 30 s is not counted.
+    assert totals.overhead_ratio == pytest.approx(36.5 / 22)
     assert totals.wall_s == pytest.approx(66.5)  # every scenario's wall, as before
     assert totals.agent_turn_s == pytest.approx(21.0)
+    assert totals.agent_indexing_s == pytest.approx(1.0)
 
 
 def test_summary_head_and_report_say_what_the_ratio_is():
     scorecard = card(results())
     head = render_summary_md(scorecard).split("## By Category")[0]
-    expected = "harness overhead: scenario wall ÷ agent turn time = 1.74 (36.5 s ÷ 21.0 s over 4 scenarios)"
+    expected = ("this run's wall ÷ agent time: scenario wall ÷ (agent turns + its own indexing) "
+                "= 1.66 (36.5 s ÷ (21.0 s + 1.0 s) over 4 scenarios)")
     assert f"- **{expected}**" in head
-    assert expected in render_html(scorecard)
+    assert escape(expected) in render_html(scorecard)
+    assert "harness overhead" not in head  # that is the benchmark's figure, not this run's
 
 
 def test_a_judged_run_says_its_wall_clock_includes_judging():
     text = render_summary_md(card(results(), JUDGED))
-    assert "= 1.74 (36.5 s ÷ 21.0 s over 4 scenarios); the scenario wall includes judging" in text
+    assert "= 1.66 (36.5 s ÷ (21.0 s + 1.0 s) over 4 scenarios); the scenario wall includes judging" in text
 
 
 def test_overhead_is_na_when_no_scenario_has_both_a_wall_and_a_turn():
     scorecard = card([results()[-1]])
     assert scorecard.performance.totals.overhead_ratio is None
-    assert ("harness overhead: scenario wall ÷ agent turn time = n/a (no scenario has both a wall "
-            "clock and a timed turn)") in render_summary_md(scorecard)
+    assert ("this run's wall ÷ agent time: scenario wall ÷ (agent turns + its own indexing) = n/a "
+            "(no scenario has both a wall clock and a timed turn)") in render_summary_md(scorecard)
 
 
 def test_a_rescore_has_no_overhead_ratio_since_its_wall_clock_is_the_replays():
@@ -143,9 +150,9 @@ def test_a_rescore_has_no_overhead_ratio_since_its_wall_clock_is_the_replays():
 def test_per_scenario_overhead_column_in_the_performance_table():
     text = render_summary_md(card(results()))
     row = next(line for line in text.splitlines() if line.startswith("| invoice_total |"))
-    assert row.endswith("| 2.00 |")
+    assert row.endswith("| 1.0 s | 1.71 |")  # the agent's indexing, then 12 ÷ 7
     total = next(line for line in text.splitlines() if line.startswith("| **total** |"))
-    assert total.endswith("| 1.74 |")
+    assert total.endswith("| 1.0 s | 1.66 |")
 
 
 # --- the set-up phases ------------------------------------------------------------------------
@@ -183,7 +190,7 @@ def test_summary_md_has_the_setup_table():
     assert "| visible set-up (waited) | 0.30 s | 1.74 s | 3 |" in section
     assert "| container create | 1.20 s | 1.36 s | 3 |" in section
     assert "| Agent UI ready | 2.90 s | 2.98 s | 3 |" in section
-    assert "| indexing | 1.00 s | 1.00 s | 1 |" in section
+    assert "| indexing (the agent's own work) | 1.00 s | 1.00 s | 1 |" in section
 
 
 def test_report_html_has_the_setup_table_and_each_scenarios_phases():
@@ -197,12 +204,12 @@ def test_a_phase_nobody_measured_is_na_not_zero():
     only_miss = card([ran("policy_lookup", 9.0, [3.0, 3.0], MISS)])
     assert only_miss.performance.setup.indexing_s.measured == 0
     assert only_miss.performance.setup.indexing_s.median_s is None
-    assert "| indexing | n/a | n/a | 0 |" in render_summary_md(only_miss)
+    assert "| indexing (the agent's own work) | n/a | n/a | 0 |" in render_summary_md(only_miss)
 
 
 # --- runs from before set-up was timed --------------------------------------------------------
 
-NEW_KEYS = {"setup", "agent_turn_s", "overhead_ratio"}
+NEW_KEYS = {"setup", "agent_turn_s", "agent_indexing_s", "overhead_ratio"}
 
 
 def without_new_fields(data: Any) -> Any:
@@ -248,7 +255,7 @@ def test_an_old_run_folder_loads_and_renders(tmp_path: Path):
     assert reread.performance.setup.scenarios == 0
     assert reread.performance.totals.overhead_ratio == pytest.approx(36.5 / 21)
     summary = (run_dir / "summary.md").read_text()
-    assert "Set-up timings: n/a" in summary and "= 1.74 (36.5 s ÷ 21.0 s" in summary
+    assert "Set-up timings: n/a" in summary and "= 1.74 (36.5 s ÷ (21.0 s + 0.0 s)" in summary
     assert "Set-up timings: n/a" in (run_dir / "report.html").read_text()
 
 

@@ -1,0 +1,105 @@
+"""The run's wall ÷ agent time counts the agent's own indexing as the agent's, not the harness's.
+
+A null run (the scenario wall is exactly the agent's turns plus its indexing of a large
+document: the harness took no time) must read 1.00 and report the indexing as a figure of its
+own; a planted 2 s of harness per scenario must come out as 2 s per scenario. Before, the
+indexing counted as harness time: a 6,110-chunk PDF made a run read 1.40.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from html import escape
+
+import pytest
+
+from runner.report import (
+    RunConfig,
+    ScenarioResult,
+    Scorecard,
+    build_scorecard,
+    render_html,
+    render_summary_md,
+    scenario_result,
+)
+from runner.report._performance import indexing_text, overhead_parts
+from runner.transcript import SetupTimings, Transcript, TurnPerformance, TurnRecord
+
+WHEN = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+INDEXING_S = 600.0  # a large PDF embedded by the Agent UI before the first turn
+PLANTED_S = 2.0  # harness time added to each scenario's wall
+
+
+def row(scenario_id: str, turn_walls: list[float], indexing_s: float | None,
+        harness_s: float) -> ScenarioResult:
+    """A scenario whose wall is its turns + its indexing + `harness_s` of harness time."""
+    transcript = Transcript(
+        scenario_id=scenario_id,
+        setup=SetupTimings(pool_hit=True, waited_s=0.0, session_s=0.0, indexing_s=indexing_s),
+        turns=[
+            TurnRecord(turn=n, user_message="q", answer="a",
+                       performance=TurnPerformance(wall_s=wall))
+            for n, wall in enumerate(turn_walls, 1)
+        ],
+    )
+    wall = sum(turn_walls) + (indexing_s or 0.0) + harness_s
+    return scenario_result(scenario_id=scenario_id, transcript=transcript, wall_s=wall)
+
+
+def card(rows: list[ScenarioResult]) -> Scorecard:
+    return build_scorecard(run_id="20261201-090000-aa11", timestamp=WHEN,
+                           config=RunConfig(agent_model="SmolLM2-135M-Instruct"), results=rows,
+                           finished=True)
+
+
+def suite(harness_s: float) -> list[ScenarioResult]:
+    return [
+        row("large_pdf", [12.0, 8.0], INDEXING_S, harness_s),
+        row("small_doc", [5.0], 0.4, harness_s),
+        row("no_documents", [7.0, 3.0], 0.0, harness_s),  # indexed nothing: 0.0 s timed
+    ]
+
+
+def test_null_no_harness_time_and_long_indexing_reads_one_and_reports_the_indexing():
+    scorecard = card(suite(harness_s=0.0))
+    perf = scorecard.performance
+    assert perf.scenarios["large_pdf"].overhead_ratio == pytest.approx(1.0)
+    assert perf.totals.overhead_ratio == pytest.approx(1.0)
+    assert perf.totals.agent_indexing_s == pytest.approx(INDEXING_S + 0.4)
+    # What the old formula (wall ÷ turns) said of the same run: the indexing as harness time.
+    assert perf.totals.wall_s / perf.totals.agent_turn_s == pytest.approx(635.4 / 35)
+    summary = render_summary_md(scorecard)
+    assert "= 1.00 (635.4 s ÷ (35.0 s + 600.4 s) over 3 scenarios)" in summary
+    indexing = ("the agent's own document indexing (in the Agent UI, agent time) = 600.4 s over "
+                "2 of 3 scenarios (longest 600.0 s)")
+    assert indexing == indexing_text(scorecard)
+    assert f"- **{indexing}**" in summary
+    assert escape(indexing) in render_html(scorecard)
+    large = next(line for line in summary.splitlines() if line.startswith("| large_pdf |"))
+    assert large.endswith("| 600.0 s | 1.00 |")
+
+
+def test_planted_two_seconds_of_harness_per_scenario_is_found():
+    parts = overhead_parts(card(suite(harness_s=PLANTED_S)).performance.scenarios.values())
+    assert (parts.wall_s - parts.agent_s) / parts.scenarios == pytest.approx(PLANTED_S)
+    assert parts.agent_indexing_s == pytest.approx(INDEXING_S + 0.4)
+    null = overhead_parts(card(suite(harness_s=0.0)).performance.scenarios.values())
+    assert (null.wall_s - null.agent_s) / null.scenarios == pytest.approx(0.0)
+    # In the ratio: (635.4 + 6) ÷ 635.4; the small scenario alone shows it plainly.
+    planted = card(suite(harness_s=PLANTED_S)).performance
+    assert planted.totals.overhead_ratio == pytest.approx(641.4 / 635.4)
+    assert planted.scenarios["small_doc"].overhead_ratio == pytest.approx(7.4 / 5.4)
+
+
+def test_indexing_never_timed_or_never_needed_is_said_so():
+    untimed = card([scenario_result(
+        scenario_id="old_trace", wall_s=10.0,
+        transcript=Transcript(scenario_id="old_trace", turns=[TurnRecord(
+            turn=1, user_message="q", answer="a", performance=TurnPerformance(wall_s=4.0))]),
+    )])
+    assert indexing_text(untimed).endswith("= n/a (no scenario timed its indexing)")
+    assert untimed.performance.totals.agent_indexing_s is None
+    assert untimed.performance.totals.overhead_ratio == pytest.approx(2.5)  # unmeasured = none
+    nothing = card([row("no_documents", [5.0], 0.0, harness_s=1.0)])
+    assert indexing_text(nothing).endswith("= 0.0 s (no scenario indexed a document)")
+    assert nothing.performance.totals.overhead_ratio == pytest.approx(6.0 / 5.0)
