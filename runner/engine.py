@@ -37,7 +37,7 @@ from runner.scoring import judgings_cost_usd, scenario_status, transcript_proble
 from runner.settings import RunSettings
 from runner.simulate import Simulator, SimulatorError, SimulatorUnavailable, preflight
 from runner.status import Status
-from runner.target import run_conversation
+from runner.target import OpenedSession, open_session, run_conversation
 from runner.transcript import SetupTimings, Transcript
 from runner.trials import RejudgeSample, judge_agreement
 
@@ -127,12 +127,16 @@ class LiveConversations:
     agents: AgentRegistry | None = None
     live: bool = True
     pool: WarmPool[Any] | None = field(default=None, init=False, repr=False)
+    _planned: dict[str, Job] = field(default_factory=dict, init=False, repr=False)
 
     async def prepare(self, jobs: Sequence[Job]) -> None:
         """Start making the sandboxes of the first jobs, in the order they will run; a job
-        known now to be skipped (its document is missing, the model lacks an input) gets none."""
+        known now to be skipped (its document is missing, the model lacks an input) gets none.
+        Each sandbox made ahead gets its scenario's empty session too (``_open_ahead``)."""
+        self._planned = {job.key: job for job in jobs}
         # As many start at once as a cold run would start: more would slow the ones jobs wait for.
-        self.pool = pool_for(self.backend, _pool_ahead(self.settings), starting=self.settings.concurrency)
+        self.pool = pool_for(self.backend, _pool_ahead(self.settings), starting=self.settings.concurrency,
+                             readying=self._open_ahead)
         if self.pool is not None:
             self.pool.plan((job.key, needs_memory(job.scenario)) for job in jobs
                            if self._skipped_before_sandbox(job.scenario) is None)
@@ -141,6 +145,18 @@ class LiveConversations:
         """Remove every sandbox made ahead that no job used (the run stopped, or was cancelled)."""
         if self.pool is not None:
             await self.pool.close()
+
+    def _agent_id(self, scenario: Scenario) -> str | None:
+        return self.agents.resolve(scenario.agent_type) if self.agents else None
+
+    async def _open_ahead(self, key: str, box: Sandbox) -> OpenedSession | None:
+        """The job's empty GAIA session, made in its sandbox by the pool: the same call the
+        conversation would make first (same title, agent, device), so the agent cannot tell;
+        it only leaves the scenario's clock."""
+        job = self._planned.get(key)
+        if job is None:
+            return None  # a job the plan did not announce: its conversation makes its own
+        return await open_session(box, job.scenario, self.settings.device, self._agent_id(job.scenario))
 
     async def converse(self, job: Job) -> Outcome:
         scenario = job.scenario
@@ -173,11 +189,11 @@ class LiveConversations:
                            else cold(self.backend, job.key, memory=memory))
                 async with leasing as lease:
                     box = lease.box
-                    agent_id = self.agents.resolve(scenario.agent_type) if self.agents else None
                     try:
                         transcript = await run_conversation(box, scenario, self.simulator,
-                                                            self.settings.device, agent_id=agent_id,
-                                                            keep=begun.append)
+                                                            self.settings.device,
+                                                            agent_id=self._agent_id(scenario),
+                                                            keep=begun.append, session=lease.prepared)
                     except asyncio.CancelledError:
                         # Our deadline or the sandbox's watchdog (a dead container), not Ctrl-C:
                         # what the sandbox still has explains the failure, so it is collected.

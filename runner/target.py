@@ -19,6 +19,7 @@ import posixpath
 import re
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
 
@@ -57,6 +58,51 @@ class TargetError(RuntimeError):
     """The conversation could not start (session creation failed): an infrastructure failure."""
 
 
+@dataclass(frozen=True)
+class OpenedSession:
+    """A scenario's empty chat session, made before its conversation starts (the warm pool
+    makes it while the sandbox waits for its job): what ``system_status`` said, the session as
+    ``create_session`` returned it, and what it was made for. The agent sees exactly the
+    session the conversation would have made itself — the same title, agent and device, no
+    history — only earlier, so the conversation uses it only when all three match."""
+
+    status: dict[str, Any]
+    session: dict[str, Any]
+    title: str
+    agent_id: str
+    device: str
+
+
+def session_agent(scenario: Any, agent_id: str | None) -> str:
+    """The GAIA agent a scenario's session runs: the resolved id, else the scenario's own
+    ``agent_type`` as written, else our reference agent."""
+    return agent_id or getattr(scenario, "agent_type", None) or DEFAULT_AGENT_ID
+
+
+async def open_session(box: Sandbox, scenario: Any, device: str, agent_id: str | None = None) -> OpenedSession:
+    """Make the scenario's empty session in ``box`` ahead of its conversation (its own
+    connection to the bridge): ``run_conversation(session=...)`` then starts at indexing."""
+    from fastmcp import Client  # imported late: fastmcp is slow to import
+    from fastmcp.client.transports import StreamableHttpTransport
+
+    transport = StreamableHttpTransport(box.mcp_url, headers=dict(box.mcp_headers))
+    async with Client(transport) as client:
+        return await _open(_Gaia(client), box, scenario, session_agent(scenario, agent_id), device)
+
+
+async def _open(gaia: _Gaia, box: Sandbox, scenario: Any, agent_id: str, device: str) -> OpenedSession:
+    """``system_status`` → ``create_session`` → the session's device switched."""
+    status = await gaia.call("system_status")
+    title = f"trialbox: {scenario.id}"
+    session = await gaia.call("create_session", title=title, agent_type=agent_id)
+    if _failed(session) or not session.get("id"):
+        raise TargetError(
+            f"create_session (agent {agent_id!r}) failed for {scenario.id}: {_detail(session)}"
+        )
+    switched = await _switch_device(box, session, device)
+    return OpenedSession(status=status, session=session, title=title, agent_id=agent_id, device=switched)
+
+
 async def run_conversation(
     box: Sandbox,
     scenario: Any,
@@ -65,6 +111,7 @@ async def run_conversation(
     turn_timeout_s: float = DEFAULT_TURN_TIMEOUT_S,
     agent_id: str | None = None,
     keep: Callable[[Transcript], None] | None = None,
+    session: OpenedSession | None = None,
 ) -> Transcript:
     """Run ``scenario`` against the Agent UI in ``box`` and return what happened, turn by turn.
 
@@ -75,6 +122,9 @@ async def run_conversation(
     ``agent_id`` is the GAIA agent the session runs, as ``AgentRegistry.resolve`` picked it
     from the scenario's ``agent_type``; without one, the scenario's own ``agent_type`` (or our
     reference agent) is sent as written.
+
+    ``session``: the scenario's session made ahead (``open_session``), used when it was made
+    for this scenario, agent and device; otherwise the conversation makes its own.
     """
     from fastmcp import Client  # imported late: fastmcp is slow to import
     from fastmcp.client.transports import StreamableHttpTransport
@@ -83,29 +133,27 @@ async def run_conversation(
     transport = StreamableHttpTransport(box.mcp_url, headers=dict(box.mcp_headers))
     async with Client(transport) as client:
         gaia = _Gaia(client)
-        status = await gaia.call("system_status")
-        title = f"trialbox: {scenario.id}"
-        agent_id = agent_id or getattr(scenario, "agent_type", None) or DEFAULT_AGENT_ID
-        session = await gaia.call("create_session", title=title, agent_type=agent_id)
-        if _failed(session) or not session.get("id"):
-            raise TargetError(
-                f"create_session (agent {agent_id!r}) failed for {scenario.id}: {_detail(session)}"
-            )
+        agent_id = session_agent(scenario, agent_id)
+        made_for = (f"trialbox: {scenario.id}", agent_id, device)
+        fits = session is not None and (session.title, session.agent_id, session.device) == made_for
+        opened = session if session is not None and fits else await _open(gaia, box, scenario, agent_id, device)
+        status, created = opened.status, opened.session
         transcript = Transcript(
             scenario_id=scenario.id,
-            session_id=session["id"],
-            agent_model=session.get("effective_model") or status.get("default_model_name"),
-            agent_id=str(session.get("agent_type") or agent_id),
+            session_id=created["id"],
+            agent_model=created.get("effective_model") or status.get("default_model_name"),
+            agent_id=str(created.get("agent_type") or agent_id),
             gaia_version=status.get("version"),  # the Agent UI's own amd-gaia version
+            device=opened.device,
         )
         if keep is not None:
             keep(transcript)
-        transcript.device = await _switch_device(box, session, device)
+        current = created  # GAIA's record of the session the turns go to
         # The session's set-up counts from connecting to the bridge: that too is time before
         # the first turn that the agent under test does not spend.
         indexing = time.perf_counter()
         for document in scenario.setup.index_documents:
-            transcript.indexed.append(await _index(gaia, box, session["id"], document))
+            transcript.indexed.append(await _index(gaia, box, current["id"], document))
         transcript.setup = SetupTimings(
             session_s=round(indexing - connecting, 3),
             indexing_s=round(time.perf_counter() - indexing, 3),
@@ -113,9 +161,9 @@ async def run_conversation(
         await _prepare_memory(gaia, scenario)
         for turn in scenario.turns:
             if getattr(turn, "new_session", False):
-                session = await _new_session(gaia, box, scenario, agent_id, device)
+                current = await _new_session(gaia, box, scenario, agent_id, device)
             said = as_user_message(await simulator.user_message(scenario, turn, list(transcript.turns)))
-            record = await _run_turn(gaia, box, session["id"], turn.turn, said.text, turn_timeout_s)
+            record = await _run_turn(gaia, box, current["id"], turn.turn, said.text, turn_timeout_s)
             record.user_message_source = said.source
             record.simulator_model = said.model
             transcript.turns.append(record)

@@ -16,6 +16,10 @@ weight (``ahead=True``) — on a small machine its GAIA imports would otherwise 
 turn running now — and is raised to the normal sandbox weight (``hand_over``) the moment its
 job claims it, also when its start is still in flight.
 
+What the conversation would do first in an empty sandbox and that the agent cannot tell from
+done earlier — the engine's ``readying`` step: making the scenario's empty chat session — is
+done here too, once the sandbox is ready; the job finds it in ``Lease.prepared``.
+
 A job may keep its sandbox past the block (``Lease.keep``): the engine records the result first
 and collects the artifacts and removes the sandbox afterwards, off the scenario's clock.
 
@@ -68,6 +72,7 @@ class Lease:
     # it goes when the block ends, whatever the job asks).
     removal: Callable[[], Awaitable[None]] | None = field(default=None, repr=False)
     kept: bool = False
+    prepared: Any = None  # what the pool's ``readying`` step made for the job (None: nothing)
 
     def keep(self) -> Callable[[], Awaitable[None]] | None:
         """Keep the sandbox past the block: returns what removes it, which the caller must then
@@ -86,6 +91,7 @@ class _Slot(Generic[Started]):
     memory: bool
     task: asyncio.Task[tuple[Started, Sandbox]] = field(init=False)
     started: Started | None = None  # once the start has made it (before it is ready)
+    prepared: Any = None  # what ``readying`` made in it
     claimed: bool = False  # its job asked for it: it runs at the normal weight from then on
 
 
@@ -99,6 +105,9 @@ class WarmPool(Generic[Started]):
     # same CPUs: on a small machine, making the next ones all at once slows the one a job
     # waits for right now. Starts queue in plan order.
     starting: int | None = None
+    # Run on each sandbox once it is ready, before it counts as made: (job key, sandbox) →
+    # what the job finds in ``Lease.prepared``. A failure fails the sandbox's start.
+    readying: Callable[[str, Sandbox], Awaitable[Any]] | None = None
     _gate: asyncio.Semaphore | None = None
     _planned: list[tuple[str, bool]] = field(default_factory=list)  # not started yet, in order
     _slots: dict[str, _Slot[Started]] = field(default_factory=dict)  # started, not claimed
@@ -147,7 +156,7 @@ class WarmPool(Generic[Started]):
                 await self.backend.stop(slot.task.result()[0])
             raise
         lease = Lease(box=box, pool_hit=hit, waited_s=time.perf_counter() - asked,
-                      removal=partial(self.backend.stop, started))
+                      removal=partial(self.backend.stop, started), prepared=slot.prepared)
         try:
             async with self.backend.watching(started):
                 yield lease
@@ -201,7 +210,10 @@ class WarmPool(Generic[Started]):
             try:
                 if ahead and slot.claimed:
                     await self.backend.hand_over(started)  # claimed while it was being created
-                return started, await self.backend.ready(started)
+                box = await self.backend.ready(started)
+                if self.readying is not None:
+                    slot.prepared = await self.readying(slot.key, box)
+                return started, box
             except BaseException:
                 await self.backend.stop(started)
                 raise
@@ -249,10 +261,13 @@ async def cold(backend: SandboxBackend, key: str, *, memory: bool = False) -> As
             await backend.stop(started)
 
 
-def pool_for(backend: SandboxBackend, ahead: int, starting: int | None = None) -> WarmPool[Any] | None:
+def pool_for(
+    backend: SandboxBackend, ahead: int, starting: int | None = None,
+    readying: Callable[[str, Sandbox], Awaitable[Any]] | None = None,
+) -> WarmPool[Any] | None:
     """A warm pool over ``backend`` making up to ``ahead`` sandboxes ahead, ``starting`` of
-    them at once; None when the backend cannot make them ahead or ``ahead`` is 0 (every
-    sandbox is then opened cold)."""
+    them at once, each readied by ``readying``; None when the backend cannot make them ahead
+    or ``ahead`` is 0 (every sandbox is then opened cold)."""
     if ahead <= 0 or not isinstance(backend, PreparingBackend):
         return None
-    return WarmPool(backend, ahead, starting)
+    return WarmPool(backend, ahead, starting, readying)

@@ -26,6 +26,7 @@ from runner.scenarios import Scenario, load_suite
 from runner.settings import RunSettings
 from runner.simulate import ScriptedSimulator
 from runner.status import Status
+from runner.target import OpenedSession
 from runner.transcript import SetupTimings, Transcript
 
 SUITE = Path(__file__).parents[1] / "fixtures" / "engine_suite"
@@ -359,13 +360,20 @@ def conversations(tmp_path: Path, backend: MemoryBackend, **settings: Any) -> Li
 @pytest.fixture
 def talks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The conversation itself is the target's (tested with real sandboxes elsewhere); here it
-    only records which sandbox it was given and reports its own set-up phases."""
+    only records which sandbox it was given, and which session made ahead (``open_session``,
+    also the target's: here it names the sandbox it was made in), and reports its own set-up."""
     talked: list[str] = []
 
+    async def fake_open(box: Box, scenario: Scenario, device: str, agent_id: str | None = None) -> OpenedSession:
+        return OpenedSession(status={}, session={"id": f"session in {box.number}"},
+                             title=f"trialbox: {scenario.id}", agent_id=agent_id or "gaia", device=device)
+
     async def fake_conversation(box: Box, scenario: Scenario, *args: Any, **kwargs: Any) -> Transcript:
-        talked.append(f"{scenario.id}@{box.number}")
+        session = kwargs.get("session")
+        talked.append(f"{scenario.id}@{box.number}" + (f" ({session.session['id']})" if session else ""))
         return Transcript(scenario_id=scenario.id, setup=SetupTimings(session_s=0.3, indexing_s=0.7))
 
+    monkeypatch.setattr(engine_module, "open_session", fake_open)
     monkeypatch.setattr(engine_module, "run_conversation", fake_conversation)
     return talked
 
@@ -384,7 +392,8 @@ def test_live_jobs_use_the_sandboxes_made_ahead_and_record_their_set_up(tmp_path
             await outcome.leave()
         await live.close()
         assert backend.opened_cold == [] and backend.live == {}
-        assert talks == [f"{job.key}@{n}" for n, job in enumerate(jobs)]
+        # Each conversation got its own sandbox, and the session the pool made in that one.
+        assert talks == [f"{job.key}@{n} (session in {n})" for n, job in enumerate(jobs)]
         setup = outcomes[0].transcript.setup  # type: ignore[union-attr]
         assert setup is not None and setup.pool_hit is True
         assert (setup.session_s, setup.indexing_s, setup.container_create_s, setup.ui_ready_s) == (0.3, 0.7, 0.2, 1.5)
