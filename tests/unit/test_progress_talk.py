@@ -118,12 +118,15 @@ def test_scripts_talk_runs_with_the_hosts_python_outside_any_venv(tmp_path: Path
     # The shell phases run before the venv exists: the wrapper must need nothing but python3's
     # standard library (a plain interpreter with -S finds no site-packages).
     done = subprocess.run(
-        [str(repo_root() / "scripts" / "talk"), "a phase", "sh", "-c", "echo out; exit 4"],
+        [str(repo_root() / "scripts" / "talk"), "a phase", "sh", "-c",
+         'echo "out, PYTHONPATH=[${PYTHONPATH:-}]"; exit 4'],
         cwd=tmp_path, capture_output=True, text=True, timeout=60,
         env={"PATH": os.environ["PATH"], "PYTHONNOUSERSITE": "1"},
     )
     assert done.returncode == 4
-    assert done.stdout.splitlines()[:2] == ["a phase ...", "out"]
+    # The command's environment is the caller's: the checkout on its PYTHONPATH made a pip
+    # take the checkout's trialbox.egg-info for an installed trialbox.
+    assert done.stdout.splitlines()[:2] == ["a phase ...", "out, PYTHONPATH=[]"]
     assert done.stdout.splitlines()[-1].startswith("a phase: failed (exit 4)")
     stdlib_only = subprocess.run(
         [sys.executable, "-S", "-c", "import runner.progress"], cwd=repo_root(),
