@@ -92,6 +92,10 @@ WATCH_INTERVAL_S = 2.0
 READY_POLL_S = 0.05
 #: How often a starting sandbox's containers are checked for death (a Docker API call each).
 LIVENESS_INTERVAL_S = 0.5
+#: Both of those while a sandbox made ahead yields the CPU: its start may be starved for as long
+#: as a turn runs, and polling it at the usual pace would cost the turn in flight the engine's
+#: CPU (a refused connection, a Docker API call). Its job claiming it ends the pause at once.
+YIELDING_POLL_S = 0.5
 #: Longest wait for the UI's "listening" log line before probing it once more anyway.
 UI_EVENT_WAIT_S = 1.0
 RUN_LABEL = "trialbox.run"
@@ -293,6 +297,7 @@ class DockerStart:
     # ``hand_over`` (then ``handed_at``, time.monotonic()) raises them to SANDBOX_CPU_SHARES.
     ahead: bool = False
     handed_at: float | None = None
+    handed: asyncio.Event = field(default_factory=asyncio.Event)  # set by ``hand_over``
 
     @property
     def sandbox(self) -> DockerSandbox:
@@ -369,6 +374,7 @@ class DockerBackend:
         if not begun.ahead or begun.handed_at is not None:
             return
         begun.handed_at = time.monotonic()
+        begun.handed.set()
         await asyncio.to_thread(_weigh, list(begun.made.containers), SANDBOX_CPU_SHARES)
 
     async def ready(self, begun: DockerStart) -> DockerSandbox:
@@ -544,10 +550,13 @@ class DockerBackend:
 
         started = time.monotonic()
 
+        def yielding() -> bool:
+            return begun.ahead and begun.handed_at is None
+
         def deadline() -> float:
             # A sandbox made ahead and still yielding is starved, not stuck: its deadline
             # starts when its job claims it.
-            if begun.ahead and begun.handed_at is None:
+            if yielding():
                 return math.inf
             return max(started, begun.handed_at or started) + self.ready_timeout_s
 
@@ -556,13 +565,18 @@ class DockerBackend:
 
         async def pause(for_ui: bool = False) -> None:
             nonlocal checked
-            if time.monotonic() - checked >= LIVENESS_INTERVAL_S:  # a Docker API call: not every poll
+            every = YIELDING_POLL_S if yielding() else LIVENESS_INTERVAL_S
+            if time.monotonic() - checked >= every:  # a Docker API call: not every poll
                 await asyncio.to_thread(self._check_alive, box, deadline())
                 checked = time.monotonic()
             if for_ui and ui_serving is not None and not ui_serving.done():
                 # Ends the moment the line is printed; a bounded wait, so a UI that prints
                 # another line (another GAIA) is still found by the probe, a second later.
                 await asyncio.wait({ui_serving}, timeout=UI_EVENT_WAIT_S)
+            elif yielding():
+                handed = asyncio.ensure_future(begun.handed.wait())
+                await asyncio.wait({handed}, timeout=YIELDING_POLL_S)
+                handed.cancel()
             else:
                 await asyncio.sleep(self.ready_poll_s)
 
