@@ -7,6 +7,12 @@ speed). Once all three sandboxes are ready, the run is cancelled (what Ctrl-C do
 Nothing may be left with the run's label — containers, networks — and no host firewall rule
 of runner/sandbox/_firewall.py may name the run. No label sweep runs here (`trialbox run`
 adds one after every run): the pool and the backend must clean up by themselves.
+
+While it is full, the pool yields: the kernel's CPU weight of the two spares' containers (read
+from their cgroups) is the least, and that of the sandbox handed to the first trial — made
+ahead too, then claimed — is raised to the normal sandbox weight. And each spare holds its
+scenario's empty session already, made by the pool: the Agent UI lists exactly that one, with
+the title, agent and device the conversation would have made it with.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import pytest
 
 from runner.engine import Engine, LiveConversations
 from runner.report import RunConfig, RunWriter, declared_order
+from runner.sandbox._hardening import SANDBOX_CPU_SHARES, SPARE_CPU_SHARES
 from runner.sandbox.docker import RUN_LABEL, DockerBackend
 from runner.scenarios import load_suite
 from runner.settings import Backend, RunSettings, Selection, new_run_id
@@ -54,6 +61,40 @@ def leftovers(run_id: str) -> list[str]:
     selector: dict[str, str | list[str] | bool] = {"label": f"{RUN_LABEL}={run_id}"}
     found = [f"container {c.name}" for c in client.containers.list(all=True, filters=selector)]
     found += [f"network {n.name}" for n in client.networks.list(filters=selector)]
+    return found
+
+
+CGROUP_V1 = Path("/sys/fs/cgroup/cpu").is_dir()
+
+
+def kernel_weight(shares: int) -> int:
+    """What the kernel holds for Docker's ``cpu_shares``: cgroup v1 ``cpu.shares`` itself;
+    cgroup v2 ``cpu.weight`` as runc converts it."""
+    return shares if CGROUP_V1 else 1 + (shares - 2) * 9999 // 262142
+
+
+def cpu_weights(run_id: str) -> dict[str, set[int]]:
+    """Per job key, the CPU weights of its containers, read from their cgroups."""
+    client = docker.from_env()
+    weights: dict[str, set[int]] = {}
+    for container in client.containers.list(filters={"label": f"{RUN_LABEL}={run_id}"}):
+        cid = str(container.id)
+        places = ([f"/sys/fs/cgroup/cpu/docker/{cid}/cpu.shares"] if CGROUP_V1 else
+                  [f"/sys/fs/cgroup/system.slice/docker-{cid}.scope/cpu.weight",
+                   f"/sys/fs/cgroup/docker/{cid}/cpu.weight"])
+        found = next(Path(p) for p in places if Path(p).exists())
+        weights.setdefault(container.labels["trialbox.scenario"], set()).add(int(found.read_text()))
+    return weights
+
+
+async def sessions_in_spares(pool: Any) -> list[tuple[str, list[tuple[str, str, str]]]]:
+    """Per ready spare: the session the pool made, and what its Agent UI lists (id, title, device)."""
+    found = []
+    for key in pool.ready:
+        slot = pool._slots[key]
+        _, box = slot.task.result()
+        listed = (await box.ui_request("GET", "/api/sessions")).json()["sessions"]
+        found.append((slot.prepared.session["id"], [(s["id"], s["title"], s["device"]) for s in listed]))
     return found
 
 
@@ -90,6 +131,8 @@ def test_a_run_cancelled_with_a_full_pool_leaves_no_container_network_or_rule(
             await asyncio.sleep(0.2)
         seen["containers"] = len([c for c in leftovers(settings.run_id) if c.startswith("container")])
         seen["rules"] = len(firewall_rules(settings.run_id))
+        seen["weights"] = cpu_weights(settings.run_id)
+        seen["sessions"] = await sessions_in_spares(live.pool)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -97,7 +140,15 @@ def test_a_run_cancelled_with_a_full_pool_leaves_no_container_network_or_rule(
     try:
         asyncio.run(run_then_cancel())
         # What was there to clean up: three sandboxes of two containers, each network two rules.
+        weights = seen.pop("weights")
+        sessions = seen.pop("sessions")
+        assert len(sessions) == 2 and all(listed == [(made, f"trialbox: {SCENARIO}", "cpu")]
+                                          for made, listed in sessions), sessions  # type: ignore[union-attr]
         assert seen == {"containers": 6, "rules": 6}
+        # The first trial's sandbox (handed over) at the sandbox weight, the spares yielding.
+        assert weights == {f"{SCENARIO}__trial1": {kernel_weight(SANDBOX_CPU_SHARES)},
+                           f"{SCENARIO}__trial2": {kernel_weight(SPARE_CPU_SHARES)},
+                           f"{SCENARIO}__trial3": {kernel_weight(SPARE_CPU_SHARES)}}, weights
         assert leftovers(settings.run_id) == []
         assert firewall_rules(settings.run_id) == []
         statuses = {r.key: r.status for r in writer.results}
