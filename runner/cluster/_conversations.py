@@ -329,7 +329,7 @@ class ClusterConversations:
                     f"retried on node {report.node_name}")
             warning = f"{note}; {warning}" if warning else note
         return Outcome(transcript=report.transcript, infra=report.infra, error=report.error,
-                       warning=warning, node=report.node)
+                       warning=warning, after=report.after, node=report.node)
 
     async def _attempt(self, job: Job, attempt: int, placement: Placement, avoid: Any
                        ) -> tuple[JobReport | None, dict[str, bytes], str | None]:

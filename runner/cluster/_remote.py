@@ -48,6 +48,8 @@ class JobReport(BaseModel):
     infra: Status | None = Field(default=None, description="infrastructure status, None when the agent answered")
     error: str | None = Field(default=None, description="why the job has an infrastructure status")
     warning: str | None = Field(default=None, description="a problem that did not spoil the result")
+    after: str | None = Field(default=None, description=(
+        "what went wrong after the conversation finished (collecting, removing the sandbox)"))
     converse_s: float = Field(description="seconds the node spent on the job (sandbox + conversation)")
     node: NodeIdentity | None = Field(default=None, description=(
         "the node with its hardware and served model, for the scenario's row (None: the job "
@@ -146,10 +148,20 @@ async def _converse(job: Job, shipment: Shipment, node: NodeConfig, attempt: int
                                       capabilities=served_capabilities(node.llm_url),
                                       agents=shipment.agents)
     outcome = await conversations.converse(job)
+    after = [outcome.after] if outcome.after else []
+    if outcome.leave is not None:
+        # A local engine leaves the sandbox after recording the row; here the row is the
+        # controller's, so the node collects and removes it now, before sending the artifacts.
+        left = await outcome.leave()
+        after += left.problems
+        setup = outcome.transcript.setup if outcome.transcript is not None else None
+        if outcome.transcript is not None and setup is not None:
+            outcome.transcript.setup = setup.model_copy(update={"teardown_s": left.seconds})
     folder = settings.run_dir / "artifacts" / job.key
     artifacts = {p.name: p.read_bytes() for p in sorted(folder.glob("*")) if p.is_file()} if folder.is_dir() else {}
     return base.model_copy(update={"transcript": outcome.transcript, "infra": outcome.infra,
-                                   "error": outcome.error, "warning": outcome.warning}), artifacts
+                                   "error": outcome.error, "warning": outcome.warning,
+                                   "after": "; ".join(after) or None}), artifacts
 
 
 def sweep_here(run_id: str) -> tuple[int, list[str]]:

@@ -103,11 +103,11 @@ def node_differences(rows: list[ScenarioResult]) -> str | None:
     (None when they do not, or no row names a node): such a run's figures mix machines."""
     nodes = [r.node for r in rows if r.node is not None]
     differing = []
-    for what, value in (("hardware", lambda n: n.fingerprint_id), ("device", lambda n: n.device),
-                        ("served model", lambda n: n.served_model or "unknown")):
+    for what, index in (("hardware", 0), ("device", 1), ("served model", 2)):
         on: dict[str, set[str]] = {}
         for node in nodes:
-            on.setdefault(value(node), set()).add(node.name)
+            value = (node.fingerprint_id, node.device, node.served_model or "unknown")[index]
+            on.setdefault(value, set()).add(node.name)
         if len(on) > 1:
             differing.append(f"{what} " + ", ".join(
                 f"{v} on {'/'.join(sorted(names))}" for v, names in sorted(on.items())))
