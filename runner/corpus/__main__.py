@@ -1,4 +1,4 @@
-"""``python -m runner.corpus build|verify`` (the lead wires ``trialbox corpus`` to these)."""
+"""``python -m runner.corpus build|verify|large`` (the lead wires ``trialbox corpus`` to these)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from runner.corpus import build_corpus, default_corpus_root, read_manifest, verify_facts
+from runner.corpus._large import DEFAULT_LARGE_CHARS, write_large_register
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Build and verify the evaluation corpus.")
@@ -49,6 +50,17 @@ def verify(corpus_root: CorpusRoot = None) -> None:
     typer.echo(f"facts verified: {report.verified}, problems: {len(report.problems)}")
     if not report.ok:
         raise typer.Exit(1)
+
+
+@app.command()
+def large(
+    out: Annotated[Path, typer.Argument(help="file to write (Markdown)")],
+    chars: Annotated[int, typer.Option(min=1, help="at least this many characters")]
+    = DEFAULT_LARGE_CHARS,
+) -> None:
+    """Write the large generated register (not part of the manifest; for load tests)."""
+    path = write_large_register(out, chars)
+    typer.echo(f"{path}: {path.stat().st_size} bytes")
 
 
 if __name__ == "__main__":

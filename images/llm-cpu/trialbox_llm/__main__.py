@@ -1,5 +1,6 @@
 """`python -m trialbox_llm --host 0.0.0.0 --port 13305 --models-dir DIR [--threads N]
-[--chat-ctx TOKENS] [--drain-timeout SECONDS] [--double]`; the same two settings may come from the
+[--chat-ctx TOKENS] [--drain-timeout SECONDS] [--double] [--embedder-slots N]
+[--embedder-flash-attn on|off|auto] [--embedder-weights f16|q8_0]`; the same two settings may come from the
 environment (`TRIALBOX_LLM_CHAT_CTX`, `TRIALBOX_LLM_DRAIN_TIMEOUT`), flags win. The admin token
 comes only from the environment (`TRIALBOX_LLM_ADMIN_TOKEN`): a flag would show it in `ps`."""
 
@@ -14,6 +15,7 @@ from pathlib import Path
 from trialbox_llm.admin import AdminTokenError, token_from_environment
 from trialbox_llm.backend import BackendError
 from trialbox_llm.catalog import SMOLLM2
+from trialbox_llm.embedder_settings import EmbedderSettings, EmbedderWeights
 from trialbox_llm.routes import DEFAULT_DRAIN_TIMEOUT_S
 from trialbox_llm.server import ServeOptions, serve
 
@@ -62,7 +64,33 @@ def parse_args(argv: list[str] | None) -> ServeOptions:
         help="no model: answer at once with fixed text (a benchmark double that /health names "
         "trialbox-llm-double; see trialbox_llm/double.py)",
     )
+    defaults = EmbedderSettings()
+    parser.add_argument(
+        "--embedder-slots",
+        type=slot_count,
+        default=defaults.slots,
+        help="embedding inputs llama.cpp encodes in one decode (default %(default)s; 1 = one "
+        "input at a time, as before issue 23)",
+    )
+    parser.add_argument(
+        "--embedder-flash-attn",
+        choices=sorted(_FLASH_ATTN_CHOICES),
+        default=_flash_attn_name(defaults.flash_attn),
+        help="llama.cpp flash attention for the embedder (default %(default)s)",
+    )
+    parser.add_argument(
+        "--embedder-weights",
+        choices=[w.value for w in EmbedderWeights],
+        default=defaults.weights.value,
+        help="MiniLM weights file: q8_0 (within cosine 0.999 of f16, faster) or f16 "
+        "(default %(default)s)",
+    )
     args = parser.parse_args(argv)
+    embedder = EmbedderSettings(
+        slots=args.embedder_slots,
+        flash_attn=_FLASH_ATTN_CHOICES[args.embedder_flash_attn],
+        weights=EmbedderWeights(args.embedder_weights),
+    )
     try:
         admin_token = token_from_environment(os.environ)
     except AdminTokenError as exc:
@@ -78,10 +106,28 @@ def parse_args(argv: list[str] | None) -> ServeOptions:
         max_output_tokens=args.max_output_tokens or None,
         admin_token=admin_token,
         double=args.double,
+        embedder=embedder,
     )
 
 
 DEFAULT_MAX_OUTPUT_TOKENS = 512
+
+_FLASH_ATTN_CHOICES: dict[str, bool | None] = {"on": True, "off": False, "auto": None}
+
+
+def _flash_attn_name(value: bool | None) -> str:
+    return next(name for name, setting in _FLASH_ATTN_CHOICES.items() if setting is value)
+
+
+def slot_count(text: str) -> int:
+    """argparse type: a slot count llama.cpp accepts (1 to 64), or one clear error."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 64:
+        raise argparse.ArgumentTypeError(f"expected a slot count from 1 to 64, got {text!r}")
+    return value
 
 
 def positive_int(text: str) -> int:

