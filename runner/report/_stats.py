@@ -12,7 +12,8 @@ The tools, and why:
   turn t on A (`turn_paired_difference`), each side's cell summed up by the median of its
   trials' log values. Turn 1 and turn 3 of one conversation differ by prompt, not by chance:
   pairing by turn cancels that instead of averaging it in; the median keeps one prompt-cache
-  miss (a TTFT many times the others) from moving a whole scenario.
+  miss (a TTFT many times the others) from moving a whole scenario. Over scenarios a speed's
+  changes can be summed up by a trimmed mean (`trim`) for the same reason, one level up.
 - one scenario on its own has only its trials: `trial_permutation_p` is the exact two-sample
   permutation test of A's trial means against B's (scipy), valid however few trials there are
   (with 3 a side it can never reach p < 0.1, and says so by its p).
@@ -26,8 +27,10 @@ The tools, and why:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import NamedTuple
+import math
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 from scipy import stats  # type: ignore[import-untyped]  # no scipy-stubs pinned yet
@@ -79,17 +82,20 @@ def turn_paired_difference(
 
     Values must be positive (a speed). The median of a turn's trials, not their mean: a TTFT
     has heavy tails (a prompt-cache miss costs many times a hit), and one tail value in a mean
-    moves the scenario's difference by its full size; measured on this machine's noise the
-    median finds a planted change more often at the same false-finding rate.
+    moves the scenario's difference by its full size. On this machine's measured noise the
+    median found TTFT +40 % in 78 % of simulated pairs where the mean found 72 %, the A/A
+    false-finding share within 5 % for both (tests/unit/test_driver_null.py).
     """
     common = sorted(turns_a.keys() & turns_b.keys())
-    centre = np.median if median else np.mean
+    # Plain Python: a report computes this for every scenario and scope, on 1–10 values each,
+    # where numpy's per-call overhead is most of the cost.
+    centre = statistics.median if median else statistics.fmean
     diffs = [
-        float(centre(np.log(turns_b[t])) - centre(np.log(turns_a[t])))
+        centre([math.log(v) for v in turns_b[t]]) - centre([math.log(v) for v in turns_a[t]])
         for t in common
         if turns_a[t] and turns_b[t]
     ]
-    return float(np.mean(diffs)) if diffs else None
+    return statistics.fmean(diffs) if diffs else None
 
 
 def paired_cluster_bootstrap(
@@ -98,6 +104,7 @@ def paired_cluster_bootstrap(
     resamples: int = 2000,
     confidence: float = 0.95,
     seed: int = 0,
+    trim: float = 0.0,
 ) -> ClusterTest:
     """Percentile-bootstrap interval of the mean per-scenario difference, and its p.
 
@@ -114,15 +121,18 @@ def paired_cluster_bootstrap(
     if len(differences) < 2:
         raise ValueError("a bootstrap over scenarios needs at least 2 scenarios")
     data = np.asarray(differences, dtype=float)
-    estimate = float(data.mean())
+    centre = _centre(trim)
+    estimate = float(centre(data, axis=0))
     if np.all(data == data[0]):
         # Every scenario moved by exactly the same amount: no resample can differ, and the
         # sign flips still say how often so many scenarios would all lean one way by chance.
-        p = 1.0 if estimate == 0 else sign_flip_p(differences, resamples=resamples, seed=seed)
+        p = 1.0 if estimate == 0 else sign_flip_p(
+            differences, resamples=resamples, seed=seed, trim=trim
+        )
         return ClusterTest(estimate, estimate, estimate, p, 0.0, len(data))
     result = stats.bootstrap(
         (data,),
-        np.mean,
+        centre,
         n_resamples=resamples,
         confidence_level=confidence,
         method="percentile",
@@ -133,20 +143,38 @@ def paired_cluster_bootstrap(
         estimate,
         float(result.confidence_interval.low),
         float(result.confidence_interval.high),
-        sign_flip_p(differences, resamples=resamples, seed=seed),
+        sign_flip_p(differences, resamples=resamples, seed=seed, trim=trim),
         float(result.standard_error),
         len(data),
     )
 
 
-def sign_flip_p(differences: Sequence[float], *, resamples: int = 2000, seed: int = 0) -> float:
+def _centre(trim: float) -> Callable[..., Any]:
+    """The statistic over scenarios: the mean, or the mean of the middle 1 − 2·trim of them."""
+    if not 0 <= trim < 0.5:
+        raise ValueError(f"trim {trim} must be at least 0 and below 0.5")
+    if trim == 0:
+        return np.mean
+    return lambda d, axis: stats.trim_mean(d, trim, axis=axis)
+
+
+def trimmed_mean(values: Sequence[float], trim: float) -> float:
+    """The mean of the middle 1 − 2·trim of the values (the plain mean when trim is 0)."""
+    return float(_centre(trim)(np.asarray(values, dtype=float), axis=0))
+
+
+def sign_flip_p(
+    differences: Sequence[float], *, resamples: int = 2000, seed: int = 0, trim: float = 0.0
+) -> float:
     """Two-sided paired permutation p: each scenario's A and B swapped (its sign flipped).
 
-    Exact when 2^n ≤ resamples, Monte Carlo (with scipy's +1 correction) otherwise.
+    Exact when 2^n ≤ resamples, Monte Carlo (with scipy's +1 correction) otherwise. Any
+    statistic of the flipped differences keeps the test exact: `trim` picks the trimmed mean.
     """
+    centre = _centre(trim)
     result = stats.permutation_test(
         (np.asarray(differences, dtype=float),),
-        lambda d, axis: np.mean(d, axis=axis),
+        lambda d, axis: centre(d, axis=axis),
         permutation_type="samples",
         alternative="two-sided",
         n_resamples=resamples,

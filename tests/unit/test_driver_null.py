@@ -2,73 +2,154 @@
 
 Simulated A/A pairs (the same distribution on both sides) must show a finding "beyond noise"
 — any speed or quality finding at any scope — in at most 5 % of pairs; a planted +5 % on every
-turn's TTFT must be found in at least 80 % of pairs. Both rates are printed (pytest -s) and the
-test fails on either bound. The runs go through `driver_report` itself: the code under test is
-the report, not a copy of its statistics.
+turn's TTFT must be found in at least 80 % of pairs *if the measured noise allows it*. Both
+rates are printed (pytest -s). The runs go through `driver_report` itself: the code under test
+is the report, not a copy of its statistics.
 
 Where the noise comes from (parameters, not the files, are kept here):
-- GAIA-REPORTED: a real run on this machine, `trialbox run --category personality --trials 3`
-  (run 20261201-110230-f7b8, 3 scenarios × 3 trials, llm-cpu SmolLM2-135M, GAIA's
-  turn_metrics), first run dropped as warm-up: the pooled within-scenario standard deviation
-  of log(value) per turn was TTFT 0.98, tokens/s 0.20, turn wall 0.74; pass rate and score
-  spread as a PASS/FAIL coin per scenario.
-- FRONT-DOOR: 36 streamed requests straight to the same llm-cpu container (time to the first
-  streamed token and decode rate as a client sees them, the front door's view), 3 prompts,
-  first of each dropped, on this 2-core machine while other test suites ran: pooled log sd
-  TTFT 0.47, tokens/s 0.89, wall 0.72.
-Scenario means differ (log sd 0.5 between scenarios): the pairing must cancel them.
+- an A/A pair on this machine, 2026-12-01, the running CPU stack (llm-cpu, agent model
+  Gemma-4-E4B-it-GGUF), speed metered at the front door: twice, back to back, under
+  `flock -x /tmp/trialbox-quiet.lock`,
+  `trialbox run eval/scenarios -s forget_desk_extension -s store_and_recall_parking_bay
+  -s superseded_meeting_room -s hotel_cap_follow_ups -s launch_delay_thread
+  -s two_documents_recall --trials 3 --judge-provider none` (6 scenarios × 3 turns × 3 trials),
+  runs 20261201-134613-306a (13:46–13:55 UTC) and 20261201-135537-ebe7 (13:55–14:11). Not
+  quiet: the load average was 5 at the start and 17–21 after (other sessions' builds and a
+  benchmark sharing the LLM server; the lock is advisory), so these are noise figures of a
+  busy machine, an upper end for a dedicated lab box.
+- `scripts/measure-speed-noise A B` on them (log scale; A / B):
+  TTFT: turn effect 0.88 / 0.85, cell noise (trials within a scenario and turn) 1.34 / 1.41,
+  robust 0.94 / 1.06, 28 % / 31 % of trials ×3 or more above their cell's median (front-door
+  TTFT 5–17 s where the server's own figure, via GAIA, was 0.08–0.4 s: another client ahead
+  in llama.cpp's queue; and prompt-cache misses); the old pooled within-scenario sd, turn
+  positions mixed, was 1.39 / 1.42.
+  decode speed: turn effect 0.17 / 0.11, cell noise 0.21 / 0.17, no tail.
+  turn wall time: turn effect 0.27 / 0.42, cell noise 0.60 / 0.66, 17 % / 8 % in a tail.
+  A/A shift B − A: TTFT +0.16 (se 0.20), decode −0.03 (se 0.03), wall +0.08 (se 0.10): each
+  within about 1 se of zero, so no run-level shift can be told from the cell noise here; the
+  simulation has none (Noise.run = 0), and the report's note on what intervals do not cover
+  stands.
+- the simulation's parameters (below) are fitted so that the same script reads the measured
+  figures off simulated runs of the measured design (a test checks it).
+
+What the measured noise allows, at the suite's size (79 scenarios, 120 turns) with 5 trials:
+decode speed changes of about 5 % are found 4 times in 5; TTFT changes under about 30 % are not.
+A planted +5 % TTFT is found in almost no pair, and the report's minimum detectable change says
+so (±32 % found 80 % of the time; +5 % would need about 165 trials per scenario at this noise).
+Measured while choosing the report's statistics (other seeds than the tests'; 200 A/A pairs,
+100 planted pairs): per-scenario log ratio of means (the previous report): A/A 4.5 %, TTFT
++40 % found 7.5 %; paired by turn, mean trial: 2.5 %, 72 %; median trial: 4.5 %, 78 %; median
+trial and 10 %-trimmed mean over scenarios (the report now): 4.0 %, 92 % (20 %-trimmed: 2.0 %,
+94 %, decode −5 % found 72 % against 74 % at 10 %).
 """
 
 from __future__ import annotations
 
+import importlib.util
+import math
 from dataclasses import dataclass
+from importlib.machinery import SourceFileLoader
+from pathlib import Path
 
 import numpy as np
 
 from runner.report import Change, RunConfig, ScenarioResult, Scorecard, TurnResult, driver_report
-from runner.report._driver import detectable_text
+from runner.report._driver import DetectableChange, detectable_text
 from runner.status import Status
 from runner.transcript import TurnPerformance
 
+ROOT = Path(__file__).resolve().parents[2]
+_loader = SourceFileLoader("measure_speed_noise", str(ROOT / "scripts/measure-speed-noise"))
+_spec = importlib.util.spec_from_loader(_loader.name, _loader)
+assert _spec is not None
+measure = importlib.util.module_from_spec(_spec)
+_loader.exec_module(measure)  # the measuring script's functions read the simulated runs
+
 PAIRS = 200
 RESAMPLES = 400  # fewer than the report's 2000: p near 0.05 is resolved to ±0.01, enough here
-# (the planted tests use 1000: a lone change must reach p < 0.05 / 6 under Benjamini–Hochberg)
+#: A planted change must reach p < 0.05 / 6 (a lone change among 6 headline questions under
+#: Benjamini–Hochberg): with 400 resamples a true p of 0.004 reads 0.0075 ± 0.004 and is often
+#: lost (5 % slower decode: 68 % found with 400, 83 % with 2000, 60 pairs each); 1000 resolve
+#: it well enough (printed-size TTFT 83 % found with 1000, 86 % with 2000) at half the time.
+PLANTED_RESAMPLES = 1000
 
 
 @dataclass(frozen=True)
 class Noise:
-    ttft: float  # log sd per turn
-    tokens_per_s: float
-    wall: float
+    """One speed metric's spread, log scale, as scripts/measure-speed-noise splits it."""
+
+    scenario: float  # sd between scenarios (cancels in the pairing)
+    turn: float  # sd between turn positions within a scenario (fixed: cancels paired by turn)
+    core: float  # sd of a trial around its (scenario, turn) cell: the noise that does not cancel
+    tail_share: float  # share of trials that land far above the core (cache miss, a queue)
+    tail_mean: float  # mean log excess of those beyond ×3 (exponential)
+    run: float = 0.0  # sd of a whole run's shift (heat, load): moves every scenario alike
 
 
-GAIA_REPORTED = Noise(ttft=0.98, tokens_per_s=0.20, wall=0.74)
-FRONT_DOOR = Noise(ttft=0.47, tokens_per_s=0.89, wall=0.72)
+#: Fitted so that simulated runs of the measured design show the measured figures (below).
+TTFT = Noise(scenario=0.0, turn=0.37, core=0.50, tail_share=0.29, tail_mean=1.37)
+DECODE = Noise(scenario=0.11, turn=0.10, core=0.19, tail_share=0.0, tail_mean=0.0)
+WALL = Noise(scenario=0.27, turn=0.10, core=0.43, tail_share=0.125, tail_mean=0.29)
+MEASURED = (TTFT, DECODE, WALL)
+METRICS = ("ttft_s", "tokens_per_s", "turn_wall_s")
+BASE = np.log([0.2, 55.0, 5.0])  # typical values (s, tok/s, s): only their ratios matter
 
+#: The suite's shape (ls eval/scenarios/*/*.yaml, 2026-12-01): 79 scenarios, 45 of one turn,
+#: 27 of two, 7 of three.
+SUITE_TURNS = (1,) * 45 + (2,) * 27 + (3,) * 7
 
-# Built once and copied (no validation): 200 pairs of runs must build in a few seconds.
-TURN = TurnResult(turn=1, performance=TurnPerformance(wall_s=1.0, source="front_door"))
+TURN = TurnResult.model_construct(turn=1, performance=None)
 ROW = ScenarioResult(id="s", status=Status.PASS)
+PERF = TurnPerformance(wall_s=1.0, source="front_door")
+
+
+@dataclass(frozen=True)
+class Suite:
+    """What stays the same between runs: each (scenario, turn)'s level, each scenario's pass rate."""
+
+    levels: list[np.ndarray]  # per scenario: (turns, 3) log levels of ttft, tok/s, wall
+    pass_rate: np.ndarray
+
+
+def suite_of(rng: np.random.Generator, turns: tuple[int, ...], noise: tuple[Noise, ...]) -> Suite:
+    levels = []
+    for n in turns:
+        scenario = np.array([x.scenario for x in noise]) * rng.standard_normal(3)
+        turn = np.array([x.turn for x in noise]) * rng.standard_normal((n, 3))
+        levels.append(BASE + scenario + turn)
+    return Suite(levels, rng.uniform(0.2, 0.9, len(turns)))
+
+
+def trial_noise(rng: np.random.Generator, shape: tuple[int, ...], noise: Noise) -> np.ndarray:
+    """Log noise of single trials: the core, plus the tail's jumps (slow, never fast)."""
+    core = noise.core * rng.standard_normal(shape)
+    if noise.tail_share <= 0:
+        return core
+    jumps = rng.random(shape) < noise.tail_share
+    excess = math.log(3) + rng.exponential(max(noise.tail_mean, 1e-9), shape)
+    return core + np.where(jumps, excess, 0.0)
 
 
 def run(
     run_id: str,
     rng: np.random.Generator,
-    suite: np.ndarray,
-    noise: Noise,
+    suite: Suite,
+    noise: tuple[Noise, ...],
     *,
     trials: int,
-    turns: int,
-    ttft_factor: float = 1.0,
+    planted: tuple[float, float, float] = (1.0, 1.0, 1.0),
 ) -> Scorecard:
-    """One simulated run of the suite: `suite` holds each scenario's (ttft, tok/s, wall, pass)."""
+    """One simulated run of the suite, its speed figures metered at the front door; `planted`
+    multiplies every turn's (ttft, tok/s, wall)."""
+    shift = np.array([x.run for x in noise]) * rng.standard_normal(3) + np.log(planted)
     rows = []
-    perf = TURN.performance
-    assert perf is not None
-    for index, (ttft, speed, wall, pass_rate) in enumerate(suite):
-        draws = np.exp(rng.standard_normal((trials, turns, 3)) * [noise.ttft, noise.tokens_per_s,
-                                                                   noise.wall])
-        passed = rng.random(trials) < pass_rate
+    for index, levels in enumerate(suite.levels):
+        turns = len(levels)
+        draws = np.stack(
+            [trial_noise(rng, (trials, turns), x) for x in noise], axis=-1
+        )
+        values = np.exp(levels + shift + draws)  # (trials, turns, 3)
+        passed = rng.random(trials) < suite.pass_rate[index]
         scores = np.clip(rng.normal(np.where(passed, 8.0, 4.0), 1.0), 0, 10)
         for trial in range(trials):
             rows.append(ROW.model_copy(update={
@@ -78,10 +159,10 @@ def run(
                 "score": float(scores[trial]),
                 "trial": trial + 1,
                 "turns": [
-                    TURN.model_copy(update={"turn": t + 1, "performance": perf.model_copy(update={
-                        "time_to_first_token_s": ttft * ttft_factor * draws[trial, t, 0],
-                        "tokens_per_s": speed * draws[trial, t, 1],
-                        "wall_s": wall * draws[trial, t, 2],
+                    TURN.model_copy(update={"turn": t + 1, "performance": PERF.model_copy(update={
+                        "time_to_first_token_s": float(values[trial, t, 0]),
+                        "tokens_per_s": float(values[trial, t, 1]),
+                        "wall_s": float(values[trial, t, 2]),
                     })})
                     for t in range(turns)
                 ],
@@ -91,66 +172,114 @@ def run(
     )
 
 
-def suite_of(rng: np.random.Generator, scenarios: int) -> np.ndarray:
-    spread = np.exp(0.5 * rng.standard_normal((scenarios, 3)))
-    base = np.array([0.3, 60.0, 5.0]) * spread
-    return np.column_stack([base, rng.uniform(0.2, 0.9, scenarios)])
-
-
-def rate_of_findings(
-    noise: Noise, *, scenarios: int, trials: int, turns: int, ttft_factor: float, seed: int,
+def rates(
+    noise: tuple[Noise, ...], *, turns: tuple[int, ...] = SUITE_TURNS, trials: int = 5,
+    planted: tuple[float, float, float] = (1.0, 1.0, 1.0), seed: int,
     pairs: int = PAIRS, resamples: int = RESAMPLES,
-) -> tuple[float, float]:
-    """(share of pairs with any finding, share with TTFT found slower over all scenarios)."""
+) -> tuple[float, dict[str, float], list[DetectableChange]]:
+    """(share of pairs with any finding, per speed metric the share with it found slower over
+    all scenarios, the first pair's minimum detectable changes)."""
     rng = np.random.default_rng(seed)
-    any_finding = ttft_found = 0
+    any_finding = 0
+    slower = dict.fromkeys(METRICS, 0)
+    detectable: list[DetectableChange] = []
     for pair in range(pairs):
-        suite = suite_of(rng, scenarios)
-        a = run("a", rng, suite, noise, trials=trials, turns=turns)
-        b = run("b", rng, suite, noise, trials=trials, turns=turns, ttft_factor=ttft_factor)
+        suite = suite_of(rng, turns, noise)
+        a = run("a", rng, suite, noise, trials=trials)
+        b = run("b", rng, suite, noise, trials=trials, planted=planted)
         report = driver_report(a, b, resamples=resamples, seed=pair)
+        detectable = detectable or report.detectable
         any_finding += bool(report.beyond_noise)
-        ttft = next(d for d in report.speed if d.metric == "ttft_s" and d.scope == "all")
-        ttft_found += ttft.verdict is Change.SLOWER
-    return any_finding / pairs, ttft_found / pairs
+        for d in report.speed:
+            slower[d.metric] += d.scope == "all" and d.verdict is Change.SLOWER
+    return any_finding / pairs, {m: n / pairs for m, n in slower.items()}, detectable
+
+
+#: The measured run's design (6 scenarios × 3 turns × 3 trials) and what scripts/measure-speed-noise
+#: read from it, averaged over the A/A pair: MEASURED_FIGURES[metric] = (turn_effect,
+#: cell_noise, cell_noise_robust, tail_share). The spread between scenarios is not matched: it
+#: cancels in any pairing, and 6 scenarios cannot pin it down.
+MEASURED_FIGURES = {
+    "ttft_s": (0.86, 1.37, 1.00, 0.29),
+    "tokens_per_s": (0.14, 0.19, 0.135, 0.0),
+    "turn_wall_s": (0.34, 0.63, 0.55, 0.125),
+}
+FIGURES = ("turn_effect", "cell_noise", "cell_noise_robust", "tail_share")
+
+
+def simulated_figures(runs: int = 40, seed: int = 1) -> dict[str, tuple[float, ...]]:
+    """What the measuring script reads from simulated runs of the measured design."""
+    rng = np.random.default_rng(seed)
+    seen: dict[str, list[list[float]]] = {m: [] for m in METRICS}
+    for _ in range(runs):
+        card = run("x", rng, suite_of(rng, (3,) * 6, MEASURED), MEASURED, trials=3)
+        for metric in METRICS:
+            parts = measure.components(
+                measure.cells_of(card, metric, source="front_door", warmup=0)
+            )
+            seen[metric].append([parts[f] for f in FIGURES])
+    return {m: tuple(np.nanmean(np.array(v), axis=0)) for m, v in seen.items()}
+
+
+def test_the_simulation_has_the_measured_noise():
+    # Read by the same script as the real runs, the simulated runs show the measured spread
+    # (within what 6 scenarios × 3 trials can pin down): the parameters above are not guesses.
+    got = simulated_figures()
+    for metric, measured in MEASURED_FIGURES.items():
+        for name, want, have in zip(FIGURES, measured, got[metric], strict=True):
+            assert abs(have - want) <= 0.25 * want + 0.03, (metric, name, want, have)
 
 
 def test_a_a_pairs_show_a_finding_in_at_most_5_percent():
-    # The issue's null design: 25 scenarios × 3 trials × 3 turns, GAIA-reported noise.
-    false_rate, _ = rate_of_findings(
-        GAIA_REPORTED, scenarios=25, trials=3, turns=3, ttft_factor=1.0, seed=18
-    )
+    # The suite's size (79 scenarios, 120 turns), 5 trials, the measured noise: nothing changed.
+    false_rate, _, _ = rates(MEASURED, seed=1018)
     print(f"\nA/A: {false_rate:.1%} of {PAIRS} pairs show a finding beyond noise")
     assert false_rate <= 0.05
 
 
-#: The suite's size (59 scenarios, 3 turns) with 5 trials, front-door noise.
-DESIGN = {"scenarios": 59, "trials": 5, "turns": 3}
 PLANTED_PAIRS = 100
 
 
+def printed_sizes(seed: int, reports: int = 9) -> dict[str, DetectableChange]:
+    """Per speed metric, the median of what `reports` A/A reports print as detectable.
+
+    One report's size rests on one run's noise estimate, which with TTFT's tails varies (10th
+    to 90th percentile of 30 A/A reports: 30–43 % with a plain mean over scenarios)."""
+    seen: dict[str, list[DetectableChange]] = {}
+    for i in range(reports):
+        for d in rates(MEASURED, seed=seed + i, pairs=1)[2]:
+            seen.setdefault(d.metric, []).append(d)
+    return {m: sorted(v, key=lambda d: d.detectable)[len(v) // 2] for m, v in seen.items()}
+
+
+def test_a_planted_5_percent_ttft_is_beyond_this_noise_and_the_report_says_so():
+    # TTFT 5 % slower on every turn: its noise (a core of 0.50 per trial and 29 % of trials ×3
+    # or more slower) hides it at the suite's size, and the report's minimum detectable change
+    # says so before anyone runs the comparison.
+    _, found, sizes = rates(MEASURED, planted=(1.05, 1.0, 1.0), seed=2006, pairs=60,
+                            resamples=PLANTED_RESAMPLES)
+    size = next(d for d in sizes if d.metric == "ttft_s")
+    trials_needed = math.ceil(5 * (math.log1p(size.detectable) / math.log(1.05)) ** 2)
+    print(f"\nplanted +5% TTFT: found in {found['ttft_s']:.0%} of 60 pairs "
+          f"({detectable_text(size)}; +5% would need about {trials_needed} trials)")
+    assert size.detectable > 0.05 and found["ttft_s"] < 0.5
+
+
 def test_a_planted_change_of_the_printed_detectable_size_is_found_4_times_in_5():
-    # The size the report prints rests on one run's noise estimate (±9 % for 59 scenarios):
-    # plant the median of what 10 A/A reports of this design print.
-    rng = np.random.default_rng(0)
-    sizes = []
-    for _ in range(10):
-        suite = suite_of(rng, DESIGN["scenarios"])
-        a, b = (run(x, rng, suite, FRONT_DOOR, trials=5, turns=3) for x in "ab")
-        sizes.append(next(d for d in driver_report(a, b).detectable if d.metric == "ttft_s"))
-    size = sorted(sizes, key=lambda d: d.detectable)[len(sizes) // 2]
-    print(f"\n{detectable_text(size)}")
-    _, at_size = rate_of_findings(
-        FRONT_DOOR, **DESIGN, ttft_factor=1 + size.detectable, seed=5, pairs=PLANTED_PAIRS,
-        resamples=1000,
-    )
-    _, at_5 = rate_of_findings(
-        FRONT_DOOR, **DESIGN, ttft_factor=1.05, seed=6, pairs=PLANTED_PAIRS, resamples=1000
-    )
-    print(f"planted +{size.detectable:.1%} TTFT: found in {at_size:.0%} of {PLANTED_PAIRS} "
-          f"pairs; planted +5%: found in {at_5:.0%}")
+    # What the report prints is what it delivers: plant, on every turn, the change it says is
+    # found 80 % of the time (rounded up to a whole percent), one metric at a time, and count.
+    sizes = printed_sizes(seed=2070)
+    found = {}
+    for metric, planted, seed in (("ttft_s", 0, 2008), ("tokens_per_s", 1, 2009)):
+        factor = 1 + math.ceil(sizes[metric].detectable * 100) / 100
+        change = [1.0, 1.0, 1.0]
+        change[planted] = factor if metric == "ttft_s" else 1 / factor  # slower either way
+        _, slower, _ = rates(MEASURED, planted=(change[0], change[1], change[2]), seed=seed,
+                             pairs=PLANTED_PAIRS, resamples=PLANTED_RESAMPLES)
+        found[metric] = slower[metric]
+        print(f"\nplanted {factor - 1:.0%} slower {metric} (the printed size: "
+              f"{detectable_text(sizes[metric])}): found in {slower[metric]:.0%} of "
+              f"{PLANTED_PAIRS} pairs")
     # 100 pairs measure a true 80 % as 80 ± 8 %: 0.75 leaves room for this test's own
     # sampling error, not the report's.
-    assert at_size >= 0.75
-    # A smaller change is found less often: the printed size is what decides.
-    assert (at_5 <= at_size) == (size.detectable >= 0.05)
+    assert all(share >= 0.75 for share in found.values()), found
