@@ -50,6 +50,29 @@ IMAGES: tuple[str, ...] = ("llm-cpu", "agent-ui", "runner", "fixer")
 BASE_IMAGE = "trialbox/base:bookworm"
 LOG_TAIL_LINES = 30
 
+#: What one image build needs to itself before another runs beside it: a build is mostly
+#: single-threaded pip and layer commits, so on CORES_PER_BUILD cores two builds share the CPU
+#: rather than overlap (scripts/bench-images --parallel measures it).
+CORES_PER_BUILD = 2
+MEMORY_PER_BUILD = 2 * 2**30
+BUILD_JOBS_ENV = "TRIALBOX_BUILD_JOBS"
+
+
+def build_jobs(count: int, cpus: int | None = None, memory_bytes: int | None = None) -> int:
+    """How many of `count` images build at once: one per CORES_PER_BUILD usable cores and
+    MEMORY_PER_BUILD of memory, at least one; TRIALBOX_BUILD_JOBS=N says it outright."""
+    override = os.environ.get(BUILD_JOBS_ENV, "").strip()
+    if override:
+        if not override.isdigit() or int(override) < 1:
+            raise ImageBuildError(f"{BUILD_JOBS_ENV}={override!r}: give a whole number of builds "
+                                  "at once, 1 or more (or unset it to choose by the machine)")
+        return min(count, int(override)) if count else 0
+    if cpus is None:
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    if memory_bytes is None:
+        memory_bytes = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return max(1, min(count, cpus // CORES_PER_BUILD, memory_bytes // MEMORY_PER_BUILD)) if count else 0
+
 
 class ImageBuildError(RuntimeError):
     """One image could not be built; the message carries the command and the last log lines."""
@@ -149,13 +172,14 @@ BUILD_TIMEOUT_S = 3600
 
 
 def _engine_build(context: IO[bytes], dockerfile: str, tag: str, build_args: dict[str, str],
-                  labels: dict[str, str], log: Path) -> None:
+                  labels: dict[str, str], log: Path, *, nocache: bool = False) -> None:
     """``docker build`` through the engine's API, with the context we assembled.
 
     Through the API rather than the CLI because the context is a tar of just what the
     Dockerfile copies, and the CLI mistakes such a tar on stdin for a Dockerfile. The log gets
     the same step lines the CLI prints (``Step n/m``, `` ---> id``)."""
-    command = (f"docker build --force-rm -f {dockerfile} -t {tag} "
+    # nocache: every step runs again (scripts/bench-images times a first build that way).
+    command = (f"docker build --force-rm{' --no-cache' * nocache} -f {dockerfile} -t {tag} "
                + " ".join(f"--build-arg {k}={v}" for k, v in build_args.items())
                + " " + " ".join(f"--label {k}={v}" for k, v in labels.items()) + " <context>")
     error = ""
@@ -166,7 +190,8 @@ def _engine_build(context: IO[bytes], dockerfile: str, tag: str, build_args: dic
             # forcerm: a failed step must not leave its container behind.
             for chunk in client.api.build(fileobj=context, custom_context=True,
                                           dockerfile=dockerfile, tag=tag, buildargs=build_args,
-                                          labels=labels, rm=True, forcerm=True, decode=True):
+                                          labels=labels, rm=True, forcerm=True, decode=True,
+                                          nocache=nocache):
                 if "stream" in chunk:
                     sink.write(chunk["stream"])
                     if STEP_LINE.match(chunk["stream"]):
