@@ -150,23 +150,70 @@ def start_llm(console: Console, device: DeviceChoice) -> tuple[str, str]:
     return stack.container, stack.url
 
 
+#: The runner image's user (images/runner/Dockerfile): who runs the engine for a root caller.
+RUNNER_UID = 10001
+
+
 def run_in_runner_container(device: str, llm_container: str, run_args: list[str], results: Path,
                             stack_run_id: str | None = None, port: int = LLM_PORT) -> int:
     """Run `trialbox run` inside the pinned runner image (compose service `runner`).
 
-    The container runs as the calling user, so result files on the host belong to them; it gets
-    the Docker socket (root-equivalent, see README) to create the sandboxes as its siblings.
-    Returns the run's exit code; its output goes straight to the terminal.
+    Isolated as the engine on the host is (README, "Security model"): the container lives in
+    the host's network namespace, so it reaches sandboxes by address and the LLM on its
+    loopback port exactly as the host engine does and is never an endpoint on a sandbox
+    network; the per-sandbox firewall rules are the host mode's, installed by a short-lived
+    helper (runner/sandbox/_firewall.py), because the runner itself has no capabilities.
+
+    Never root: a non-root caller's own uid (the results are theirs, and they hold the socket
+    already), for a root caller uid 10001 (`trialbox`); socket access comes from the socket's
+    group (compose `group_add`). uid 10001 cannot write a root-owned results folder, so it
+    writes a fresh folder of its own beside the results, whose run folders are handed to the
+    caller (chown) and moved into `results` after the run. Returns the run's exit code; its
+    output goes straight to the terminal.
     """
     results.mkdir(parents=True, exist_ok=True)
-    env = stack_environment(stack_run_id, port) | {"TRIALBOX_RESULTS_DIR": str(results.resolve())}
-    user = f"{os.getuid()}:{os.getgid()}"
+    caller = os.getuid()
+    # Root's group would be root's too: a root caller's runner is trialbox:trialbox.
+    uid, gid = (RUNNER_UID, RUNNER_UID) if caller == 0 else (caller, os.getgid())
+    image = os.environ.get("TRIALBOX_RUNNER_IMAGE") or "trialbox/runner:dev"
+    outbox = results if uid == caller else _outbox(results, uid, gid)
+    env = stack_environment(stack_run_id, port) | {"TRIALBOX_RESULTS_DIR": str(outbox.resolve()),
+                                                   "TRIALBOX_RUNNER_IMAGE": image}
     command = compose_command(
-        device, project_name(stack_run_id), "--profile", "run", "run", "--rm", "-u", user,
-        "-e", "HOME=/tmp", "runner", "run", "--backend", "docker", "--device", device,
-        "--llm-container", llm_container, "--results", "/results", *run_args,
+        device, project_name(stack_run_id), "--profile", "run", "run", "--rm", "-u", f"{uid}:{gid}",
+        *([] if uid == RUNNER_UID else ["-e", "HOME=/tmp"]),  # a caller's uid has no home in the image
+        "runner", "run", "--backend", "docker",
+        "--device", device, "--llm-container", llm_container, "--results", "/results", *run_args,
     )
-    return subprocess.run(command, env=env, check=False).returncode
+    try:
+        return subprocess.run(command, env=env, check=False).returncode
+    finally:
+        if outbox != results:
+            _hand_over(outbox, results, caller, os.getgid())
+
+
+def _outbox(results: Path, uid: int, gid: int) -> Path:
+    """A fresh folder beside the results that `uid` may write (the caller is root)."""
+    import secrets
+
+    outbox = results / f".runner-{secrets.token_hex(4)}"
+    outbox.mkdir(mode=0o700)
+    os.chown(outbox, uid, gid)
+    return outbox
+
+
+def _hand_over(outbox: Path, results: Path, uid: int, gid: int) -> None:
+    """The runner's run folders, owned by the caller again, moved into `results`."""
+    import shutil
+
+    for entry in outbox.iterdir():
+        for path in [entry, *entry.rglob("*")]:
+            os.chown(path, uid, gid, follow_symlinks=False)
+        target = results / entry.name
+        if target.exists():  # never over an existing folder: keep it where it is, say where
+            raise InfraError(f"{target} exists; the runner's results stay in {entry}")
+        entry.rename(target)
+    shutil.rmtree(outbox)
 
 
 def find_llm_container() -> str | None:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -126,7 +125,6 @@ class FixSandbox:
         self.client = client or docker.from_env()
         self.labels = {"trialbox.run": label, "trialbox.role": "fixer"}
         self.memory, self.pids, self.cpus = memory, pids, cpus
-        self.firewall = os.environ.get("TRIALBOX_IN_CONTAINER") != "1"
 
     def _name(self, key: str) -> str:
         digest = hashlib.sha256(f"{self.label}\0{key}\0{time.time_ns()}".encode()).hexdigest()[:12]
@@ -196,7 +194,10 @@ class FixSandbox:
     def _network(self, name: str, *, internal: bool, networks: list[Network]) -> Network:
         network = self.client.networks.create(name, driver="bridge", internal=internal, labels=self.labels)
         networks.append(network)
-        if internal and self.firewall:
+        # The host firewall keeps the fixer's network off the host in every mode: on the host
+        # this process installs the rules, inside the runner container (no capabilities) a
+        # short-lived helper does (runner/sandbox/_firewall.py) — never skipped.
+        if internal:
             try:
                 isolate_network(_id_of(network), _label(self.label))
             except FirewallError as exc:
@@ -250,7 +251,7 @@ class FixSandbox:
                 network.remove()
             except (NotFound, APIError):
                 pass
-            if self.firewall and network.id is not None:  # no id: never isolated either
+            if network.id is not None:  # no id: never isolated either
                 try:
                     release_network(network.id)
                 except FirewallError:

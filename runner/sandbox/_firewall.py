@@ -37,7 +37,24 @@ that network namespace, and trialbox reaches the UI with ``docker exec`` (runner
 docker.py). The bridge's own port answers only with the sandbox's bearer token.
 
 This needs root (CAP_NET_ADMIN) on the Docker host: the engine on the host runs as root where
-it manages Docker's firewall; inside the runner container (non-root) ``FirewallError`` says so.
+it manages Docker's firewall. Inside the runner container (``TRIALBOX_IN_CONTAINER=1``, uid
+10001, no capabilities) the same rules are installed by a short-lived helper container
+(``HelperFirewall``): the runner image itself, in the host's network namespace, as root with
+NET_ADMIN, NET_RAW and SYS_CHROOT only, the host's root mounted read-only at ``/host``, running
+this module's ``Firewall`` on the host's own ``iptables`` (``chroot /host iptables``). Why a
+helper and not a runner that keeps NET_ADMIN:
+
+- the runner lives for the whole run and talks to the LLM, the judge and every sandbox; the
+  helper lives for one rule change (< 1 s) and takes two ids, both validated before it starts.
+  A capability only a non-root process would need cannot be kept by uid 10001 without file
+  capabilities or sudo, i.e. without making the runner's own image privileged;
+- the host's iptables binary is the one Docker uses, so the rules land in the same backend
+  (nf_tables or legacy) and under the same lock as Docker's own; an iptables copied into the
+  image could pick the other backend and install rules `iptables -S` on the host never lists;
+- one definition of the rules: the helper runs this very module from the runner image.
+
+The price is one container start per rule change (two per sandbox: isolate when its network
+is made, release when it goes), measured by scripts/bench-sandbox beside the host mode.
 """
 
 from __future__ import annotations
@@ -47,7 +64,9 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 IPTABLES = "iptables"
 CHAIN = "INPUT"
@@ -56,6 +75,21 @@ COMMENT_PREFIX = "trialbox.run="
 LOCK_WAIT_S = 10
 #: Labels go into an iptables comment and a regex: keep them to Docker's label-value shape.
 _LABEL = re.compile(r"^[A-Za-z0-9_.:-]{1,100}$")
+#: Set in the helper container: the host's root, mounted there, whose iptables is run (chroot).
+HOST_ROOT_ENV = "TRIALBOX_IPTABLES_ROOT"
+HOST_ROOT = "/host"
+#: The image the helper runs (this module must be in it): the runner image the engine runs in.
+HELPER_IMAGE_ENV = "TRIALBOX_RUNNER_IMAGE"
+HELPER_IMAGE = "trialbox/runner:dev"
+#: This file in that image (images/runner/Dockerfile copies runner/ to /opt/trialbox/runner/),
+#: run as a script: it needs the standard library only, so the helper does not import the
+#: rest of trialbox (0.8 s) before its first iptables call.
+HELPER_SCRIPT = "/opt/trialbox/runner/sandbox/_firewall.py"
+#: Longest a helper may take: iptables' own lock wait plus a container start on a busy machine.
+HELPER_TIMEOUT_S = LOCK_WAIT_S + 50
+#: The helper's exit code for a FirewallError (its message is the helper's last stderr line).
+HELPER_REFUSED = 2
+_SBIN = ("/usr/sbin", "/sbin", "/usr/bin", "/bin")
 
 Runner = Callable[[Sequence[str]], "subprocess.CompletedProcess[str]"]
 
@@ -93,12 +127,22 @@ def _rules(network_id: str, label: str) -> list[list[str]]:
 
 
 def run_iptables(args: Sequence[str]) -> subprocess.CompletedProcess[str]:
-    """Run iptables (the binary the Docker engine uses), with one clear error when it cannot."""
-    binary = shutil.which(IPTABLES)
-    if binary is None:
+    """Run iptables (the binary the Docker engine uses), with one clear error when it cannot.
+    In the helper container (``TRIALBOX_IPTABLES_ROOT`` set) that is the host's binary, run
+    chrooted into the host's root mounted there."""
+    root = os.environ.get(HOST_ROOT_ENV)
+    if root:
+        # lexists, not which(): the host's iptables is a link into the host's /etc/alternatives,
+        # which resolves only inside the chroot.
+        found = next((f"{d}/{IPTABLES}" for d in _SBIN if os.path.lexists(f"{root}{d}/{IPTABLES}")), None)
+        prefix = ["chroot", root, found] if found else None
+    else:
+        found = shutil.which(IPTABLES)
+        prefix = [found] if found else None
+    if prefix is None:
         raise FirewallError(
             "iptables is not installed, so sandboxes cannot be kept off the host: install the "
-            "iptables package (the Docker engine needs it too)"
+            "iptables package on the Docker host (the Docker engine needs it too)"
         )
     if hasattr(os, "geteuid") and os.geteuid() != 0:
         raise FirewallError(
@@ -107,7 +151,7 @@ def run_iptables(args: Sequence[str]) -> subprocess.CompletedProcess[str]:
         )
     try:
         return subprocess.run(
-            [binary, "-w", str(LOCK_WAIT_S), *args],
+            [*prefix, "-w", str(LOCK_WAIT_S), *args],
             capture_output=True,
             text=True,
             timeout=LOCK_WAIT_S + 20,
@@ -197,19 +241,112 @@ def _comment_of(args: list[str]) -> str | None:
     return None
 
 
-_HOST = Firewall()
+class HelperFirewall:
+    """The same three operations as ``Firewall``, each run by a short-lived helper container
+    (see the module docstring for why): for an engine without NET_ADMIN — the runner image's.
+    Ids and labels are checked here, before any container starts."""
+
+    def __init__(self, image: str | None = None, client: Any = None) -> None:
+        self.image = image or os.environ.get(HELPER_IMAGE_ENV) or HELPER_IMAGE
+        self._client = client
+
+    def isolate_network(self, network_id: str, label: str) -> None:
+        bridge_name(network_id)
+        _comment(label, network_id)
+        self._call(label, "isolate", network_id, label)
+
+    def release_network(self, network_id: str) -> int:
+        bridge_name(network_id)
+        return int(self._call(None, "release", network_id) or 0)
+
+    def sweep(self, label: str | None = None) -> int:
+        if label is not None:
+            _comment(label, "0" * 12)
+        return int(self._call(label, "sweep", *([label] if label else [])) or 0)
+
+    def _call(self, label: str | None, *args: str) -> str:
+        """Run this module's ``main(ARGS)`` in a helper container; its stdout."""
+        import docker
+        from docker.errors import APIError, DockerException, ImageNotFound
+
+        try:
+            client = self._client or docker.from_env()
+            helper = client.containers.create(
+                self.image, entrypoint=["python", "-I", HELPER_SCRIPT], command=list(args),
+                network_mode="host", user="0:0", cap_drop=["ALL"],
+                cap_add=["NET_ADMIN", "NET_RAW", "SYS_CHROOT"],
+                security_opt=["no-new-privileges:true"], read_only=True, init=True,
+                pids_limit=32, mem_limit="128m", memswap_limit="128m",
+                volumes={"/": {"bind": HOST_ROOT, "mode": "ro"}},
+                environment={HOST_ROOT_ENV: HOST_ROOT, "TRIALBOX_IN_CONTAINER": "0"},
+                labels={"trialbox.run": label or "firewall", "trialbox.role": "firewall"},
+            )  # fmt: skip
+        except ImageNotFound:
+            raise FirewallError(f"image {self.image} (the firewall helper) is missing — build it "
+                                "with `trialbox images`") from None
+        except DockerException as exc:
+            raise FirewallError(f"could not start the firewall helper: {exc}") from exc
+        try:
+            helper.start()
+            code = int(helper.wait(timeout=HELPER_TIMEOUT_S).get("StatusCode", -1))
+            out = helper.logs(stdout=True, stderr=False).decode(errors="replace").strip()
+            err = helper.logs(stdout=False, stderr=True).decode(errors="replace").strip()
+        except (DockerException, OSError) as exc:  # requests' read timeout is an OSError
+            raise FirewallError(f"the firewall helper did not finish `{shlex.join(args)}`: {exc}") from exc
+        finally:
+            try:
+                helper.remove(force=True)
+            except APIError:
+                pass  # gone already; swept by its label otherwise
+        if code != 0:
+            why = err.splitlines()[-1] if err else f"exit {code}"
+            raise FirewallError(why if code == HELPER_REFUSED else f"the firewall helper failed: {why}")
+        return out
+
+
+def host_firewall() -> Firewall | HelperFirewall:
+    """Where this process changes the host firewall: itself on the Docker host, through the
+    helper inside the runner container (which has no capabilities)."""
+    if os.environ.get("TRIALBOX_IN_CONTAINER") == "1" and not os.environ.get(HOST_ROOT_ENV):
+        return HelperFirewall()
+    return Firewall()
 
 
 def isolate_network(network_id: str, label: str) -> None:
     """Keep the network's containers off the host (see the module docstring)."""
-    _HOST.isolate_network(network_id, label)
+    host_firewall().isolate_network(network_id, label)
 
 
 def release_network(network_id: str) -> int:
     """Remove the network's rules (call after the network is removed, or before)."""
-    return _HOST.release_network(network_id)
+    return host_firewall().release_network(network_id)
 
 
 def sweep(label: str | None = None) -> int:
     """Remove the rules of a run label (None: all of trialbox's), e.g. after a crash."""
-    return _HOST.sweep(label)
+    return host_firewall().sweep(label)
+
+
+def main(argv: Sequence[str]) -> int:
+    """The helper's entry: ``isolate NET LABEL`` | ``release NET`` | ``sweep [LABEL]``; prints
+    how many rules went (release, sweep); a FirewallError is one stderr line and exit 2."""
+    firewall = Firewall()
+    try:
+        match list(argv):
+            case ["isolate", network_id, label]:
+                firewall.isolate_network(network_id, label)
+            case ["release", network_id]:
+                print(firewall.release_network(network_id))
+            case ["sweep", *label] if len(label) <= 1:
+                print(firewall.sweep(label[0] if label else None))
+            case _:
+                print("usage: isolate NET LABEL | release NET | sweep [LABEL]", file=sys.stderr)
+                return HELPER_REFUSED
+    except FirewallError as exc:
+        print(exc, file=sys.stderr)
+        return HELPER_REFUSED
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

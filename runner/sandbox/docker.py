@@ -15,10 +15,13 @@ Who can talk to what:
   socket, i.e. root on this host already.
 - the MCP bridge listens on the sandbox address, guarded by GAIA's own bearer token (one
   random 48-character token per sandbox, known only to this process).
-- the engine reaches the bridge inside the runner container (``TRIALBOX_IN_CONTAINER=1``) by
-  attaching its own container to the sandbox network and using container names; on the host
-  by the sandbox's address on the bridge, which the host routes to directly (no port is
-  published, so nothing outside this machine can reach a sandbox).
+- the engine reaches the bridge by the sandbox's address on the bridge, which the host routes
+  to directly (no port is published, so nothing outside this machine can reach a sandbox) —
+  on the host and inside the runner container alike: the runner container lives in the host's
+  network namespace (compose ``network_mode: host``), so it is never an endpoint on a sandbox
+  network and a sandbox sees exactly what it sees in host mode: itself and ``llm``. The
+  firewall rules are the same in both modes (``_firewall``; in the runner container, which has
+  no capabilities, a short-lived helper container installs them).
 
 No leaks, whatever the timing: everything created carries ``trialbox.run=<run id>`` and
 ``trialbox.scenario=<job key>``. Creation runs in a worker thread that records each object the
@@ -40,10 +43,8 @@ import asyncio
 import hashlib
 import json
 import math
-import os
 import re
 import secrets
-import socket
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -328,7 +329,6 @@ class DockerBackend:
         self.image = image
         self.ready_timeout_s = ready_timeout_s
         self.client = client or docker.from_env()
-        self.in_container = os.environ.get("TRIALBOX_IN_CONTAINER") == "1"
         self.labels = {RUN_LABEL: run_id}
         self.agent_dirs = [Path(d) for d in agent_dirs]
         self.agent_model = agent_model
@@ -440,10 +440,9 @@ class DockerBackend:
             )
             made.network = network
             network.connect(self.llm_container, aliases=["llm"])
-            if not self.in_container:
-                # The host's firewall keeps the sandbox from the host itself (internal networks
-                # only stop forwarding); inside the runner image there is no host firewall to set.
-                isolate_network(str(network.id), _slug(self.run_id))
+            # The host's firewall keeps the sandbox from the host itself (internal networks
+            # only stop forwarding) — in the runner container too, through its helper.
+            isolate_network(str(network.id), _slug(self.run_id))
         except FirewallError as exc:
             raise SandboxError(f"could not isolate sandbox network {name}: {exc}") from exc
         except NotFound as exc:
@@ -514,10 +513,10 @@ class DockerBackend:
             raise SandboxError(f"image {self.image} is missing — build it with `trialbox images`") from exc
         except APIError as exc:
             raise SandboxError(f"could not start sandbox containers: {exc.explanation}") from exc
-        if self.in_container:
-            network.connect(socket.gethostname())
-        box_host = ui_name if self.in_container else _address(ui, str(network.name))
-        llm_host = "llm" if self.in_container else _address(self.client.containers.get(self.llm_container), str(network.name))
+        # By address, from the host's network namespace (the runner container shares it): the
+        # engine never joins the sandbox network, which holds only the sandbox and `llm`.
+        box_host = _address(ui, str(network.name))
+        llm_host = _address(self.client.containers.get(self.llm_container), str(network.name))
         return DockerSandbox(
             scenario_id=scenario_id,
             ui_url=f"http://127.0.0.1:{UI_PORT}",
@@ -671,11 +670,10 @@ class DockerBackend:
         except (NotFound, APIError):
             pass
         finally:
-            if not self.in_container:
-                try:
-                    release_network(str(network.id))
-                except FirewallError:
-                    pass  # a sweep by label removes them (`trialbox clean`)
+            try:
+                release_network(str(network.id))
+            except FirewallError:
+                pass  # a sweep by label removes them (`trialbox clean`)
 
     def sweep(self) -> int:
         """Remove everything labelled with this run (a crashed or killed run's leftovers):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import json
 import os
 import secrets
 import socket
@@ -22,13 +23,16 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import httpx
 import pytest
+from labelled_containers import LLM_CPU_IMAGE, new_tag, sweep_label
 
 from runner.sandbox import _firewall
 from runner.sandbox._firewall import Firewall, FirewallError, bridge_name
 from runner.sandbox._hardening import IMAGE_HOME, ReadError, container_options, read_file
+from runner.sandbox.docker import DockerBackend, _Made
 
 docker = pytest.importorskip("docker")
 
@@ -451,3 +455,355 @@ def test_gaia_state_lives_on_tmpfs_and_is_read_through_exec(setup: Setup, harden
 def test_read_file_reports_a_failure_clearly(hardened) -> None:
     with pytest.raises(ReadError, match="reading /proc/1/mem .* failed"):
         read_file(hardened[0], "/proc/1/mem")
+
+
+# --- the isolation suite, from inside a sandbox: {host, in-container} × {llm-cpu, Lemonade} --
+#
+# The sandbox network is made by DockerBackend._create_network — the production path, which
+# attaches the LLM as `llm` and installs the firewall — either in this process (host mode) or
+# inside the runner image as the compose service runs it (in-container mode: host network,
+# uid 10001, the socket's group, no capabilities; the rules come from its helper container).
+# One sandbox per combination; one survey from inside it answers every check below.
+
+ADMIN_TOKEN = "i" * 40
+RUNNER_IMAGE = os.environ.get("TRIALBOX_RUNNER_IMAGE") or "trialbox/runner:dev"
+STANDIN = Path(__file__).resolve().parents[1] / "integration" / "front_door_standin.py"
+#: Docker hands out a fresh network's addresses from the bottom: the first few of the subnet
+#: hold every endpoint it could have attached so far (the gateway, the sandbox, `llm`, ...).
+SWEEP_ADDRESSES = 24
+COMBINATIONS = [("host", "llm-cpu"), ("host", "lemonade"), ("in-container", "llm-cpu"),
+                ("in-container", "lemonade")]
+
+# Runs inside the sandbox (python3's standard library only): every probe at once, then what
+# the sandbox sees of its network, its resolver, and the LLM's routes; one JSON line.
+SURVEY = r'''
+import json, socket, sys, threading, urllib.error, urllib.request
+args = json.loads(sys.argv[1])
+
+def connect(host, port, timeout):
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as s:
+            s.sendall(b"GET / HTTP/1.0\r\nHost: x\r\n\r\n")
+            s.settimeout(timeout)
+            return "open:" + s.recv(200).decode(errors="replace").split("\r\n")[0]
+    except ConnectionRefusedError:
+        return "refused"
+    except socket.timeout:
+        return "timeout"
+    except OSError as exc:
+        return "error:" + str(exc.errno)
+
+targets = {}
+def probe(name, host, port):
+    targets[name] = connect(host, port, args["timeout"])
+threads = [threading.Thread(target=probe, args=(n, h, p)) for n, (h, p) in args["targets"].items()]
+# Any packet to an address makes the kernel ask for it by ARP: who answers is on this network.
+threads += [threading.Thread(target=connect, args=(ip, 9, args["sweep_timeout"])) for ip in args["sweep"]]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+arp = [line.split() for line in open("/proc/net/arp").read().splitlines()[1:]]
+routes = [line.split() for line in open("/proc/net/route").read().splitlines()[1:]]
+try:
+    inet6 = open("/proc/net/if_inet6").read().strip()
+except OSError:
+    inet6 = ""
+opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+def http(method, path, body=None, headers=None, timeout=60):
+    request = urllib.request.Request("http://llm:13305" + path, method=method,
+        data=json.dumps(body).encode() if body is not None else None,
+        headers={"Content-Type": "application/json", **(headers or {})})
+    try:
+        reply = opener.open(request, timeout=timeout)
+        return reply.status, json.loads(reply.read() or b"null")
+    except urllib.error.HTTPError as error:
+        return error.code, None
+
+def served():
+    health = http("GET", "/api/v1/health")[1] or {}
+    loaded = [(m.get("model_name"), (m.get("recipe_options") or {}).get("ctx_size"))
+              for m in health.get("all_models_loaded") or []]
+    return health.get("model_loaded"), loaded
+
+before = served()
+model = before[0]
+ctx = next((c for name, c in before[1] if name == model), None) or 4096
+# The served model itself at twice its window: a load that restarts what every scenario uses.
+change = {"model_name": model, "ctx_size": 2 * ctx}
+admin = {route: http("POST", "/api/v1/" + route, change)[0] for route in ("load", "delete", "params", "pull")}
+admin["load, forged token"] = http("POST", "/api/v1/load", change, {"Authorization": "Bearer " + "x" * 40})[0]
+status, chat = http("POST", "/api/v1/chat/completions", {"model": model, "max_tokens": 4,
+    "messages": [{"role": "user", "content": "tokens=4 Say hello."}]})
+print(json.dumps({
+    "targets": targets,
+    "neighbours": sorted(f[0] for f in arp if f[2] == "0x2"),
+    "routes": [[f[0], f[1], f[2]] for f in routes],
+    "resolv": open("/etc/resolv.conf").read(),
+    "inet6": inet6,
+    "admin": admin,
+    "chat": [status, ((chat or {}).get("usage") or {}).get("completion_tokens")],
+    "served_before": before,
+    "served_after": served(),
+}))
+'''
+
+# Runs in the runner image, as the runner service runs: makes the sandbox network the way a
+# run does, prints its id, then serves a canary in the host's network namespace until killed.
+RUNNER_SCRIPT = r'''
+import json, sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from runner.sandbox.docker import DockerBackend, _Made
+backend = DockerBackend(sys.argv[1], sys.argv[2], Path("/tmp"))
+network = backend._create_network(sys.argv[3], _Made())
+
+class Canary(BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "6")
+        self.end_headers()
+        self.wfile.write(b"runner")
+    def log_message(self, *args):
+        pass
+
+server = ThreadingHTTPServer(("0.0.0.0", 0), Canary)
+print(json.dumps({"network": network.id, "canary": server.server_address[1]}), flush=True)
+server.serve_forever()
+'''
+
+RUNNER_RELEASE = r'''
+import sys
+from pathlib import Path
+from runner.sandbox.docker import DockerBackend
+backend = DockerBackend(sys.argv[1], sys.argv[2], Path("/tmp"))
+backend.release(backend.client.networks.get(sys.argv[3]))
+'''
+
+
+@pytest.fixture(scope="module")
+def llm_cpu_environment() -> dict[str, str]:
+    return {"TRIALBOX_LLM_ADMIN_TOKEN": ADMIN_TOKEN}  # a token exists: sandboxes still lack it
+
+
+@dataclass
+class Lemonade:
+    """The ROCm overlay's layout: Lemonade on the stack network only, the front door on the
+    stack network (and, as `llm`, on each sandbox network)."""
+
+    door: str
+    lemonade: object
+    lemonade_address: str
+
+
+@pytest.fixture(scope="module")
+def lemonade() -> Iterator[Lemonade]:
+    client = docker.from_env()
+    tag = new_tag("isolation-lemonade")
+    labels = {"trialbox.run": tag}
+    try:
+        stack = client.networks.create(f"tbx-{tag}-stack", labels=labels)
+        standin = client.containers.run(
+            LLM_CPU_IMAGE, name=f"tbx-{tag}-lemonade", entrypoint=["python"],
+            command=["/standin.py", "13305", "0.0.0.0"], detach=True, labels=labels,
+            network=stack.name, volumes={str(STANDIN): {"bind": "/standin.py", "mode": "ro"}},
+        )
+        door = client.containers.run(
+            LLM_CPU_IMAGE, name=f"tbx-{tag}-llm", detach=True, labels=labels, network=stack.name,
+            entrypoint=["python", "-m", "trialbox_llm.front_door"],
+            command=["--upstream", f"http://tbx-{tag}-lemonade:13305", "--host", "0.0.0.0",
+                     "--port", "13305"],
+            environment={"TRIALBOX_LLM_ADMIN_TOKEN": ADMIN_TOKEN},
+        )
+        # Both answer within seconds; through the door, the stand-in's health is the door's.
+        wait_http(f"http://{address_on(door, stack.name)}:13305/api/v1/health", door, deadline_s=60)
+        yield Lemonade(str(door.name), standin, address_on(standin, stack.name))
+    finally:
+        sweep_label(tag)
+        client.close()
+
+
+@dataclass
+class Sandboxed:
+    mode: str
+    llm: str
+    network: object
+    box: object
+    llm_container: object
+    runner: object | None  # the runner container (in-container mode)
+    standin: object | None  # the Lemonade stand-in (lemonade), which counts state changes
+    survey: dict[str, object]
+
+
+def runner_container(client: object, tag: str, llm: str, scenario: str) -> tuple[object, dict]:
+    """The runner image, started as compose's `runner` service is: its network id and canary port."""
+    socket_gid = os.stat("/var/run/docker.sock").st_gid
+    runner = client.containers.run(
+        RUNNER_IMAGE, entrypoint=["python", "-c", RUNNER_SCRIPT], command=[tag, llm, scenario],
+        name=f"tbx-{tag}-runner", detach=True, init=True, network_mode="host", user="10001:10001",
+        group_add=[str(socket_gid)], cap_drop=["ALL"], security_opt=["no-new-privileges:true"],
+        volumes={"/var/run/docker.sock": {"bind": "/var/run/docker.sock", "mode": "rw"}},
+        labels={"trialbox.run": tag, "trialbox.role": "runner"},
+    )
+    deadline = time.monotonic() + 60
+    while True:
+        lines = runner.logs(stdout=True, stderr=False).decode().strip().splitlines()
+        if lines and lines[-1].startswith("{"):
+            return runner, json.loads(lines[-1])
+        runner.reload()
+        assert runner.status == "running", runner.logs(tail=30).decode(errors="replace")
+        assert time.monotonic() < deadline, runner.logs(tail=30).decode(errors="replace")
+        time.sleep(0.2)
+
+
+@pytest.fixture(scope="module", params=COMBINATIONS, ids=[f"{mode}-{llm}" for mode, llm in COMBINATIONS])
+def sandboxed(request: pytest.FixtureRequest, setup: Setup) -> Iterator[Sandboxed]:
+    mode, llm_kind = request.param
+    client = docker.from_env()
+    llm_name = request.getfixturevalue("llm_cpu").name if llm_kind == "llm-cpu" else \
+        request.getfixturevalue("lemonade").door
+    llm_container = client.containers.get(llm_name)
+    tag = new_tag(f"isolation-{mode}-{llm_kind}")
+    scenario = "isolation_probe"
+    backend = DockerBackend(tag, llm_name, Path("/tmp"), client=client)
+    runner = None
+    try:
+        if mode == "host":
+            network = backend._create_network(scenario, _Made())
+            canary_port = setup.canary_port
+        else:
+            runner, made = runner_container(client, tag, llm_name, scenario)
+            network = client.networks.get(made["network"])
+            canary_port = int(made["canary"])
+        box = client.containers.run(
+            local_image(client), ["sleep", "3600"], entrypoint=[], name=f"tbx-{tag}-box",
+            network=network.name, detach=True, init=True, user="65534", cap_drop=["ALL"],
+            labels={"trialbox.run": tag},
+        )
+        network.reload()
+        subnet = ipaddress.ip_network(network.attrs["IPAM"]["Config"][0]["Subnet"])
+        own = address_on(box, network.name)
+        targets = {name: [address, canary_port] for name, address in host_targets(setup).items()}
+        targets["own gateway"] = [gateway(network), canary_port]
+        llm_container.reload()
+        for net_name, settings in llm_container.attrs["NetworkSettings"]["Networks"].items():
+            if net_name != network.name and settings.get("IPAddress"):
+                targets[f"llm on {net_name}"] = [settings["IPAddress"], 13305]
+        if llm_kind == "lemonade":
+            targets["lemonade itself"] = [request.getfixturevalue("lemonade").lemonade_address, 13305]
+        sweep = [str(ip) for ip in list(subnet.hosts())[:SWEEP_ADDRESSES] if str(ip) != own]
+        survey = box.exec_run(["python3", "-c", SURVEY, json.dumps(
+            {"targets": targets, "timeout": PROBE_TIMEOUT_S, "sweep": sweep, "sweep_timeout": 5})])
+        assert survey.exit_code == 0, survey.output.decode(errors="replace")
+        standin = request.getfixturevalue("lemonade").lemonade if llm_kind == "lemonade" else None
+        yield Sandboxed(mode, llm_kind, network, box, llm_container, runner, standin,
+                        json.loads(survey.output.decode().strip().splitlines()[-1]))
+    finally:
+        made_network = locals().get("network")
+        network_id = made_network.id if made_network is not None else None
+        if locals().get("box") is not None:
+            box.remove(force=True)
+        if network_id:
+            if runner is not None:
+                done = runner.exec_run(["python", "-c", RUNNER_RELEASE, tag, llm_name, network_id])
+                assert done.exit_code == 0, done.output.decode(errors="replace")
+            else:
+                backend.release(network)
+        sweep_label(tag)
+        if network_id:  # release took the rules away, in either mode
+            assert Firewall().rules(network_id=network_id) == []
+
+
+def test_the_sandbox_has_exactly_one_other_endpoint_the_llm(sandboxed: Sandboxed) -> None:
+    network = sandboxed.network
+    network.reload()
+    attached = {c.id for c in network.containers}
+    assert attached == {sandboxed.box.id, sandboxed.llm_container.id}, network.containers  # Docker's view
+    # ... and the sandbox's own: of every address Docker has handed out here, only the
+    # gateway (the host's bridge, which answers ARP though the firewall drops its IP) and the
+    # LLM answered.
+    llm = address_on(sandboxed.llm_container, network.name)
+    assert sandboxed.survey["neighbours"] == sorted([gateway(network), llm]), sandboxed.survey
+    if sandboxed.runner is not None:  # the runner: host network, uid 10001, no capabilities
+        sandboxed.runner.reload()
+        assert sandboxed.runner.attrs["HostConfig"]["NetworkMode"] == "host"
+        assert set(sandboxed.runner.attrs["NetworkSettings"]["Networks"]) == {"host"}
+        status = sandboxed.runner.exec_run(["cat", "/proc/1/status"]).output.decode()
+        fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
+        assert fields["Uid"].split()[:2] == ["10001", "10001"], fields["Uid"]
+        assert fields["CapEff"].strip() == "0" * 16
+
+
+def test_no_route_to_the_host_the_runner_or_the_llms_other_side(sandboxed: Sandboxed) -> None:
+    targets = sandboxed.survey["targets"]
+    assert {"own gateway", "other sandbox's gateway", "docker0 (172.17.0.1)"} <= set(targets)
+    host_side = {n: r for n, r in targets.items() if not n.startswith(("llm on", "lemonade"))}
+    # The canary (in the runner container's network namespace in in-container mode, the host's
+    # otherwise) answers on every one of these without the rules (the first test of this file).
+    assert all(result == "timeout" for result in host_side.values()), targets
+    beyond = {n: r for n, r in targets.items() if n.startswith(("llm on", "lemonade"))}
+    assert beyond, "the LLM lives on another network too: that side must be out of reach"
+    assert not any(result.startswith("open") for result in beyond.values()), targets
+
+
+def test_routes_and_resolver_stay_inside_the_sandbox(sandboxed: Sandboxed) -> None:
+    survey = sandboxed.survey
+    gateways = set()
+    for interface, _destination, gateway_hex in survey["routes"]:
+        assert interface == "eth0", survey["routes"]  # one interface: the sandbox network
+        gateways.add(str(ipaddress.IPv4Address(bytes.fromhex(gateway_hex)[::-1])))
+    assert gateways <= {"0.0.0.0", gateway(sandboxed.network)}, gateways
+    servers = [line.split()[1] for line in survey["resolv"].splitlines() if line.startswith("nameserver")]
+    assert servers == ["127.0.0.11"], survey["resolv"]  # Docker's resolver, in the sandbox only
+    assert survey["inet6"] == "", survey["inet6"]  # no IPv6: no path iptables would miss
+
+
+def test_the_front_door_refuses_admin_routes_and_serves_inference(sandboxed: Sandboxed) -> None:
+    survey = sandboxed.survey
+    admin = dict(survey["admin"])
+    if sandboxed.llm == "llm-cpu":
+        # llm-cpu answers a pull of its bundled model as the no-op it is (trialbox_llm/admin.py).
+        assert admin.pop("pull") in (200, 403), survey["admin"]
+    assert set(admin.values()) == {403}, survey["admin"]
+    status, tokens = survey["chat"]
+    assert status == 200 and 1 <= tokens <= 4, survey["chat"]
+    assert survey["served_before"][0] is not None
+    assert survey["served_after"] == survey["served_before"]  # same model, same window
+    if sandboxed.standin is not None:  # nothing reached the real server's state
+        changes = sandboxed.standin.exec_run(
+            ["python", "-c", "import httpx; print(httpx.get('http://127.0.0.1:13305/standin/changes').text)"])
+        assert json.loads(changes.output.decode()) == []
+
+
+def test_the_rules_are_the_host_modes_in_either_mode(sandboxed: Sandboxed) -> None:
+    rules = Firewall().rules(network_id=sandboxed.network.id)
+    assert [rule[-1] for rule in rules] == ["ACCEPT", "DROP"], rules
+    assert all(bridge_name(sandboxed.network.id) in rule for rule in rules)
+
+
+def test_fix_mode_in_the_runner_container_installs_the_same_rules(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A process with TRIALBOX_IN_CONTAINER=1 and no capabilities of its own: the fix sandbox's
+    # network is isolated through the helper container, and released through it.
+    from runner.fix._sandbox import FixSandbox
+
+    monkeypatch.setenv("TRIALBOX_IN_CONTAINER", "1")
+    monkeypatch.setattr(_firewall.os, "geteuid", lambda: 10001)  # iptables here would be refused
+    tag = new_tag("isolation-fix")
+    client = docker.from_env()
+    sandbox = FixSandbox(tag, client=client)
+    networks: list = []
+    try:
+        network = sandbox._network(f"tbx-{tag}-net", internal=True, networks=networks)
+        rules = Firewall(runner=_as_root).rules(network_id=network.id)
+        assert [rule[-1] for rule in rules] == ["ACCEPT", "DROP"], rules
+        sandbox._teardown([], networks)
+        assert Firewall(runner=_as_root).rules(network_id=network.id) == []
+    finally:
+        sweep_label(tag)
+        _firewall.Firewall(runner=_as_root).sweep(tag)
+
+
+def _as_root(args: object) -> subprocess.CompletedProcess[str]:
+    """iptables run directly (this test process is root), around the geteuid patch."""
+    return subprocess.run(["iptables", "-w", "10", *args], capture_output=True, text=True, check=False)  # type: ignore[misc]

@@ -2,7 +2,9 @@
 
 The stack gets a project and port of its own; the runner container (compose service `runner`)
 creates the sandboxes as its siblings through the Docker socket and writes the results into a
-host folder as the calling user.
+host folder that belongs to the caller. While it runs, a watcher records who the runner's
+processes run as and what is attached to every sandbox network: the runner is uid 10001 (the
+caller is root here), in the host's network namespace, and never on a sandbox network.
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ import json
 import os
 import secrets
 import socket
+import threading
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -20,7 +24,7 @@ docker = pytest.importorskip("docker")
 
 from runner.bench import run_in_runner_container  # noqa: E402
 from runner.stack.cleanup import cleanup  # noqa: E402
-from runner.stack.compose import down, up_llm  # noqa: E402
+from runner.stack.compose import down, project_name, up_llm  # noqa: E402
 
 pytestmark = pytest.mark.containers
 
@@ -43,13 +47,63 @@ def stack() -> Iterator[tuple[str, str, int]]:
         cleanup(run_id)
 
 
+@dataclass
+class Seen:
+    """What the watcher saw while the run ran."""
+
+    runner_uids: set[str] = field(default_factory=set)
+    runner_networks: set[str] = field(default_factory=set)
+    runner_ids: set[str] = field(default_factory=set)
+    sandbox_roles: set[str] = field(default_factory=set)  # roles of what sat on sandbox networks
+    sandbox_attached: set[str] = field(default_factory=set)
+    sandbox_networks: int = 0
+
+
+def watch(project: str, llm_container: str, stop: threading.Event, seen: Seen) -> None:
+    client = docker.from_env()
+    llm = str(client.containers.get(llm_container).id)
+    runners = {"label": [f"com.docker.compose.project={project}", "trialbox.role=runner"]}
+    while not stop.wait(0.5):
+        try:
+            for runner in client.containers.list(filters=runners):
+                seen.runner_ids.add(str(runner.id))
+                seen.runner_networks.update(runner.attrs["NetworkSettings"]["Networks"])
+                top = runner.top(ps_args="-o uid")
+                seen.runner_uids.update(row[0] for row in top["Processes"])
+            for network in client.networks.list(filters={"label": "trialbox.scenario"}):
+                network.reload()
+                if llm not in {c.id for c in network.containers}:
+                    continue  # another session's sandbox (the machine is shared)
+                seen.sandbox_networks += 1
+                for container in network.containers:
+                    seen.sandbox_attached.add(str(container.id))
+                    seen.sandbox_roles.add(container.labels.get("trialbox.role", "?"))
+        except docker.errors.APIError:
+            continue  # a container or network went between listing and reading it
+
+
 def test_a_run_from_the_runner_image_leaves_results_on_the_host(
     stack: tuple[str, str, int], tmp_path: Path
 ) -> None:
     run_id, llm_container, port = stack
-    code = run_in_runner_container("cpu", llm_container, ["-s", "budget_line_from_json"], tmp_path,
-                                   stack_run_id=run_id, port=port)
+    seen, stop = Seen(), threading.Event()
+    watcher = threading.Thread(target=watch, args=(project_name(run_id), llm_container, stop, seen), daemon=True)
+    watcher.start()
+    try:
+        code = run_in_runner_container("cpu", llm_container, ["-s", "budget_line_from_json"], tmp_path,
+                                       stack_run_id=run_id, port=port)
+    finally:
+        stop.set()
+        watcher.join(timeout=10)
     assert code == 0
+    # The runner ran as uid 10001 (never root), in the host's network namespace ...
+    assert seen.runner_ids, "the watcher never saw the runner container"
+    assert seen.runner_uids == {"10001"}, seen.runner_uids
+    assert seen.runner_networks == {"host"}, seen.runner_networks
+    # ... and the sandbox networks it made held the sandbox and the LLM, never the runner.
+    assert seen.sandbox_networks, "the watcher never saw a sandbox network"
+    assert not seen.sandbox_attached & seen.runner_ids
+    assert seen.sandbox_roles <= {"agent-ui", "llm"}, seen.sandbox_roles
     (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     card = json.loads((run_dir / "scorecard.json").read_text())
     (result,) = card["scenarios"]
@@ -59,6 +113,8 @@ def test_a_run_from_the_runner_image_leaves_results_on_the_host(
     assert all(t["answer"].strip() for t in result["turns"])
     assert (run_dir / "artifacts" / "budget_line_from_json" / "gaia_chat.db").is_file()
     assert (run_dir / "scorecard.json").stat().st_uid == os.getuid()  # the caller owns the results
+    assert all(p.stat().st_uid == os.getuid() for p in run_dir.rglob("*"))
+    assert [p.name for p in tmp_path.iterdir()] == [run_dir.name]  # the runner's own folder went
     # The runner image carries inspect-ai: an in-container run writes the viewer's log too.
     from inspect_ai.log import read_eval_log
 
