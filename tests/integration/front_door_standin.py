@@ -7,7 +7,9 @@ check read from a real Lemonade Server, in its shapes:
   loaded model running on the *CPU* backend: the silent fallback of lemonade-sdk/lemonade#2799.
 - chat streams a controllable answer: a user message `delay=0.2 tokens=20 gap=0.01` waits
   0.2 s before the first token, then sends 20 one-token chunks 0.01 s apart, with llama.cpp's
-  `timings` and OpenAI `usage` on the last chunk.
+  `timings` and OpenAI `usage` on the last chunk; `stall=0.004` adds one pause that long
+  halfway (a known slowdown of the decode, for scripts/bench-front-door's planted check). The
+  plan is read from the last message only, so the messages before it can be of any size.
 - every state-changing route (`load`, `unload`, `delete`, `params`, `pull`) *does* what it
   says, by counting: `GET /standin/changes` lists them, so a test sees whether one got through.
 """
@@ -32,15 +34,17 @@ MODEL = "Qwen3-0.6B-GGUF"
 CHANGES: list[str] = []
 
 
-def _plan(body: dict[str, Any]) -> tuple[float, int, float]:
-    text = " ".join(str(m.get("content") or "") for m in body.get("messages") or [])
-    found = dict(re.findall(r"(delay|tokens|gap)=([0-9.]+)", text))
-    return float(found.get("delay", 0.0)), int(found.get("tokens", 8)), float(found.get("gap", 0.0))
+def _plan(body: dict[str, Any]) -> tuple[float, int, float, float]:
+    messages = body.get("messages") or []
+    text = str(messages[-1].get("content") or "") if messages else ""  # the plan is the last one
+    found = dict(re.findall(r"(delay|tokens|gap|stall)=([0-9.]+)", text))
+    return (float(found.get("delay", 0.0)), int(found.get("tokens", 8)),
+            float(found.get("gap", 0.0)), float(found.get("stall", 0.0)))
 
 
 async def chat(request: Request) -> Response:
     body = await request.json()
-    delay, tokens, gap = _plan(body)
+    delay, tokens, gap, stall = _plan(body)
     if not body.get("stream"):
         await asyncio.sleep(delay + gap * tokens)
         return JSONResponse({"choices": [{"message": {"role": "assistant", "content": "x " * tokens}}],
@@ -52,7 +56,7 @@ async def chat(request: Request) -> Response:
         await asyncio.sleep(delay)
         for index in range(tokens):
             if index:
-                await asyncio.sleep(gap)
+                await asyncio.sleep(gap + (stall if index == tokens // 2 else 0.0))
             chunk = {"choices": [{"index": 0, "delta": {"content": "x "}}]}
             yield f"data: {json.dumps(chunk)}\n\n".encode()
         last = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],

@@ -160,3 +160,50 @@ def test_embeddings_are_metered_and_left_out_of_turn_speed(app: object) -> None:
     figures = turn_performance_from_meter(records, wall_s=1.0)
     assert figures.llm_calls == 1 and figures.output_tokens == FIXED_ANSWER_TOKENS
     assert figures.source == "front_door"
+
+
+def test_a_stream_cut_anywhere_reads_as_the_same_lines() -> None:
+    """The front door sees bytes as they come off the socket, cut at any point: the record is
+    the one its lines give, usage split across two chunks included."""
+    stream = (b'data: {"choices": [{"delta": {"role": "assistant"}}]}\n\n'
+              b'data: {"choices": [{"delta": {"content": "a"}}]}\n\n'
+              b'data: {"choices": [{"delta": {"content": "b"}}]}\n\n'
+              b'data: {"choices": [{"delta": {}, "finish_reason": "stop"}], '
+              b'"usage": {"prompt_tokens": 4, "completion_tokens": 7}, '
+              b'"timings": {"predicted_n": 7, "predicted_per_second": 30.0}}\n\n'
+              b"data: [DONE]\n\n")
+    whole = Timing(Meter(), "c", "/v1/chat/completions", "m", streamed=True)
+    for line in stream.decode().split("\n"):
+        whole.line(line)
+    expected = whole.close(200)
+    for cut in range(1, len(stream)):
+        timing = Timing(Meter(), "c", "/v1/chat/completions", "m", streamed=True)
+        timing.chunk(stream[:cut])
+        timing.chunk(stream[cut:])
+        record = timing.close(200)
+        assert record is not None and expected is not None
+        assert (record.completion_tokens, record.prompt_tokens) == (7, 4), cut
+        assert record.self_reported == expected.self_reported, cut
+        assert timing.first_token is not None and timing.last_token is not None, cut
+
+
+def test_past_the_first_token_a_text_chunk_moves_the_clock_and_nothing_else() -> None:
+    timing = Timing(Meter(), "c", "/v1/chat/completions", "m", streamed=True)
+    timing.chunk(b'data: {"choices": [{"delta": {"content": "a"}}]}\n\n')
+    first = timing.first_token
+    time.sleep(0.01)
+    timing.chunk(b'data: {"choices": [{"delta": {"content": "b"}}]}\n\n')
+    after_text = timing.last_token
+    timing.chunk(b'data: {"choices": [{"delta": {}, "finish_reason": "stop"}]}\n\n'
+                 b"data: [DONE]\n\n")  # the end, no output: the clock stays at the last text
+    assert first is not None and after_text is not None and after_text - first >= 0.01
+    assert timing.last_token == after_text and timing.first_token == first
+    tool = Timing(Meter(), "c", "/v1/chat/completions", "m", streamed=True)
+    tool.chunk(b'data: {"choices": [{"delta": {"tool_calls": [{"index": 0}]}, '
+               b'"finish_reason": null}]}\n\n')
+    opened = tool.last_token
+    time.sleep(0.01)
+    tool.chunk(b'data: {"choices": [{"delta": {"tool_calls": [{"index": 0, "function": '
+               b'{"arguments": "{}"}}]}, "finish_reason": null}]}\n\n')  # a tool call's next piece
+    assert opened is not None and tool.last_token is not None
+    assert tool.last_token - opened >= 0.01

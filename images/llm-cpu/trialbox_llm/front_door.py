@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -30,6 +31,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpcore
 import httpx
 import uvicorn
 from starlette.applications import Starlette
@@ -44,19 +46,25 @@ from trialbox_llm.admin import (
     AdminTokenError,
     token_from_environment,
 )
-from trialbox_llm.meter import METER_PATH, Meter, Timing, client_of, meter_route, split_lines
+from trialbox_llm.meter import METER_PATH, Meter, Timing, client_of, meter_route
 from trialbox_llm.routes import API_PREFIXES, UNLOAD_NOTE
 
 log = logging.getLogger("trialbox_llm.front_door")
 
 _TIMEOUT = httpx.Timeout(connect=10.0, read=None, write=60.0, pool=None)
+_RELAY_TIMEOUT = {"timeout": {"connect": 10.0, "read": None, "write": 60.0, "pool": None}}
+_RELAY_ERRORS = (httpcore.NetworkError, httpcore.TimeoutException, httpcore.ProtocolError,
+                 httpcore.UnsupportedProtocol, OSError)
 #: Routes that pass without a token (after the API prefix).
 METERED = frozenset({"chat/completions", "completions", "responses", "embeddings", "reranking"})
 PASSING = METERED | frozenset({"embeddings", "reranking", "health", "models", "system-info",
                                "stats", "live"})
-#: Headers not passed on: hop-by-hop ones, the length (re-computed) and the admin token.
-_DROPPED = frozenset({"host", "content-length", "connection", "keep-alive", "transfer-encoding",
-                      "te", "trailer", "upgrade", "proxy-authorization", "authorization"})
+#: Headers not passed on: hop-by-hop ones, the length (re-computed) and the admin token; and the
+#: client's accept-encoding: the door asks Lemonade for a plain answer (it reads it to meter),
+#: which it passes on as it came.
+_DROPPED = frozenset({b"host", b"content-length", b"connection", b"keep-alive",
+                      b"transfer-encoding", b"te", b"trailer", b"upgrade", b"proxy-authorization",
+                      b"authorization", b"accept-encoding"})
 
 
 @dataclass
@@ -66,7 +74,19 @@ class FrontDoor:
     upstream: str
     admin: AdminGuard = field(default_factory=AdminGuard)
     meter: Meter = field(default_factory=Meter)
+    #: The door's own questions to Lemonade (is a load already satisfied?).
     http: httpx.AsyncClient = field(default_factory=lambda: httpx.AsyncClient(timeout=_TIMEOUT))
+    #: The sandboxes' requests, relayed on kept-alive connections with httpcore (httpx's
+    #: transport) alone: a relay needs none of httpx's cookies, redirects or decoding, and
+    #: skipping them is a fifth of the door's time per request. No connection limit: every
+    #: sandbox's request goes on at once, as it would reach Lemonade without the door.
+    pool: httpcore.AsyncConnectionPool = field(default_factory=lambda: httpcore.AsyncConnectionPool(
+        max_connections=None, max_keepalive_connections=256))
+
+    @functools.cached_property
+    def host(self) -> bytes:
+        """The Host header for Lemonade: its `host:port`."""
+        return httpx.URL(self.upstream).netloc
 
 
 def split_route(path: str) -> tuple[str, str]:
@@ -77,8 +97,11 @@ def split_route(path: str) -> tuple[str, str]:
     return "", path.lstrip("/")
 
 
-def _headers(request: Request) -> dict[str, str]:
-    return {k: v for k, v in request.headers.items() if k.lower() not in _DROPPED}
+def _headers(request: Request, host: bytes, content: bytes) -> list[tuple[bytes, bytes]]:
+    """The request's headers as Lemonade gets them (ASGI names them in lower case)."""
+    kept = [(k, v) for k, v in request.scope["headers"] if k not in _DROPPED]
+    return [(b"host", host), *kept, (b"content-length", b"%d" % len(content)),
+            (b"accept-encoding", b"identity")]
 
 
 def _error(status: int, message: str, type_: str, code: str) -> JSONResponse:
@@ -143,55 +166,72 @@ async def proxy(request: Request) -> Response:
         url += f"?{request.url.query}"
     timing = None
     if route in METERED and request.method == "POST":
-        model, streamed = _model_and_stream(raw)
-        timing = Timing(door.meter, client_of(request), request.url.path, model, streamed)
-    outgoing = door.http.build_request(request.method, url, content=raw, headers=_headers(request))
+        # Model and stream flag are read from the body only once the answer is over (see
+        # `_finish`): parsing an agent's request (tens of KB) here would delay its first token.
+        timing = Timing(door.meter, client_of(request), request.url.path, None, streamed=False)
+    outgoing = httpcore.Request(request.method, url, content=raw, extensions=_RELAY_TIMEOUT,
+                                headers=_headers(request, door.host, raw))
     try:
         if timing is not None:
             timing.sending()
-        upstream = await door.http.send(outgoing, stream=True)
-    except httpx.HTTPError as exc:
+        upstream = await door.pool.handle_async_request(outgoing)
+    except _RELAY_ERRORS as exc:
         if timing is not None:
+            timing.model = _model_of(raw)
             timing.close(502)
         return _error(502, f"the LLM server behind the front door did not answer: {exc!r}",
                       "server_error", "upstream_unreachable")
-    headers = {k: v for k, v in upstream.headers.items() if k.lower() not in _DROPPED
-               and k.lower() != "content-encoding"}
-    return StreamingResponse(_relay(upstream, timing), status_code=upstream.status_code,
-                             headers=headers, background=BackgroundTask(upstream.aclose))
+    headers = [(k.lower(), v) for k, v in upstream.headers if k.lower() not in _DROPPED]
+    if timing is not None:
+        timing.streamed = any(k == b"content-type" and v.startswith(b"text/event-stream")
+                              for k, v in headers)
+    response = StreamingResponse(_relay(upstream, timing, raw), status_code=upstream.status,
+                                 background=BackgroundTask(_finish, upstream, timing, raw))
+    response.raw_headers = headers  # Lemonade's, as they came (repeated ones included)
+    return response
 
 
-def _model_and_stream(raw: bytes) -> tuple[str | None, bool]:
+def _model_of(raw: bytes) -> str | None:
     try:
         body = json.loads(raw or b"{}")
     except (json.JSONDecodeError, UnicodeDecodeError):
-        return None, False
-    if not isinstance(body, dict):
-        return None, False
-    model = body.get("model")
-    return (model if isinstance(model, str) else None), bool(body.get("stream"))
+        return None
+    model = body.get("model") if isinstance(body, dict) else None
+    return model if isinstance(model, str) else None
 
 
-async def _relay(upstream: httpx.Response, timing: Timing | None) -> AsyncIterator[bytes]:
-    """Pass the (decoded) body on; a metered answer is read line by line on the way."""
-    pending = b""
+async def _relay(upstream: httpcore.Response, timing: Timing | None,
+                 raw: bytes) -> AsyncIterator[bytes]:
+    """Pass the body on as it comes; a metered stream's chunks are shown to the clock first.
+
+    The record is written after the response's last byte (`_finish`, the response's background
+    task); only an answer cut short (the client gone, Lemonade failing) is closed here."""
     whole: list[bytes] = []
+    complete = False
     try:
-        async for chunk in upstream.aiter_bytes():
+        async for chunk in upstream.aiter_stream():
             if timing is not None:
                 if timing.streamed:
-                    lines, pending = split_lines(pending, chunk)
-                    for line in lines:
-                        timing.line(line)
+                    timing.chunk(chunk)
                 else:
                     whole.append(chunk)
             yield chunk
+        complete = True
     finally:
+        if timing is not None and whole and upstream.status == 200:
+            timing.answer = b"".join(whole)
+        if not complete:
+            await _finish(upstream, timing, raw)
+
+
+async def _finish(upstream: httpcore.Response, timing: Timing | None, raw: bytes) -> None:
+    """After the answer: release the upstream connection, then write the meter's record."""
+    try:
         await upstream.aclose()
-        if timing is not None:
-            if not timing.streamed and upstream.status_code == 200:
-                timing.body(b"".join(whole))
-            timing.close(upstream.status_code)
+    finally:
+        if timing is not None and not timing.closed:
+            timing.model = _model_of(raw)
+            timing.close(upstream.status)
 
 
 def build_app(door: FrontDoor) -> Starlette:
@@ -201,6 +241,7 @@ def build_app(door: FrontDoor) -> Starlette:
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
         await door.http.aclose()
+        await door.pool.aclose()
 
     app = Starlette(routes=[Route(METER_PATH, meter_route, methods=["GET"]),
                             Route("/{path:path}", proxy, methods=methods)], lifespan=lifespan)

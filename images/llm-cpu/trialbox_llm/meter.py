@@ -27,6 +27,7 @@ timings and token counts, never content, and `trialbox up` always starts one wit
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -128,6 +129,11 @@ class Meter:
         return [r for r in self.records if r.client == client and r.started_at >= since]
 
 
+#: A streamed chunk past the first token that carries output: text (`"content"`), or a delta
+#: still open (`"finish_reason": null`: reasoning text, a tool call's next piece).
+_TOKEN_MARKS = re.compile(rb'"content"|"finish_reason"\s*:\s*null')
+
+
 def _has_output(chunk: dict[str, Any]) -> bool:
     """Whether a stream chunk carries generated text, reasoning or a tool call."""
     for choice in chunk.get("choices") or []:
@@ -154,24 +160,44 @@ class Timing:
         self.stats: Stats | None = None
         self.usage: dict[str, Any] = {}
         self.closed = False
+        #: A whole non-streamed answer, parsed when the record is written (off the answer's path).
+        self.answer: bytes | None = None
+        self._pending = b""
 
     def sending(self) -> None:
         """The request leaves for the model now (the end of its queue wait)."""
         if self.sent is None:
             self.sent = time.perf_counter()
 
-    def line(self, line: str) -> None:
-        """One line of the streamed answer."""
+    def chunk(self, data: bytes) -> None:
+        """Bytes of the streamed answer as they came, cut anywhere (lines are put together here).
+
+        The hot path of a stream: once the first token is out, a chunk of whole lines that
+        carries neither `usage` nor `timings` is a chunk of text; only its arrival matters, so
+        it is neither split, decoded nor parsed (a few substring tests per chunk)."""
+        now = time.perf_counter()
+        if (self.first_token is not None and not self._pending and data.endswith(b"\n")
+                and b'"usage"' not in data and b'"timings"' not in data):
+            if _TOKEN_MARKS.search(data):
+                self.last_token = now
+            return
+        lines, self._pending = split_lines(self._pending, data)
+        for line in lines:
+            self.line(line, now)
+
+    def line(self, line: str, at: float | None = None) -> None:
+        """One line of the streamed answer; `at` is when its bytes came (default: now)."""
         if not line.startswith("data:"):
             return
         payload = line[5:].strip()
         if not payload or payload == "[DONE]":
             return
+        now = time.perf_counter() if at is None else at
         if self.first_token is not None and '"usage"' not in payload and '"timings"' not in payload:
             # Past the first token only the clock matters (a chunk of text), so the line is not
             # parsed: the front door's cost per streamed token stays a substring test.
-            if '"finish_reason":null' in payload.replace(" ", "") or '"content"' in payload:
-                self.last_token = time.perf_counter()
+            if _TOKEN_MARKS.search(payload.encode()):
+                self.last_token = now
             return
         try:
             chunk = json.loads(payload)
@@ -180,7 +206,7 @@ class Timing:
         if not isinstance(chunk, dict):
             return
         if _has_output(chunk):
-            self.last_token = time.perf_counter()
+            self.last_token = now
             if self.first_token is None:
                 self.first_token = self.last_token
         if isinstance(chunk.get("usage"), dict):
@@ -204,6 +230,8 @@ class Timing:
             return None
         self.closed = True
         end = time.perf_counter()
+        if self.answer is not None:
+            self.body(self.answer)
         sent = self.sent if self.sent is not None else end
         completion = _count(self.usage.get("completion_tokens"))
         prompt = _count(self.usage.get("prompt_tokens"))
