@@ -503,8 +503,15 @@ def _delta(
             return base
         trials_a, trials_b = a[name], b[name]
         floor = _smallest_permutation_p(len(trials_a), len(trials_b))
+        turn_change = (
+            turn_paired_difference(
+                cells[0].get(name, {}), cells[1].get(name, {}), median=TURN_MEDIAN
+            )
+            if cells is not None and metric.relative else None
+        )
         base.change = (
-            relative_change(means_a[0], means_b[0]) if metric.relative
+            math.expm1(turn_change) if turn_change is not None  # what the scopes above sum up
+            else relative_change(means_a[0], means_b[0]) if metric.relative
             else means_b[0] - means_a[0]
         )
         if not tested:
@@ -968,8 +975,8 @@ def driver_report(
     }
     for key in few:
         metric, sa, sb = samples[key]
-        speed += [_delta(metric, scope, sa, sb, **knobs) for scope in scopes
-                  if scope[0] == "scenario"]
+        speed += [_delta(metric, scope, sa, sb, **knobs, cells=turn_cells.get(key))
+                  for scope in scopes if scope[0] == "scenario"]
     promoted = [d for d in speed if d.metric in few and d.scope == "scenario"]
     all_outcomes = [o for o in outcomes if o.scope == "all"]
     _decide(headline + promoted, better, alpha, all_outcomes)
