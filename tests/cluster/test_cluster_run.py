@@ -16,6 +16,10 @@ from local_cluster import LocalCluster
 
 from runner.cluster import ClusterError, parse_on, run_on_cluster, run_per_node
 from runner.cluster._conversations import ClusterConversations, ClusterLog
+from runner.cluster._node import load_node_config
+from runner.cluster._run import PER_NODE_FILE
+from runner.errors import UsageError
+from runner.launch import resume_settings
 from runner.launch import run as local_run
 from runner.report import Scorecard
 from runner.status import Status
@@ -63,6 +67,22 @@ def test_a_run_spreads_over_both_nodes_and_equals_a_local_run(cluster: LocalClus
     assert _verdicts(card) == _verdicts(local_card)
     assert len(card.scenarios) == 3
     assert {j.node_name for j in log.jobs.values()} == {"alpha", "beta"}
+    # Each row names its node with that node's hardware and served model (the local run's none).
+    configs = {name: load_node_config(cluster.configs / f"{name}.json") for name in ("alpha", "beta")}
+    for result in card.scenarios:
+        assert result.node is not None and result.node.name == log.jobs[result.key].node_name
+        config = configs[result.node.name]
+        assert result.node.fingerprint_id == config.fingerprint_id
+        assert result.node.hardware == config.fingerprint.model_dump(mode="json")
+        assert result.node.served_model == local_card.config.served_model is not None
+    assert all(r.node is None for r in local_card.scenarios)
+    # The nodes are alike (one machine, one server): the headline says nothing of nodes, and
+    # the scorecard's hardware and model are theirs, its concurrency the cluster's slots.
+    summary = (spread.run_dir / "summary.md").read_text()
+    assert "nodes differ" not in summary
+    assert card.config.hardware == configs["alpha"].fingerprint.model_dump(mode="json")
+    assert card.config.served_model == local_card.config.served_model
+    assert card.config.concurrency == 2
     assert all(len(j.attempts) == 1 and not j.attempts[0].lost for j in log.jobs.values())
     for result in card.scenarios:
         trace = json.loads((spread.run_dir / result.trace).read_text())
@@ -128,6 +148,25 @@ def test_per_node_runs_once_per_node_and_compares_them(cluster: LocalCluster, tm
     [comparison] = result.comparisons
     text = comparison.read_text()
     assert result.runs[0].run_id in text and result.runs[1].run_id in text
+
+    # Interrupted before the second node's run began (its folder holds only the plan), then
+    # resumed from the first folder: the first run is kept as it was, the second runs under
+    # its planned id on its node, and no other run folder appears.
+    first, second = (tmp_path / r.run_id for r in result.runs)
+    kept = _card(first).scenarios
+    for path in sorted(second.rglob("*"), reverse=True):
+        if path.name != PER_NODE_FILE:
+            path.unlink() if path.is_file() else path.rmdir()
+    with pytest.raises(UsageError, match="resume it with --per-node"):
+        asyncio.run(run_on_cluster(resume_settings(first), cluster.address, {}, print, resume=True))
+    again = asyncio.run(run_per_node(resume_settings(first), cluster.address, {}, print, resume=True))
+    assert [(r.node.name, r.run_id) for r in again.runs] == [(r.node.name, r.run_id) for r in result.runs]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(r.run_id for r in result.runs)
+    assert _card(first).scenarios == kept  # nothing left to do there: the row is the same row
+    card = _card(second)
+    assert [(r.id, r.node.name if r.node else None) for r in card.scenarios] == [
+        ("lighthouse_fuel", result.runs[1].node.name)]
+    assert len(again.comparisons) == 1 and not again.left
 
 
 def test_a_node_killed_mid_run_costs_a_retry_and_records_each_scenario_once(
