@@ -68,8 +68,9 @@ def watch(project: str, llm_container: str, stop: threading.Event, seen: Seen) -
             for runner in client.containers.list(filters=runners):
                 seen.runner_ids.add(str(runner.id))
                 seen.runner_networks.update(runner.attrs["NetworkSettings"]["Networks"])
-                top = runner.top(ps_args="-o uid")
-                seen.runner_uids.update(row[0] for row in top["Processes"])
+                top = runner.top(ps_args="-o pid,uid")  # Docker needs the pid to pick the container's
+                column = top["Titles"].index("UID")
+                seen.runner_uids.update(row[column] for row in top["Processes"] or [])  # None: it is exiting
             for network in client.networks.list(filters={"label": "trialbox.scenario"}):
                 network.reload()
                 if llm not in {c.id for c in network.containers}:
