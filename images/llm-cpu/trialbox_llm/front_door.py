@@ -77,9 +77,9 @@ class FrontDoor:
     #: The door's own questions to Lemonade (is a load already satisfied?).
     http: httpx.AsyncClient = field(default_factory=lambda: httpx.AsyncClient(timeout=_TIMEOUT))
     #: The sandboxes' requests, relayed on kept-alive connections with httpcore (httpx's
-    #: transport) alone: a relay needs none of httpx's cookies, redirects or decoding, and
-    #: skipping them is a fifth of the door's time per request. No connection limit: every
-    #: sandbox's request goes on at once, as it would reach Lemonade without the door.
+    #: transport) alone: a relay needs none of httpx's cookies, redirects or decoding, which
+    #: cost time on every request and chunk (scripts/bench-front-door). No connection limit:
+    #: every sandbox's request goes on at once, as it would reach Lemonade without the door.
     pool: httpcore.AsyncConnectionPool = field(default_factory=lambda: httpcore.AsyncConnectionPool(
         max_connections=None, max_keepalive_connections=256))
 
