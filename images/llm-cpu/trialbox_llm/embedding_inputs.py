@@ -16,6 +16,7 @@ Requests with nothing to cut pass through unchanged.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from dataclasses import dataclass
 from typing import Any
@@ -81,9 +82,11 @@ async def fit_to_limit(
     items = text_inputs(body)
     if items is None:
         return FittedRequest(body, 0, 0)
-    tokenized = [
-        await tokenize(http, url, item) if isinstance(item, str) else None for item in items
-    ]
+    # All at once: llama-server tokenizes on its HTTP threads, so a batch of 25 costs about
+    # one round trip instead of 25 in a row.
+    texts_only = [item for item in items if isinstance(item, str)]
+    token_lists = iter(await asyncio.gather(*(tokenize(http, url, t) for t in texts_only)))
+    tokenized = [next(token_lists) if isinstance(item, str) else None for item in items]
     texts = sum(tokens is not None for tokens in tokenized)
     too_long = sum(tokens is not None and len(tokens) > limit for tokens in tokenized)
     if not too_long:
