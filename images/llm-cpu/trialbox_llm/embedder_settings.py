@@ -30,7 +30,7 @@ class EmbedderSettings(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     #: Inputs of one request embedded in the same decode (llama.cpp slots).
-    slots: int = Field(default=8, ge=1, le=64)
+    slots: int = Field(default=4, ge=1, le=64)
     #: llama.cpp's flash attention for the encoder: on, off, or None (llama.cpp decides).
     flash_attn: bool | None = True
     #: The weights file (f16 as converted, or its Q8_0 quantisation).
