@@ -28,9 +28,10 @@ from local_cluster import SUITE, LocalCluster
 from runner.cluster import run_on_cluster
 from runner.cluster._conversations import ClusterLog
 from runner.cluster._node import DEVICE_LABEL, NODE_CONFIG_ENV, QUIET_RAY_ENV, make_config
-from runner.errors import EXIT_INFRA, EXIT_OK
+from runner.errors import EXIT_INFRA, EXIT_OK, ModelChanged, UsageError
 from runner.launch import exit_code, resume_settings
 from runner.report import Scorecard
+from runner.run_lock import is_owned, owning
 from runner.stack.cleanup import label_filter
 from runner.status import Status
 
@@ -121,6 +122,24 @@ def test_identical_errors_on_different_nodes_stop_the_run_and_resume_runs_the_re
         if result.status is Status.NOT_RUN:
             assert (result.error or "").startswith("stopped after 3 identical"), result.error
             assert result.key not in log.jobs or not log.jobs[result.key].attempts
+
+    # A second process resuming while the run still has an owner: refused before anything.
+    with owning(settings.run_dir), pytest.raises(UsageError, match="in use by a live run"):
+        asyncio.run(run_on_cluster(resume_settings(settings.run_dir), cluster.address, {}, print,
+                                   resume=True))
+    # Planted: the run started on a model the nodes no longer serve — the resume is refused
+    # (exit 2), naming each node, before any job runs.
+    scorecard = settings.run_dir / "scorecard.json"
+    original = scorecard.read_text()
+    planted = json.loads(original)
+    planted["config"]["extra"]["cluster"]["served_models"]["dead1"] = "Planted-1B Q4_0 by nobody"
+    scorecard.write_text(json.dumps(planted))
+    with pytest.raises(ModelChanged, match=r"node alpha now serves .*; this run started with "
+                                           r"Planted-1B Q4_0 by nobody"):
+        asyncio.run(run_on_cluster(resume_settings(settings.run_dir), cluster.address, {}, print,
+                                   resume=True))
+    assert _statuses(_card(settings.run_dir)) == statuses  # nothing ran
+    scorecard.write_text(original)
 
     # Resumed on the healthy nodes (any device): only the NOT_RUN jobs run; the errors stay.
     again = resume_settings(settings.run_dir)
@@ -230,4 +249,8 @@ def test_a_cluster_run_with_only_the_selection_resolves_auto_on_the_controller(
     assert "ProviderConfigError" not in (result.error or "")
     log = ClusterLog.model_validate_json((run_dir / "cluster.json").read_text())
     assert log.jobs[result.key].node_name in {"alpha", "beta"}  # the node it ran on, on record
+    assert result.node is not None and result.node.name == log.jobs[result.key].node_name
+    assert result.node.served_model, result.node  # the node's own server, asked by the node
+    assert "nodes differ" not in output  # one node ran it: nothing to say in the headline
+    assert (run_dir / ".owner.lock").is_file() and not is_owned(run_dir)  # owned, then released
     assert _labelled(run_dir.name) == []
