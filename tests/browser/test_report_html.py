@@ -154,8 +154,8 @@ def test_report_shows_summary_categories_and_scenarios(run_dir, tmp_path):
         "judged pass rate",
         "anthropic / claude-sonnet-4-6",
         # walls 4 + 5 over turns 2.5 + 2.5 (memory_timeout has no turn); the judge ran within
-        "harness overhead: scenario wall ÷ agent turn time = 1.80 (9.0 s ÷ 5.0 s over 2 "
-        "scenarios); the scenario wall includes judging",
+        "this run's wall ÷ agent time: scenario wall ÷ (agent turns + its own indexing) = 1.80 "
+        "(9.0 s ÷ (5.0 s + 0.0 s) over 2 scenarios); the scenario wall includes judging",
         "Set-up timings: n/a",  # these transcripts predate set-up timing
     ):
         assert expected in text, expected
