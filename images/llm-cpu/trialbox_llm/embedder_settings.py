@@ -29,8 +29,10 @@ class EmbedderSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    #: Inputs of one request embedded in the same decode (llama.cpp slots).
-    slots: int = Field(default=4, ge=1, le=64)
+    #: Inputs of one request embedded in the same decode (llama.cpp slots). Default 1: with
+    #: Q8_0, packing moved a short input's vector by ~1e-4 (cosine 0.99989) depending on its
+    #: batch neighbours, and a chunk's vector must not depend on them; 4 gained only ~10 %.
+    slots: int = Field(default=1, ge=1, le=64)
     #: llama.cpp's flash attention for the encoder: on, off, or None (llama.cpp decides).
     flash_attn: bool | None = True
     #: The weights file (f16 as converted, or its Q8_0 quantisation).
