@@ -35,6 +35,7 @@ except ModuleNotFoundError as missing:  # the optional extra: say how to get it
                               "pip install 'trialbox[cluster]'", name="ray") from missing
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from runner.bounded_read import SCORECARD_BYTES, read_bounded_text
 from runner.cluster._node import (
     DEVICE_LABEL,
     DRIVER_LABEL,
@@ -292,7 +293,7 @@ class ClusterConversations:
         jobs, so where they ran must stay on record."""
         path = self.settings.run_dir / "cluster.json"
         try:
-            return ClusterLog.model_validate_json(path.read_text()).jobs
+            return ClusterLog.model_validate_json(read_bounded_text(path, SCORECARD_BYTES)).jobs
         except (OSError, ValueError):
             return {}
 

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from runner.bounded_read import SETTINGS_BYTES, read_bounded_text
 from runner.stack.hardware import DEVICES, HardwareFingerprint, hardware_fingerprint
 
 NODE_CONFIG_ENV = "TRIALBOX_NODE_CONFIG"
@@ -112,7 +113,7 @@ def load_node_config(path: Path | None = None) -> NodeConfig:
         raise NodeError(f"this Ray worker has no {NODE_CONFIG_ENV}: it was not started by "
                         "`trialbox node join`, so it has no LLM server — join it with that command")
     try:
-        return NodeConfig.model_validate_json(where.read_text())
+        return NodeConfig.model_validate_json(read_bounded_text(where, SETTINGS_BYTES))
     except (OSError, ValueError) as exc:
         first = str(exc).strip().splitlines()
         raise NodeError(f"{where}: not a readable node config ({first[0] if first else exc}) — "

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import ray
 from pydantic import BaseModel, Field
 
+from runner.bounded_read import SCORECARD_BYTES, SETTINGS_BYTES, read_bounded_text
 from runner.cluster._conversations import (
     ClusterConversations,
     ClusterError,
@@ -303,7 +304,7 @@ def read_plan(run_dir: Path) -> PerNodePlan:
         raise UsageError(f"--resume {run_dir} --per-node: not a folder of a --per-node run (no "
                          f"{PER_NODE_FILE}) — resume it without --per-node")
     try:
-        return PerNodePlan.model_validate_json(path.read_text())
+        return PerNodePlan.model_validate_json(read_bounded_text(path, SETTINGS_BYTES))
     except (OSError, ValueError) as exc:
         first = str(exc).strip().splitlines()
         raise UsageError(f"{path}: not a readable --per-node plan ({first[0] if first else exc}) "
@@ -352,7 +353,7 @@ def run_blocking(work: Coroutine[Any, Any, T]) -> T:
 
 
 def _card(run_dir: Path) -> Scorecard:
-    return Scorecard.model_validate_json((run_dir / "scorecard.json").read_text())
+    return Scorecard.model_validate_json(read_bounded_text(run_dir / "scorecard.json", SCORECARD_BYTES))
 
 
 @ray.remote(num_cpus=0)
