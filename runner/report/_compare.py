@@ -13,6 +13,14 @@ where GAIA lets a broken run through:
 Either side may be GAIA's scorecard: read it with `read_any_scorecard`, which converts it.
 When only one side has trials, both are folded to one row per scenario (worst judged trial).
 
+Time regression: GAIA's rule, row against row, for single-trial runs (and folded rows), so our
+verdicts match GAIA's on GAIA's own scorecards. When both runs have trials, a scenario is
+time-regressed when the median wall time of its trials more than doubled, and then each of its
+trial rows that is compared on quality goes to time_regressed. Why: trials are exchangeable
+(trial 1 here has nothing to do with trial 1 there), and one trial's wall time varies 2× by
+itself (answer length, cache state): pairing trial k with trial k failed a pair of back-to-back
+runs in which nothing changed.
+
 Exit codes (returned, not raised; the CLI decides):
   0  no regression
   1  a regression (or, with require_complete, an incomplete run)
@@ -24,17 +32,18 @@ error, and 1 is every trialbox command's "quality gate failed".
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
-from runner.report._fold import fold_trials, has_trials
+from runner.report._fold import fold_trials, group_trials, has_trials
 from runner.report._gaia_convert import agent_model_of
 from runner.report._models import ScenarioResult, Scorecard
 from runner.status import JUDGED, Status
 
 SCORE_REGRESSION = 2.0  # a drop of at least this much is a score regression
-TIME_REGRESSION_FACTOR = 2.0  # more than twice as slow is a time regression
+TIME_REGRESSION_FACTOR = 2.0  # more than twice as slow (median over trials) is a time regression
 
 EXIT_OK = 0
 EXIT_REGRESSION = 1
@@ -65,6 +74,14 @@ class ComparisonEntry(BaseModel):
     )
     baseline_wall_s: float | None = Field(default=None, description="baseline wall clock, s")
     current_wall_s: float | None = Field(default=None, description="current wall clock, s")
+    baseline_median_wall_s: float | None = Field(
+        default=None,
+        description="median wall clock over the scenario's baseline trials, s "
+        "(set when both runs have trials: the time rule compares medians)",
+    )
+    current_median_wall_s: float | None = Field(
+        default=None, description="median wall clock over the scenario's current trials, s"
+    )
 
 
 class Comparison(BaseModel):
@@ -76,7 +93,9 @@ class Comparison(BaseModel):
         default_factory=list, description="same verdict, score dropped by ≥ 2.0"
     )
     time_regressed: list[ComparisonEntry] = Field(
-        default_factory=list, description="more than twice the baseline wall time"
+        default_factory=list,
+        description="more than twice the baseline wall time (per scenario, median over "
+        "trials, when both runs have trials)",
     )
     unchanged: list[ComparisonEntry] = Field(default_factory=list, description="no change")
     only_in_baseline: list[str] = Field(
@@ -112,7 +131,8 @@ class Comparison(BaseModel):
             entries: list[ComparisonEntry] = getattr(self, title)
             if entries:
                 lines.append(f"{title} ({len(entries)}):")
-                lines += [f"  {_describe(e)}" for e in entries]
+                medians = title == "time_regressed"
+                lines += [f"  {_describe(e, medians)}" for e in entries]
         if self.incomplete:
             lines.append(f"incomplete ({len(self.incomplete)}):")
             lines += [f"  {reason}" for reason in self.incomplete]
@@ -133,7 +153,7 @@ class Comparison(BaseModel):
         return "\n".join(lines)
 
 
-def _describe(e: ComparisonEntry) -> str:
+def _describe(e: ComparisonEntry, medians: bool = False) -> str:
     def side(status: Status | None, score: float | None, wall: float | None) -> str:
         shown = "missing" if status is None else status.value
         shown += "" if score is None else f" {score:.2f}"
@@ -142,7 +162,10 @@ def _describe(e: ComparisonEntry) -> str:
     delta = "" if e.delta is None else f" (Δ {e.delta:+.2f})"
     old = side(e.baseline_status, e.baseline_score, e.baseline_wall_s)
     new = side(e.current_status, e.current_score, e.current_wall_s)
-    return f"{e.key}: {old} → {new}{delta}"
+    median = ""
+    if medians and e.baseline_median_wall_s is not None and e.current_median_wall_s is not None:
+        median = f" (median {e.baseline_median_wall_s:.1f}s → {e.current_median_wall_s:.1f}s)"
+    return f"{e.key}: {old} → {new}{delta}{median}"
 
 
 def same_model(a: str, b: str) -> bool:
@@ -180,20 +203,32 @@ def _entry(key: str, old: ScenarioResult, new: ScenarioResult | None) -> Compari
     )
 
 
-def _slower(old: ScenarioResult, new: ScenarioResult) -> bool:
-    if not old.wall_s or new.wall_s is None:
+def _slower(old_wall_s: float | None, new_wall_s: float | None) -> bool:
+    if not old_wall_s or new_wall_s is None:
         return False
-    return new.wall_s > old.wall_s * TIME_REGRESSION_FACTOR
+    return new_wall_s > old_wall_s * TIME_REGRESSION_FACTOR
 
 
-def _bucket(old: ScenarioResult, new: ScenarioResult, entry: ComparisonEntry) -> str:
+def _median_walls(card: Scorecard) -> dict[str, float]:
+    """Median wall time per scenario id over those of its trials that recorded one."""
+    medians = {}
+    for sid, runs in group_trials(card.scenarios).items():
+        walls = [r.wall_s for r in runs if r.wall_s is not None]
+        if walls:
+            medians[sid] = statistics.median(walls)
+    return medians
+
+
+def _bucket(
+    old: ScenarioResult, new: ScenarioResult, entry: ComparisonEntry, *, slower: bool
+) -> str:
     was = old.status is Status.PASS
     if was and new.status in LOST:
         return "regressed"  # stricter than GAIA: a PASS the run lost is not "unmeasured"
     # Without a verdict on both sides there is nothing to compare (a skipped or infra side).
     if new.status not in JUDGED or old.status.is_skipped:
         return "unmeasured"
-    if _slower(old, new):
+    if slower:
         return "time_regressed"
     now = new.status is Status.PASS
     if now and not was:
@@ -240,9 +275,20 @@ def compare(
         require_complete=require_complete,
         model_mismatch=_models_differ(baseline, current),
     )
+    # Both runs have trials: the time rule compares each scenario's median (module docstring).
+    by_median = not fold and has_trials(baseline.scenarios)
+    old_medians = _median_walls(baseline) if by_median else {}
+    new_medians = _median_walls(current) if by_median else {}
     for key in sorted(old.keys() & new.keys()):
-        entry = _entry(key, old[key], new[key])
-        getattr(result, _bucket(old[key], new[key], entry)).append(entry)
+        was, now = old[key], new[key]
+        entry = _entry(key, was, now)
+        if by_median:
+            entry.baseline_median_wall_s = old_medians.get(was.id)
+            entry.current_median_wall_s = new_medians.get(now.id)
+            slower = _slower(entry.baseline_median_wall_s, entry.current_median_wall_s)
+        else:
+            slower = _slower(was.wall_s, now.wall_s)
+        getattr(result, _bucket(was, now, entry, slower=slower)).append(entry)
     lost = [k for k in missing if old[k].status is Status.PASS]
     result.regressed += [_entry(k, old[k], None) for k in lost]
     if require_complete:

@@ -219,3 +219,46 @@ def test_served_model_decides_and_a_bare_name_matches_its_checkpoint():
     assert result.model_mismatch == [
         "agent model: Gemma-4-E4B-it-GGUF → SmolLM2-135M-Instruct Q4_1"
     ]
+
+
+def trials(sid: str, walls: list[float], status: Status = F) -> list[ScenarioResult]:
+    rows = [row(sid, status, 4.0, wall=wall) for wall in walls]
+    for index, result_row in enumerate(rows, start=1):
+        result_row.trial = index
+    return rows
+
+
+def test_trials_that_vary_around_the_same_median_are_not_a_time_regression():
+    # Null: each trial alone moves 2.5× (trial 1: 8 s → 20 s) but the median stays 10 s.
+    # Trial-by-trial, GAIA's rule would call two of these rows time regressions.
+    baseline = card(trials("s", [8.0, 10.0, 25.0]))
+    current = card(trials("s", [20.0, 10.0, 4.0]))
+    result = compare(baseline, current)
+    assert not result.time_regressed and result.exit_code == EXIT_OK
+    assert [e.key for e in result.unchanged] == ["s__trial1", "s__trial2", "s__trial3"]
+    first = result.unchanged[0]
+    assert (first.baseline_median_wall_s, first.current_median_wall_s) == (10.0, 10.0)
+
+
+def test_every_trial_three_times_slower_is_a_time_regression():
+    # Planted: the same trials, every one 3× slower → median 10 s → 30 s.
+    baseline = card(trials("s", [8.0, 10.0, 25.0]) + trials("same", [10.0, 10.0, 10.0]))
+    current = card(trials("s", [24.0, 30.0, 75.0]) + trials("same", [10.0, 10.0, 10.0]))
+    result = compare(baseline, current)
+    assert [e.key for e in result.time_regressed] == ["s__trial1", "s__trial2", "s__trial3"]
+    assert [e.key for e in result.unchanged] == ["same__trial1", "same__trial2", "same__trial3"]
+    assert result.exit_code == EXIT_REGRESSION
+    assert "s__trial1: FAIL 4.00 8.0s → FAIL 4.00 24.0s (Δ +0.00) (median 10.0s → 30.0s)" in result.render()
+
+
+def test_a_median_exactly_twice_as_slow_is_not_a_time_regression():
+    result = compare(card(trials("s", [5.0, 10.0, 30.0])), card(trials("s", [1.0, 20.0, 21.0])))
+    assert not result.time_regressed and result.exit_code == EXIT_OK
+
+
+def test_single_trial_runs_keep_gaias_row_by_row_rule():
+    # GAIA interop: without trials each row is its own time; 2.5× slower is a regression.
+    result = compare(card([row("s", F, 4.0, wall=8.0)]), card([row("s", F, 4.0, wall=20.0)]))
+    assert [e.key for e in result.time_regressed] == ["s"] and result.exit_code == EXIT_REGRESSION
+    assert result.time_regressed[0].baseline_median_wall_s is None
+    assert "(median" not in result.render()
