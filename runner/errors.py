@@ -24,3 +24,10 @@ class ModelChanged(UsageError):
 
 class InfraError(Exception):
     """The appliance could not run (exit 3). The message names the cause and the fix."""
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an error's message (a pydantic error lists every field below it): what
+    a one-line refusal quotes; the whole message when it has no line."""
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else str(exc)

@@ -31,6 +31,7 @@ from runner.errors import (
     InfraError,
     ModelChanged,
     UsageError,
+    first_line,
 )
 from runner.judge import (
     CalibrationFailed,
@@ -406,8 +407,7 @@ def open_writer(settings: RunSettings, scenarios: Sequence[Scenario], resume: bo
         try:
             return RunWriter.resume(run_dir, order=order)
         except ValueError as exc:  # cut short (disk full, killed mid-write) or not ours
-            first = str(exc).strip().splitlines()
-            raise UsageError(f"cannot resume: {first[0] if first else exc} — start a new run, "
+            raise UsageError(f"cannot resume: {first_line(exc)} — start a new run, "
                              "or restore the scorecard") from None
     settings.save(run_dir)
     return RunWriter(run_dir, run_id=settings.run_id, config=run_config(settings, extra), order=order)
@@ -597,8 +597,7 @@ def resume_settings(run_dir: Path) -> RunSettings:
     try:
         settings = RunSettings.load(run_dir)
     except (ValueError, OSError) as exc:
-        first = str(exc).strip().splitlines()
-        raise UsageError(f"{run_dir}/run.json is not readable ({first[0] if first else exc}) — "
+        raise UsageError(f"{run_dir}/run.json is not readable ({first_line(exc)}) — "
                          "start a new run instead of resuming this one") from None
     if not RUN_ID.fullmatch(settings.run_id) or settings.run_id != run_dir.resolve().name:
         raise UsageError(f"{run_dir}/run.json: field run_id: {settings.run_id!r} is not this "
@@ -617,8 +616,7 @@ def _check_resumable_scorecard(run_dir: Path) -> None:
         try:
             read_scorecard(run_dir / "scorecard.json")
         except (ValueError, OSError) as exc:
-            first = str(exc).strip().splitlines()
-            raise UsageError(f"cannot resume: {first[0] if first else exc} — start a new run, "
+            raise UsageError(f"cannot resume: {first_line(exc)} — start a new run, "
                              "or restore the scorecard") from None
 
 

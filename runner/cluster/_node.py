@@ -26,6 +26,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from runner.bounded_read import SETTINGS_BYTES, read_bounded_text
+from runner.errors import first_line
 from runner.stack.hardware import DEVICES, HardwareFingerprint, hardware_fingerprint
 
 NODE_CONFIG_ENV = "TRIALBOX_NODE_CONFIG"
@@ -115,8 +116,7 @@ def load_node_config(path: Path | None = None) -> NodeConfig:
     try:
         return NodeConfig.model_validate_json(read_bounded_text(where, SETTINGS_BYTES))
     except (OSError, ValueError) as exc:
-        first = str(exc).strip().splitlines()
-        raise NodeError(f"{where}: not a readable node config ({first[0] if first else exc}) — "
+        raise NodeError(f"{where}: not a readable node config ({first_line(exc)}) — "
                         "run `trialbox node leave` and join again") from None
 
 

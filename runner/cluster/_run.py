@@ -29,7 +29,7 @@ from runner.cluster._conversations import (
 from runner.cluster._node import NodeConfig, load_node_config
 from runner.cluster._remote import sweep_here
 from runner.engine import Engine
-from runner.errors import InfraError, ModelChanged, UsageError
+from runner.errors import InfraError, ModelChanged, UsageError, first_line
 from runner.launch import (
     REJECTED_WARNING,
     agent_registry,
@@ -306,8 +306,7 @@ def read_plan(run_dir: Path) -> PerNodePlan:
     try:
         return PerNodePlan.model_validate_json(read_bounded_text(path, SETTINGS_BYTES))
     except (OSError, ValueError) as exc:
-        first = str(exc).strip().splitlines()
-        raise UsageError(f"{path}: not a readable --per-node plan ({first[0] if first else exc}) "
+        raise UsageError(f"{path}: not a readable --per-node plan ({first_line(exc)}) "
                          "— start a new --per-node run") from None
 
 
