@@ -198,10 +198,10 @@ class LiveConversations:
                         # Our deadline or the sandbox's watchdog (a dead container), not Ctrl-C:
                         # what the sandbox still has explains the failure, so it is collected.
                         if limit.expired() or getattr(box, "died", None) is not None:
-                            collect_error = await _collect_after_failure(box, artifacts)
+                            collect_error = await _collect(box, artifacts)
                         raise
                     except Exception:
-                        collect_error = await _collect_after_failure(box, artifacts)
+                        collect_error = await _collect(box, artifacts)
                         raise
                     transcript.setup = _setup_timings(lease, transcript.setup)
                     finished = transcript
@@ -209,10 +209,8 @@ class LiveConversations:
                     # a backend that cannot keep its sandbox past the block is read here.
                     removal = lease.keep()
                     if removal is None:
-                        problems = await _collected(box, artifacts)
-                        if problems:
-                            # The conversation is the result; missing logs must not discard it.
-                            collect_error = "artifacts not collected: " + "; ".join(problems)
+                        # The conversation is the result; missing logs must not discard it.
+                        collect_error = await _collect(box, artifacts)
         except asyncio.CancelledError:
             if removal is not None:
                 await removal()  # Ctrl-C: the row is not recorded, so nothing is left to collect
@@ -269,13 +267,17 @@ class LiveConversations:
 COLLECT_AFTER_FAILURE_S = 60.0
 
 
-async def _collected(box: Sandbox, dest: Path) -> list[str]:
-    """Collect a finished conversation's artifacts; what could not be collected, as lines."""
+async def _collect(box: Sandbox, dest: Path) -> str | None:
+    """Collect what a sandbox has (logs, chat DB) into `dest`; what could not be collected, as
+    one line (None: everything was). A failed collect never raises: after a failed
+    conversation the failure being handled is the scenario's cause, after a finished one the
+    conversation is the result."""
     try:
         async with asyncio.timeout(COLLECT_AFTER_FAILURE_S):
-            return await box.collect(dest)
+            problems = await box.collect(dest)
     except (OSError, RuntimeError, ValueError, TimeoutError) as exc:
-        return [_describe(exc)]
+        problems = [_describe(exc)]
+    return "artifacts not collected: " + "; ".join(problems) if problems else None
 
 
 async def _leave(box: Sandbox, dest: Path, removal: Callable[[], Awaitable[None]]) -> Left:
@@ -283,8 +285,8 @@ async def _leave(box: Sandbox, dest: Path, removal: Callable[[], Awaitable[None]
     already, and whatever fails here is written into it (``Engine._left``)."""
     began = time.perf_counter()
     try:
-        found = await _collected(box, dest)
-        problems = ["artifacts not collected: " + "; ".join(found)] if found else []
+        missing = await _collect(box, dest)
+        problems = [missing] if missing else []
     except Exception as exc:  # noqa: BLE001 — a crash mid-collect is recorded, never lost
         problems = [f"collecting the artifacts crashed: {_describe(exc)}"]
     try:
@@ -292,17 +294,6 @@ async def _leave(box: Sandbox, dest: Path, removal: Callable[[], Awaitable[None]
     except Exception as exc:  # noqa: BLE001 — the sweep by label at the run's end removes it
         problems.append(f"removing the sandbox failed: {_describe(exc)}")
     return Left(problems, round(time.perf_counter() - began, 3))
-
-
-async def _collect_after_failure(box: Sandbox, dest: Path) -> str | None:
-    """Collect what a sandbox whose conversation failed still has (logs, chat DB); never raises:
-    the failure being handled is the scenario's cause, not this."""
-    try:
-        async with asyncio.timeout(COLLECT_AFTER_FAILURE_S):
-            problems = await box.collect(dest)
-    except (OSError, RuntimeError, ValueError, TimeoutError) as exc:
-        problems = [_describe(exc)]
-    return "artifacts not collected: " + "; ".join(problems) if problems else None
 
 
 #: Used sandboxes being left (collected from and removed) at once, in the background. One is
