@@ -225,8 +225,10 @@ def _bucket(
     was = old.status is Status.PASS
     if was and new.status in LOST:
         return "regressed"  # stricter than GAIA: a PASS the run lost is not "unmeasured"
-    # Without a verdict on both sides there is nothing to compare (a skipped or infra side).
-    if new.status not in JUDGED or old.status.is_skipped:
+    # Without a verdict on both sides there is nothing to compare: a skipped side, or one whose
+    # conversation never reached a verdict (infra, set-up, timeout, not judged) — a baseline
+    # INFRA_ERROR that now passes is not an improvement, nor its wall time a speed to beat.
+    if new.status not in JUDGED or old.status not in JUDGED:
         return "unmeasured"
     if slower:
         return "time_regressed"

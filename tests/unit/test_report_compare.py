@@ -140,6 +140,17 @@ def test_a_pass_that_was_skipped_or_not_judged_is_unmeasured_not_regressed(statu
     assert "--require-complete fails on them" in result.render()
 
 
+@pytest.mark.parametrize(
+    "before", [Status.INFRA_ERROR, Status.SETUP_ERROR, Status.TIMEOUT, Status.NOT_JUDGED, Status.ERRORED]
+)
+@pytest.mark.parametrize("after", [P, F])
+def test_a_baseline_without_a_verdict_is_unmeasured_whatever_the_run_says(before, after):
+    # A baseline that never reached a verdict cannot be improved on, regressed from or out-run.
+    result = compare(card([row("s", before, None, wall=1.0)]), card([row("s", after, 8.0, wall=30.0)]))
+    assert [e.key for e in result.unmeasured] == ["s"] and result.exit_code == EXIT_OK
+    assert not (result.improved or result.regressed or result.time_regressed or result.unchanged)
+
+
 def test_a_failing_scenario_missing_from_the_run_is_only_listed():
     result = compare(card([row("s", F, 4.0), row("t", P, 8.0)]), card([row("t", P, 8.0)]))
     assert result.only_in_baseline == ["s"] and not result.regressed
