@@ -250,6 +250,10 @@ def run(
     allow_device_fallback: Annotated[bool, typer.Option(
         help="run although the LLM server serves on another device than --device asked for "
         "(the headline says so); without it such a run stops before any scenario, exit 3")] = False,
+    repeatable_decoding: Annotated[bool, typer.Option(
+        help="for speed comparisons: the LLM's front door forces greedy decoding and a fixed seed "
+        "on each sandbox's chat requests, so trials repeat the same conversation (quality "
+        "verdicts are then not the agent's sampled behaviour); docker backend only")] = False,
     baseline: Annotated[Path | None, typer.Option(
         help="compare against this scorecard (ours or GAIA's) when the run ends")] = None,
     save_baseline: Annotated[Path | None, typer.Option(
@@ -314,7 +318,7 @@ def run(
             derived_checks=derived_checks, agent_dirs=agent_dir or [], agent=agent,
             agent_map=_agent_map(agent_map or []), agent_model=agent_model, gaia_spec=gaia,
             target_url=target_url, baseline=baseline, save_baseline=save_baseline,
-            allow_device_fallback=allow_device_fallback,
+            allow_device_fallback=allow_device_fallback, repeatable_decoding=repeatable_decoding,
         )
     if as_json:
         _progress_to_stderr()

@@ -41,6 +41,7 @@ from runner.judge import (
     open_judge,
 )
 from runner.report import RunConfig, RunWriter, Scorecard, Trace, declared_order
+from runner.report._driver import SAMPLED_DECODING
 from runner.report._identity import served_model_of
 from runner.run_lock import is_owned, owning
 from runner.sandbox import SandboxBackend, SandboxError
@@ -135,6 +136,99 @@ def make_backend(settings: RunSettings, image: str | None = None) -> SandboxBack
                          image=image or AGENT_UI_IMAGE,
                          agent_dirs=[host_path_of(d) for d in agent_dirs],
                          agent_model=settings.agent_model)
+
+
+#: The seed the front door forces with --repeatable-decoding (recorded with the run).
+DECODING_SEED = 1234
+
+
+def decoding_label(settings: RunSettings) -> str:
+    """How the run's sandboxes decoded, as the scorecard records it (compare's Setup shows it)."""
+    if settings.repeatable_decoding:
+        return f"repeatable (greedy, seed {DECODING_SEED}, forced at the LLM's front door)"
+    return SAMPLED_DECODING
+
+
+class RepeatableDecoding:
+    """The docker backend, with each sandbox's chat requests decoded greedily with one seed.
+
+    Once a sandbox is ready its address (how the front door names it, `trialbox_llm.meter`)
+    gets a policy at the front door (`trialbox_llm.decoding`, admin token), renewed while it
+    lives and cleared when it is stopped; a runner that dies leaves a lease that lapses by
+    itself. Everything else is the wrapped backend's."""
+
+    def __init__(self, inner: Any, token: str) -> None:
+        self.inner, self.token = inner, token
+        self._renewals: dict[int, tuple[Any, asyncio.Task[None]]] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def _set(self, box: Any, mode: str) -> None:
+        from trialbox_llm.decoding import DECODING_PATH, DEFAULT_TTL_S
+
+        async with httpx.AsyncClient(timeout=10) as http:
+            reply = await http.post(
+                f"{box.llm_url.rstrip('/')}{DECODING_PATH}",
+                json={"client": box.llm_client, "mode": mode, "seed": DECODING_SEED,
+                      "ttl_s": DEFAULT_TTL_S},
+                headers={"Authorization": f"Bearer {self.token}"})
+        if reply.status_code != 200:
+            raise SandboxError(f"the LLM server refused --repeatable-decoding for sandbox "
+                               f"{box.scenario_id} (HTTP {reply.status_code}: "
+                               f"{reply.text[:200]}); rebuild it with `trialbox images` and "
+                               "restart it with `trialbox up`")
+
+    async def _renew(self, box: Any) -> None:
+        from trialbox_llm.decoding import DEFAULT_TTL_S
+
+        while True:
+            await asyncio.sleep(DEFAULT_TTL_S / 3)
+            try:
+                await self._set(box, "repeatable")
+            except (httpx.HTTPError, SandboxError):
+                continue  # the next renewal tries again; the lease outlasts two misses
+
+    async def ready(self, begun: Any) -> Any:
+        box = await self.inner.ready(begun)
+        if not box.llm_client:
+            raise SandboxError("--repeatable-decoding: the sandbox has no address of its own at "
+                               "the LLM's front door")
+        try:
+            await self._set(box, "repeatable")
+        except httpx.HTTPError as exc:
+            raise SandboxError(f"--repeatable-decoding: the LLM server did not answer: {exc!r}") from exc
+        self._renewals[id(begun)] = (box, asyncio.create_task(self._renew(box)))
+        return box
+
+    async def stop(self, begun: Any) -> None:
+        held = self._renewals.pop(id(begun), None)
+        if held is not None:
+            box, renewal = held
+            renewal.cancel()
+            try:
+                await self._set(box, "sampled")
+            except (httpx.HTTPError, SandboxError):
+                pass  # the lease lapses by itself
+        await self.inner.stop(begun)
+
+
+def with_decoding(settings: RunSettings, backend: Any) -> Any:
+    """`backend`, with repeatable decoding when the run asks for it (docker backend only: a
+    local sandbox shares 127.0.0.1 with the judge, the simulator and other runs, so its
+    requests cannot be told apart at the front door)."""
+    if not settings.repeatable_decoding:
+        return backend
+    if settings.target_url or settings.backend is not Backend.DOCKER:
+        raise UsageError("--repeatable-decoding needs the docker backend (each sandbox its own "
+                         "address at the LLM's front door); drop --backend local / --target-url")
+    from runner.sandbox._collect import llm_admin_token
+
+    token = llm_admin_token(settings.llm_container)
+    if not token:
+        raise InfraError("--repeatable-decoding needs the LLM server's admin token and none was "
+                         f"found ({settings.llm_container}); start the stack with `trialbox up`")
+    return RepeatableDecoding(backend, token)
 
 
 def agent_registry(settings: RunSettings, scenarios: list[Scenario]) -> AgentRegistry:
@@ -463,7 +557,9 @@ async def run(settings: RunSettings, say: Callable[[str], None], resume: bool = 
         check_served_device(settings, say)  # before any sandbox: exit 3 on a silent fallback
     say(f"run {settings.run_id}: {len(scenarios)} scenario(s) × {settings.trials} trial(s), "
         f"backend {settings.backend.value}, device {settings.device} ({settings.device_reason or 'as requested'}), "
-        f"concurrency {settings.concurrency}")
+        f"concurrency {settings.concurrency}"
+        + (", repeatable decoding (greedy, one seed: for speed comparisons)"
+           if settings.repeatable_decoding else ""))
     agents = agent_registry(settings, scenarios)
     if settings.target_url:
         if settings.concurrency > 1:  # a flag is never dropped silently
@@ -475,10 +571,11 @@ async def run(settings: RunSettings, say: Callable[[str], None], resume: bool = 
     judge, simulator = await prepare_judge(settings, say)
     image, image_info = agent_ui_image(settings, say)
     try:
-        backend = make_backend(settings, image)
+        backend = with_decoding(settings, make_backend(settings, image))
     except SandboxError as exc:
         raise InfraError(str(exc)) from exc
-    extra = {**(extra or {}), **image_info, "agents": agents.describe()}
+    extra = {**(extra or {}), **image_info, "agents": agents.describe(),
+             "decoding": decoding_label(settings)}
     # One owner per run folder from here on: a second run or resume of a live run stops here,
     # before its sweep could remove the live run's sandboxes; a dead owner's lock is free.
     with owning(settings.run_dir):

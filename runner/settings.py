@@ -111,6 +111,11 @@ class RunSettings(BaseModel):
         default=False, description=(
             "--resume goes on although the LLM server serves another model than the run "
             "started with (the scorecard then mixes two models and says so)"))
+    repeatable_decoding: bool = Field(
+        default=False, description=(
+            "the LLM's front door forced greedy decoding and a fixed seed on every sandbox's chat "
+            "requests (a speed comparison: trials repeat the same conversation); False: the "
+            "agent's own sampling settings passed as sent"))
     baseline: Path | None = Field(
         default=None, description="compare against this scorecard at the end of the run"
     )

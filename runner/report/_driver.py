@@ -70,6 +70,32 @@ class DeviceMismatchError(ValueError):
     """A run served on another device than it asked for: not a driver comparison."""
 
 
+class DecodingMismatchError(ValueError):
+    """One run decoded repeatably (`trialbox run --repeatable-decoding`), the other sampled."""
+
+
+#: How a run decoded when its scorecard does not say (runs from before --repeatable-decoding).
+SAMPLED_DECODING = "sampled (the agent's own settings)"
+
+
+def decoding_of(card: Scorecard) -> str:
+    """How the run's sandboxes decoded (`RunConfig.extra["decoding"]`, set by `trialbox run`)."""
+    recorded = card.config.extra.get("decoding")
+    return recorded if isinstance(recorded, str) and recorded else SAMPLED_DECODING
+
+
+def check_decoding(a: Scorecard, b: Scorecard) -> None:
+    """Refuse to set a repeatable run against a sampled one: under greedy decoding every trial
+    repeats one conversation, so its prompts (and TTFT) differ from sampled trials' by the
+    decoding alone, and a "change" would be the mode, not the build."""
+    repeatable = [card.run_id for card in (a, b) if decoding_of(card) != SAMPLED_DECODING]
+    if len(repeatable) == 1:
+        sampled = b.run_id if repeatable[0] == a.run_id else a.run_id
+        raise DecodingMismatchError(
+            f"not a speed comparison: run {repeatable[0]} decoded repeatably "
+            f"(--repeatable-decoding) and run {sampled} sampled; run both the same way")
+
+
 class Change(str, Enum):
     FASTER = "faster"
     SLOWER = "slower"
@@ -268,6 +294,7 @@ def _identity(card: Scorecard, traces: Sequence[Trace]) -> dict[str, str]:
             "judge_model": c.judge_model,
             "trialbox_version": c.trialbox_version,
             "trials": c.trials,
+            "decoding": decoding_of(card),
             "agent.gaia_version": next(
                 (t.transcript.gaia_version for t in traces if t.transcript), None
             ),
@@ -897,9 +924,11 @@ def driver_report(
     """Compare run B (build under test) with run A (reference) on the scenarios both ran.
 
     Raises DeviceMismatchError when a run served on another device than it asked for (unless
-    allowed), ValueError for a negative warmup.
+    allowed), DecodingMismatchError when one run decoded repeatably and the other sampled,
+    ValueError for a negative warmup.
     """
     traces_b = traces_b or ()
+    check_decoding(a, b)
     notes = check_devices(a, b, allow_mismatch=allow_device_mismatch)
     dropped_a, dropped_b = warmup_keys(a, warmup), warmup_keys(b, warmup)
     runs_a, runs_b = group_trials(a.scenarios), group_trials(b.scenarios)

@@ -46,8 +46,9 @@ from trialbox_llm.admin import (
     AdminTokenError,
     token_from_environment,
 )
+from trialbox_llm.decoding import DECODING_PATH, FORCED_ROUTES, Decoding
 from trialbox_llm.meter import METER_PATH, Meter, Timing, client_of, meter_route
-from trialbox_llm.routes import API_PREFIXES, UNLOAD_NOTE
+from trialbox_llm.routes import API_PREFIXES, UNLOAD_NOTE, decoding_route
 
 log = logging.getLogger("trialbox_llm.front_door")
 
@@ -74,6 +75,8 @@ class FrontDoor:
     upstream: str
     admin: AdminGuard = field(default_factory=AdminGuard)
     meter: Meter = field(default_factory=Meter)
+    #: Per-client repeatable decoding, set by the runner for a speed comparison (`decoding`).
+    decoding: Decoding = field(default_factory=Decoding)
     #: The door's own questions to Lemonade (is a load already satisfied?).
     http: httpx.AsyncClient = field(default_factory=lambda: httpx.AsyncClient(timeout=_TIMEOUT))
     #: The sandboxes' requests, relayed on kept-alive connections with httpcore (httpx's
@@ -168,7 +171,10 @@ async def proxy(request: Request) -> Response:
     if route in METERED and request.method == "POST":
         # Model and stream flag are read from the body only once the answer is over (see
         # `_finish`): parsing an agent's request (tens of KB) here would delay its first token.
-        timing = Timing(door.meter, client_of(request), request.url.path, None, streamed=False)
+        client = client_of(request)
+        timing = Timing(door.meter, client, request.url.path, None, streamed=False)
+        if route in FORCED_ROUTES:  # one dict lookup unless the runner set a policy
+            raw, timing.decoding = door.decoding.apply_raw(client, raw)
     outgoing = httpcore.Request(request.method, url, content=raw, extensions=_RELAY_TIMEOUT,
                                 headers=_headers(request, door.host, raw))
     try:
@@ -244,9 +250,11 @@ def build_app(door: FrontDoor) -> Starlette:
         await door.pool.aclose()
 
     app = Starlette(routes=[Route(METER_PATH, meter_route, methods=["GET"]),
+                            Route(DECODING_PATH, decoding_route, methods=["GET", "POST"]),
                             Route("/{path:path}", proxy, methods=methods)], lifespan=lifespan)
     app.state.door = door
     app.state.meter, app.state.meter_guard = door.meter, door.admin
+    app.state.decoding = door.decoding
     return app
 
 

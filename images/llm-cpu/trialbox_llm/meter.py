@@ -72,6 +72,10 @@ class MeterRecord(BaseModel):
         default=None, description="generated tokens (server usage)")
     wall_s: float = Field(description="seconds from arrival to the answer's last byte")
     status: int = Field(description="HTTP status answered to the client")
+    decoding: str | None = Field(
+        default=None,
+        description="`repeatable` when the front door forced greedy decoding and a fixed seed on "
+        "this request (`decoding`), None when it passed the client's sampling settings as sent")
     self_reported: Stats | None = Field(
         default=None,
         description="the server's own figures for this request (llama.cpp `timings`), "
@@ -162,6 +166,8 @@ class Timing:
         self.closed = False
         #: A whole non-streamed answer, parsed when the record is written (off the answer's path).
         self.answer: bytes | None = None
+        #: Set when the front door forced this request's decoding (`decoding.REPEATABLE`).
+        self.decoding: str | None = None
         self._pending = b""
 
     def sending(self) -> None:
@@ -253,6 +259,7 @@ class Timing:
             decode_s=None if after is None else round(after, 6),
             prompt_tokens=prompt, completion_tokens=completion,
             wall_s=round(end - self.arrived, 6), status=status, self_reported=self.stats,
+            decoding=self.decoding,
         )
 
 

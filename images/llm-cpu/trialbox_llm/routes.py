@@ -51,6 +51,7 @@ from trialbox_llm import stats as stats_extraction
 from trialbox_llm.admin import AdminGuard, AdminRequiredError
 from trialbox_llm.backend import BackendError, LlamaBackend, LoadedModel, effective_args
 from trialbox_llm.catalog import ModelKind, ModelSpec, UnknownModelError, alias_map, resolve
+from trialbox_llm.decoding import DECODING_PATH, Decoding, DecodingReport, DecodingRequest
 from trialbox_llm.embedding_inputs import TokenizerError, fit_to_limit
 from trialbox_llm.force_tool import ForceTool
 from trialbox_llm.in_flight import InFlight, ModelBusyError, Use
@@ -121,6 +122,8 @@ class ServerState:
     embedding_counts: EmbeddingCounts = field(default_factory=EmbeddingCounts)
     #: Every chat request, per client (`meter`): what the runner reads a turn's figures from.
     meter: Meter = field(default_factory=Meter)
+    #: Per-client repeatable decoding, set by the runner for a speed comparison (`decoding`).
+    decoding: Decoding = field(default_factory=Decoding)
     http: httpx.AsyncClient = field(
         default_factory=lambda: httpx.AsyncClient(timeout=_UPSTREAM_TIMEOUT)
     )
@@ -430,8 +433,10 @@ async def chat_completions(request: Request) -> Response:
     state: ServerState = request.app.state.llm
     body = cap_output(await read_json(request), state.max_output_tokens)
     requested = body.get("model")
-    timing = Timing(state.meter, client_of(request), request.url.path,
+    client = client_of(request)
+    timing = Timing(state.meter, client, request.url.path,
                     requested if isinstance(requested, str) else None, bool(body.get("stream")))
+    body, timing.decoding = state.decoding.apply(client, body)
     try:
         return await _chat_completions(state, body, timing)
     except ApiError as exc:
@@ -595,6 +600,27 @@ async def relay(
             timing.close(upstream.status_code)
 
 
+async def decoding_route(request: Request) -> JSONResponse:
+    """`POST /trialbox/decoding` sets one client's policy; `GET` lists the live ones. Both need
+    the admin token: a sandbox must neither change another's decoding nor its own (what the
+    runner recorded for the run must be what its sandboxes got)."""
+    decoding: Decoding = request.app.state.decoding
+    guard: AdminGuard = request.app.state.meter_guard
+    if not guard.is_admin(request.headers.get("authorization")):
+        return ApiError(403, f"{request.method} {DECODING_PATH} decides how other clients' "
+                        "requests are decoded, so it needs the admin token (`Authorization: "
+                        "Bearer <token>`; trialbox has it)", "forbidden",
+                        "admin_token_required").response()
+    if request.method == "POST":
+        try:
+            asked = DecodingRequest.model_validate_json(await request.body())
+        except ValidationError as exc:
+            return ApiError(400, f"invalid {DECODING_PATH} request: {exc}",
+                            "invalid_request_error").response()
+        decoding.set(asked)
+    return JSONResponse(DecodingReport(policies=decoding.live()).model_dump())
+
+
 # --- app -----------------------------------------------------------------------------------
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -646,7 +672,8 @@ _ROUTES: list[tuple[str, Handler, list[str]]] = [
 
 def build_app(state: ServerState, on_shutdown: Callable[[], Any] | None = None) -> Starlette:
     routes = [Route("/live", guarded(live), methods=["GET"]),
-              Route(METER_PATH, meter_route, methods=["GET"])]
+              Route(METER_PATH, meter_route, methods=["GET"]),
+              Route(DECODING_PATH, decoding_route, methods=["GET", "POST"])]
     for prefix in API_PREFIXES:
         routes += [Route(prefix + path, guarded(fn), methods=m) for path, fn, m in _ROUTES]
 
@@ -660,4 +687,5 @@ def build_app(state: ServerState, on_shutdown: Callable[[], Any] | None = None) 
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.llm = state
     app.state.meter, app.state.meter_guard = state.meter, state.admin
+    app.state.decoding = state.decoding
     return app
