@@ -18,7 +18,8 @@ job claims it, also when its start is still in flight.
 
 What the conversation would do first in an empty sandbox and that the agent cannot tell from
 done earlier — the engine's ``readying`` step: making the scenario's empty chat session — is
-done here too, once the sandbox is ready; the job finds it in ``Lease.prepared``.
+done here too, once the sandbox is ready; the job finds it in ``Lease.prepared``. It does not
+count as starting: the next sandbox's start begins the moment this one is ready.
 
 A job may keep its sandbox past the block (``Lease.keep``): the engine records the result first
 and collects the artifacts and removes the sandbox afterwards, off the scenario's clock.
@@ -211,12 +212,19 @@ class WarmPool(Generic[Started]):
                 if ahead and slot.claimed:
                     await self.backend.hand_over(started)  # claimed while it was being created
                 box = await self.backend.ready(started)
-                if self.readying is not None:
-                    slot.prepared = await self.readying(slot.key, box)
-                return started, box
             except BaseException:
                 await self.backend.stop(started)
                 raise
+        # The next start goes now: the readying step (one request to a UI that is up) need not
+        # hold it back. With the sandboxes starting one at a time the pool makes one per start,
+        # and a short scenario waits for exactly that (a session cost ~0.2-0.7 s of each).
+        try:
+            if self.readying is not None:
+                slot.prepared = await self.readying(slot.key, box)
+            return started, box
+        except BaseException:
+            await self.backend.stop(started)
+            raise
 
     def _retire(self, slot: _Slot[Started]) -> None:
         task = asyncio.create_task(self._discard(slot), name=f"discard sandbox {slot.key}")

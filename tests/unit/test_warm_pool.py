@@ -449,3 +449,52 @@ def test_without_the_pool_every_sandbox_is_opened_cold(tmp_path: Path, talks: li
         assert setup is not None and setup.pool_hit is False and setup.container_create_s == 0.2
 
     run(scenario())
+
+
+def test_the_next_start_does_not_wait_for_the_readying_step() -> None:
+    """Starting one at a time, the pool makes one sandbox per start: the session made in a
+    ready sandbox (``readying``) must not hold the next start back."""
+    async def scenario() -> None:
+        backend = MemoryBackend()
+        readied = asyncio.Event()
+        readying_began: list[str] = []
+
+        async def readying(key: str, box: Any) -> str:
+            readying_began.append(key)
+            await readied.wait()
+            return f"session of {key}"
+
+        pool: WarmPool[Any] = WarmPool(backend, ahead=2, starting=1, readying=readying)
+        pool.plan([("a", False), ("b", False)])
+        await settle()
+        assert readying_began[:1] == ["a"] and backend.keys() == ["a", "b"]  # b started meanwhile
+        assert pool.ready == []  # neither counts as made before its readying is done
+        readied.set()
+        await settle()
+        assert pool.ready == ["a", "b"]
+        async with pool.sandbox("a") as lease:
+            assert lease.prepared == "session of a" and lease.pool_hit
+        await pool.close()
+        assert backend.live == {}
+
+    run(scenario())
+
+
+def test_a_failed_readying_removes_its_sandbox_and_the_job_gets_the_failure() -> None:
+    async def scenario() -> None:
+        backend = MemoryBackend()
+
+        async def readying(key: str, box: Any) -> None:
+            raise RuntimeError(f"no session in {key}")
+
+        pool: WarmPool[Any] = WarmPool(backend, ahead=1, starting=1, readying=readying)
+        pool.plan([("a", False)])
+        await settle()
+        assert backend.live == {}  # removed at once, not at close
+        with pytest.raises(RuntimeError, match="no session in a"):
+            async with pool.sandbox("a"):
+                pass
+        await pool.close()
+        assert backend.live == {} and backend.stopped == [0]
+
+    run(scenario())
