@@ -1,0 +1,106 @@
+"""The driver-build report's null and planted tests under repeatable decoding (the second profile).
+
+`trialbox run --repeatable-decoding` has the LLM's front door force greedy decoding and one seed
+on every sandbox's chat requests, so trials repeat the same conversation and a turn's prompt is
+the same in every trial. The simulation is test_driver_null's; only the noise differs, fitted to
+an A/A pair measured in this mode (the sampled profile there keeps its own figures).
+
+Where the noise comes from: the running CPU stack (llm-cpu serving SmolLM2-135M-Instruct Q4_1
+under GAIA's default name, 2 slots), speed metered at the front door, twice back to back under
+`/tmp/brief/quiet` (exclusive hold; load average 2.2-4.3, nothing else on the LLM server):
+`trialbox run eval/scenarios -s forget_desk_extension -s store_and_recall_parking_bay
+-s superseded_meeting_room -s hotel_cap_follow_ups -s launch_delay_thread -s two_documents_recall
+--trials 3 --judge-provider none --repeatable-decoding`, runs 20261201-170604-f393 (17:06-17:09
+UTC) and 20261201-171056-0b38 (17:10-17:14).
+
+- In both runs every trial of a scenario had the same prompt and answer token counts, turn by
+  turn (6 scenarios × 3 turns × 6 trials); sampled, the pair 20261201-151101-f1b9 / -151418-2c91
+  had 3 different sequences in the 3 trials of every scenario.
+- `scripts/measure-speed-noise A B` (log scale; A / B):
+  TTFT: turn effect 0.86 / 0.80, cell noise 0.50 / 0.54, robust 0.26 / 0.25, 14 % / 17 % of
+  trials ×3 or more above their cell's median: every one of them (5 / 6) the first turn of a
+  scenario's first trial, which follows another scenario's conversation in llama.cpp's prompt
+  cache, where every later trial follows the same conversation (`Noise.cold_start`). Sampled,
+  the same pair had cell noise 0.65-0.76 and robust 0.50-0.57, with the tail anywhere.
+  decode speed: turn effect 0.07 / 0.10, cell noise 0.04 / 0.08, no tail.
+  turn wall time: turn effect 0.41 / 0.41, cell noise 0.04 / 0.07 (sampled: 0.66): the same
+  answers take the same time.
+  A/A shift B − A: TTFT +0.02 (0.4 se); decode −0.09 (×0.92, 4.1 se) and wall +0.09 (×1.09,
+  5.2 se): B ran slower as a whole. With cell noise this small a run-level drift of the machine
+  shows, and no interval over scenarios covers it (the report's note says so; alternating A and
+  B is the cure). The simulation has none (`Noise.run` 0), as the sampled profile.
+- `trialbox compare A B --report` on the pair: no finding beyond noise; smallest detectable
+  change with 6 scenarios × 3 trials: TTFT ±29.5 % (sampled: ±40 %), decode ±21.7 %, wall
+  ±15.2 %, each found 80 % of the time.
+"""
+
+from __future__ import annotations
+
+import math
+
+from test_driver_null import (
+    PAIRS,
+    PLANTED_RESAMPLES,
+    Noise,
+    assert_simulation_reads_as,
+    rates,
+)
+
+from runner.report._driver import detectable_text
+
+#: Fitted so that simulated runs of the measured design show the measured figures (below).
+TTFT = Noise(scenario=0.0, turn=0.80, core=0.17, tail_share=0.0, tail_mean=0.0,
+             cold_start=1.5, cold_sd=0.25)
+DECODE = Noise(scenario=0.05, turn=0.075, core=0.062, tail_share=0.0, tail_mean=0.0)
+WALL = Noise(scenario=0.20, turn=0.42, core=0.052, tail_share=0.0, tail_mean=0.0)
+REPEATABLE = (TTFT, DECODE, WALL)
+
+#: What scripts/measure-speed-noise read from the pair, averaged: (turn_effect, cell_noise,
+#: cell_noise_robust, tail_share) per metric.
+MEASURED_FIGURES = {
+    "ttft_s": (0.83, 0.52, 0.256, 0.153),
+    "tokens_per_s": (0.085, 0.063, 0.048, 0.0),
+    "turn_wall_s": (0.41, 0.054, 0.044, 0.0),
+}
+
+PLANTED_PAIRS = 60
+#: Trials per scenario with which this noise lets a +5 % TTFT be found 4 times in 5. Measured
+#: with this simulation on other seeds than the tests' (100 pairs each): 3 trials 33 %,
+#: 5 trials 72 / 74 / 70 %, 6 trials 92 %, 7 trials 91 %. Six beat five by more than one trial's
+#: worth: the first trial is the cold one, so of 5 trials the median is the upper middle of
+#: 4 warm ones, of 6 the mean of the middle two of 5.
+TRIALS_FOR_5_PERCENT = 6
+
+
+def test_the_simulation_has_the_measured_repeatable_noise():
+    assert_simulation_reads_as(MEASURED_FIGURES, REPEATABLE)
+
+
+def test_a_a_pairs_under_repeatable_decoding_show_a_finding_in_at_most_5_percent():
+    false_rate, _, sizes = rates(REPEATABLE, seed=1818)
+    print(f"\nrepeatable decoding, A/A: {false_rate:.1%} of {PAIRS} pairs show a finding beyond "
+          f"noise; {'; '.join(detectable_text(d) for d in sizes)}")
+    assert false_rate <= 0.05
+
+
+def test_a_planted_5_percent_ttft_with_5_trials_is_found_far_more_often_than_sampled():
+    # The suite's size (79 scenarios, 120 turns), 5 trials: sampled, +5 % TTFT is found in 12 %
+    # of pairs (test_driver_null); repeatable, in about 72 % (300 pairs on other seeds), short of
+    # the issue's 80 %, which 6 trials reach (below).
+    pairs = 40  # a rate far from both bounds needs fewer pairs (time: the module stays < 60 s)
+    _, found, sizes = rates(REPEATABLE, planted=(1.05, 1.0, 1.0), seed=1819,
+                            pairs=pairs, resamples=PLANTED_RESAMPLES)
+    size = next(d for d in sizes if d.metric == "ttft_s")
+    print(f"\nrepeatable decoding, planted +5% TTFT, 5 trials: found in {found['ttft_s']:.0%} of "
+          f"{pairs} pairs ({detectable_text(size)})")
+    assert found["ttft_s"] >= 0.55 and size.detectable < 0.10
+
+
+def test_a_planted_5_percent_ttft_is_found_4_times_in_5_with_enough_trials():
+    _, found, sizes = rates(REPEATABLE, planted=(1.05, 1.0, 1.0), seed=1820,
+                            trials=TRIALS_FOR_5_PERCENT, pairs=PLANTED_PAIRS,
+                            resamples=PLANTED_RESAMPLES)
+    size = next(d for d in sizes if d.metric == "ttft_s")
+    print(f"\nrepeatable decoding, planted +5% TTFT, {TRIALS_FOR_5_PERCENT} trials: found in "
+          f"{found['ttft_s']:.0%} of {PLANTED_PAIRS} pairs ({detectable_text(size)})")
+    assert found["ttft_s"] >= 0.80 and math.isfinite(size.detectable)
