@@ -124,12 +124,15 @@ def stop_server(process: subprocess.Popen) -> int:
 UNCAPPED = ("--max-output-tokens", "0")
 
 
+#: Each module server's log, by origin: where it says on which port llama.cpp serves a model.
+SERVER_LOGS: dict[str, Path] = {}
+
+
 @pytest.fixture(scope="module")
 def server(models_dir, tmp_path_factory):
-    process, base = start_server(
-        models_dir, tmp_path_factory.mktemp("llm") / "server.log", env=ADMIN_ENV,
-        extra_args=UNCAPPED,
-    )
+    log = tmp_path_factory.mktemp("llm") / "server.log"
+    process, base = start_server(models_dir, log, env=ADMIN_ENV, extra_args=UNCAPPED)
+    SERVER_LOGS[base] = log
     yield base
     stop_server(process)
 
@@ -736,3 +739,67 @@ def test_a_short_admin_token_stops_the_server_at_startup(models_dir):
     )
     assert done.returncode == 2
     assert "TRIALBOX_LLM_ADMIN_TOKEN is 9 characters long" in done.stderr
+
+
+# --- repeatable decoding (trialbox run --repeatable-decoding) --------------------------------
+
+
+def llama_last_params(server: str) -> dict:
+    """The sampling parameters llama.cpp itself received for its latest chat task (its own
+    `/slots`, asked on the port the server's log names), not what the front door was sent."""
+    loaded = [line for line in SERVER_LOGS[server].read_text().splitlines()
+              if f"loaded {CHAT_REAL}" in line]
+    port = int(loaded[-1].rsplit(" on port ", 1)[1].split()[0])
+    slots = httpx.get(f"http://127.0.0.1:{port}/slots", timeout=10).json()
+    return max(slots, key=lambda slot: slot.get("id_task", -1))["params"]
+
+
+def last_record(server: str) -> dict:
+    """This client's latest record at the front door (its own: no token needed)."""
+    return httpx.get(f"{server}/trialbox/meter", timeout=10).json()["records"][-1]
+
+
+def set_decoding(server: str, token: bool = True, **policy) -> httpx.Response:
+    return httpx.post(f"{server}/trialbox/decoding", json=policy, timeout=10,
+                      headers=ADMIN_HEADERS if token else {})
+
+
+SAMPLED = {"temperature": 1.3, "top_k": 17, "top_p": 0.8, "min_p": 0.05}
+
+
+def test_without_repeatable_decoding_the_agents_sampling_reaches_llama_cpp_as_sent(api, server):
+    reply = chat(api, max_tokens=8, seed=4242, **SAMPLED)
+    assert reply.status_code == 200, reply.text
+    got = llama_last_params(server)
+    assert got["seed"] == 4242 and got["top_k"] == 17
+    for key in ("temperature", "top_p", "min_p"):
+        assert got[key] == pytest.approx(SAMPLED[key]), key
+    assert last_record(server)["decoding"] is None
+
+
+def test_repeatable_decoding_is_greedy_with_one_seed_for_its_client_alone(api, server):
+    policy = {"client": "127.0.0.1", "mode": "repeatable", "seed": 77, "ttl_s": 60}
+    refused = set_decoding(server, token=False, **policy)
+    assert refused.status_code == 403  # a client never sets decoding, not even its own
+    other = set_decoding(server, **{**policy, "client": "127.0.0.9"})
+    assert other.status_code == 200, other.text
+    chat(api, max_tokens=8, seed=1, **SAMPLED)  # another client's policy: this one is untouched
+    assert llama_last_params(server)["seed"] == 1 and last_record(server)["decoding"] is None
+    try:
+        assert set_decoding(server, **policy).status_code == 200
+        answers = []
+        for seed in (1, 2, 3):  # the agent's own seeds and a hot temperature: overridden
+            reply = chat(api, max_tokens=24, seed=seed, **SAMPLED)
+            assert reply.status_code == 200, reply.text
+            answers.append(reply.json()["choices"][0]["message"]["content"])
+            got = llama_last_params(server)
+            assert (got["temperature"], got["top_k"], got["seed"]) == (0.0, 1, 77)
+            assert last_record(server)["decoding"] == "repeatable"
+        assert len(set(answers)) == 1, answers
+    finally:
+        for client in ("127.0.0.1", "127.0.0.9"):
+            set_decoding(server, client=client, mode="sampled")
+    listed = httpx.get(f"{server}/trialbox/decoding", headers=ADMIN_HEADERS, timeout=10)
+    assert listed.json() == {"policies": []}
+    chat(api, max_tokens=8, seed=5, **SAMPLED)
+    assert llama_last_params(server)["seed"] == 5
