@@ -26,6 +26,11 @@ Why each option:
   the README's 2-core minimum let one runaway agent take both cores.
 - ``json-file`` logs with ``max-size``/``max-file``: an agent stuck printing cannot fill the
   host's disk. ``container.logs()`` (how the engine collects ``agent-ui.log``) still works.
+- no Docker health check (``healthcheck`` NONE): the image's HEALTHCHECK is for a long-lived
+  Agent UI (compose, ``--target-url``); in a sandbox nobody reads it — the backend checks
+  readiness over the bridge and liveness by the containers' state — yet it started a Python
+  probe in each container every 10 s (~0.05 s of CPU each), also while a sandbox started or
+  waited in the warm pool, taking CPU from the agent's turns on a small machine.
 
 Files on tmpfs are not visible to ``docker cp`` / ``get_archive`` on Docker Engine 20.10 (it
 reads the image layers, not the container's mounts), so ``read_file`` reads a file through
@@ -192,6 +197,7 @@ def container_options(
             type=LogConfig.types.JSON,
             config={"max-size": LOG_MAX_SIZE, "max-file": str(LOG_MAX_FILES)},
         ),
+        "healthcheck": {"test": ["NONE"]},
     }
 
 

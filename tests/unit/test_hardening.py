@@ -59,6 +59,12 @@ def test_limits_default_to_the_measured_ceilings(role) -> None:
     assert options["cpu_shares"] == SANDBOX_CPU_SHARES
 
 
+@pytest.mark.parametrize("role", ROLES)
+def test_no_health_probe_runs_in_a_sandbox(role) -> None:
+    # The image's HEALTHCHECK would start a Python in the container every 10 s.
+    assert container_options(role, env={})["healthcheck"] == {"test": ["NONE"]}
+
+
 def test_logs_are_bounded_json_files() -> None:
     log_config = container_options("agent-ui", env={})["log_config"]
     assert isinstance(log_config, LogConfig)
