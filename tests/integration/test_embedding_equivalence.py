@@ -49,6 +49,17 @@ def corpus_chunks() -> list[str]:
 
 def embed_all(settings: EmbedderSettings, texts: list[str]) -> np.ndarray:
     """Vectors for `texts` from a llama-server started with `settings`, 25 to a request."""
+    requests = [
+        list(range(start, min(start + 25, len(texts)))) for start in range(0, len(texts), 25)
+    ]
+    return np.concatenate(embed_in_requests(settings, texts, requests))
+
+
+def embed_in_requests(
+    settings: EmbedderSettings, texts: list[str], requests: list[list[int]]
+) -> list[np.ndarray]:
+    """For each request (indexes into `texts`, in the order sent), the vectors it returned,
+    from one llama-server started with `settings`."""
     backend = LlamaBackend(MODELS_DIR, threads=2, embedder=settings, verbosity=0)
     spec = backend.catalog[1]
     model = backend.load(spec, spec.name)
@@ -59,14 +70,15 @@ def embed_all(settings: EmbedderSettings, texts: list[str]) -> np.ndarray:
             for text in texts:
                 answer = client.post("/tokenize", json={"content": text, "add_special": True})
                 inputs.append(cut(answer.json()["tokens"], limit))
-            vectors: list[list[float]] = []
-            for start in range(0, len(inputs), 25):
-                answer = client.post("/v1/embeddings", json={"input": inputs[start : start + 25]})
+            returned = []
+            for request in requests:
+                answer = client.post("/v1/embeddings", json={"input": [inputs[i] for i in request]})
                 assert answer.status_code == 200, answer.text[:300]
-                vectors += [item["embedding"] for item in answer.json()["data"]]
+                data = sorted(answer.json()["data"], key=lambda item: item["index"])
+                returned.append(np.asarray([item["embedding"] for item in data], dtype=np.float64))
     finally:
         backend.close()
-    return np.asarray(vectors, dtype=np.float64)
+    return returned
 
 
 def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -116,3 +128,33 @@ def test_the_check_itself_reads_one_for_the_same_vectors_and_fails_for_other_chu
     assert cosines(reference, reference).min() == pytest.approx(1.0, abs=1e-12)  # null
     # Planted: every vector paired with its neighbour's chunk, a change the bar must catch.
     assert cosines(reference, np.roll(reference, 1, axis=0)).min() < MIN_COSINE
+
+
+def neighbour_drift(settings: EmbedderSettings, texts: list[str]) -> float:
+    """How far any vector moves with its batch neighbours: the largest coordinate difference
+    between a chunk embedded alone and the same chunk inside batches of 25 with other
+    neighbours, at other positions (GAIA's batches are whatever its chunker cuts)."""
+    probes = [0, 7, 13]  # chunks sent alone, then at other positions among other chunks
+    forward = list(range(25))
+    backward = list(reversed(range(1, 26)))  # chunk 0 leaves, the rest shift position
+    mixed = list(range(25, 50))
+    mixed[5], mixed[11], mixed[20] = probes
+    alone = [[i] for i in probes]
+    answers = embed_in_requests(settings, texts, [*alone, forward, backward, mixed])
+    singles = {i: answers[n][0] for n, i in enumerate(probes)}
+    drift = 0.0
+    for request, vectors in zip([forward, backward, mixed], answers[len(probes) :], strict=True):
+        for position, index in enumerate(request):
+            if index in singles:
+                drift = max(drift, float(np.abs(vectors[position] - singles[index]).max()))
+    return drift
+
+
+def test_a_chunks_vector_does_not_depend_on_its_batch_neighbours(texts: list[str]) -> None:
+    # Null: the default embeds each input in a decode of its own, so a chunk's vector is the
+    # same whatever GAIA's chunker put beside it in the request.
+    assert EmbedderSettings().slots == 1  # the default this test guards
+    assert neighbour_drift(EmbedderSettings(), texts) == 0.0
+    # Planted: Q8_0 with inputs packed four to a decode is known to move vectors by ~1e-4
+    # with their neighbours (why the default is one slot); the same check must see it.
+    assert neighbour_drift(EmbedderSettings(slots=4), texts) > 1e-6
