@@ -29,7 +29,7 @@ def test_a_covered_request_is_greedy_with_the_policy_seed_and_otherwise_as_sent(
     body, label = decoding.apply("10.0.0.2", dict(AGENT))
     assert label == REPEATABLE
     assert body == {**AGENT, "temperature": 0.0, "top_k": 1, "top_p": 1.0, "min_p": 0.0,
-                    "seed": 77}
+                    "seed": 77, "cache_prompt": False}
 
 
 def test_other_clients_pass_as_sent():

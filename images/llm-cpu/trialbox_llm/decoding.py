@@ -18,7 +18,14 @@ lapses by itself within `ttl_s`, so a later sandbox given the same address is no
 accident.
 
 What changes in a covered request: `temperature` 0, `top_k` 1, `top_p` 1, `min_p` 0 and `seed`
-the policy's, whatever the agent sent; nothing else (tools, limits, messages stay as sent).
+the policy's, whatever the agent sent, and `cache_prompt` false; nothing else (tools, limits,
+messages stay as sent). Why the prompt cache goes too: greedy decoding alone did not repeat.
+With the cache, a trial's first prompt is prefilled from scratch after another scenario but
+found cached after the previous trial of the same one; the logits then differ in their last
+bits, a near-tie of a 135M model flips, and the answers part (measured: 220 prompt tokens, 57
+answer tokens in trial 1, 37 in trial 2). Prefilled whole every time, the same prompt gives the
+same logits, and a turn's time to first token is the same work in every trial: the prefill of
+its whole prompt (for a driver comparison the figure to compare; not what a cached agent sees).
 Each metered record says whether its request was forced (`MeterRecord.decoding`). The route
 is `routes.decoding_route`; this module has no web framework in it, so the runner imports its
 names without the server's dependencies.
@@ -71,7 +78,7 @@ class DecodingPolicy(BaseModel):
 def forced(body: dict[str, Any], seed: int) -> dict[str, Any]:
     """`body` with greedy decoding and `seed` in place of the agent's sampling settings."""
     body = dict(body)
-    body.update(temperature=0.0, top_k=1, top_p=1.0, min_p=0.0, seed=seed)
+    body.update(temperature=0.0, top_k=1, top_p=1.0, min_p=0.0, seed=seed, cache_prompt=False)
     return body
 
 
