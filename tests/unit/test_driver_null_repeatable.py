@@ -104,3 +104,23 @@ def test_a_planted_5_percent_ttft_is_found_4_times_in_5_with_enough_trials():
     print(f"\nrepeatable decoding, planted +5% TTFT, {TRIALS_FOR_5_PERCENT} trials: found in "
           f"{found['ttft_s']:.0%} of {PLANTED_PAIRS} pairs ({detectable_text(size)})")
     assert found["ttft_s"] >= 0.80 and math.isfinite(size.detectable)
+
+
+def test_a_repeatable_run_is_not_compared_with_a_sampled_one():
+    import numpy as np
+    import pytest
+    from test_driver_null import SUITE_TURNS, run, suite_of
+
+    from runner.report._driver import DecodingMismatchError, driver_report
+
+    rng = np.random.default_rng(5)
+    suite = suite_of(rng, SUITE_TURNS[:8], REPEATABLE)
+    sampled = run("a", rng, suite, REPEATABLE, trials=2)  # no decoding recorded: sampled
+    repeatable = run("b", rng, suite, REPEATABLE, trials=2)
+    repeatable.config.extra["decoding"] = "repeatable (greedy, seed 1234)"
+    with pytest.raises(DecodingMismatchError, match="run b decoded repeatably"):
+        driver_report(sampled, repeatable, resamples=50)
+    both = run("c", rng, suite, REPEATABLE, trials=2)
+    both.config.extra["decoding"] = "repeatable (greedy, seed 1234)"
+    rows = {r.key: r for r in driver_report(both, repeatable, resamples=50).fingerprint}
+    assert rows["decoding"].a == rows["decoding"].b and not rows["decoding"].differs
