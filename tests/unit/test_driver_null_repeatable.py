@@ -3,7 +3,17 @@
 `trialbox run --repeatable-decoding` has the LLM's front door force greedy decoding and one seed
 on every sandbox's chat requests, so trials repeat the same conversation and a turn's prompt is
 the same in every trial. The simulation is test_driver_null's; only the noise differs, fitted to
-an A/A pair measured in this mode (the sampled profile there keeps its own figures).
+runs measured in this mode (the sampled profile there keeps its own figures).
+
+The mode as it ships (greedy, one seed, llama.cpp's prompt cache off), measured on the running
+CPU stack under `/tmp/brief/quiet` (exclusive hold, load average 2.0-3.0), the command below:
+run 20261201-180746-6623 (18:07-18:12 UTC). Every trial of a scenario had the same prompt and
+answer token counts, turn by turn. `scripts/measure-speed-noise`: TTFT turn effect 0.61, cell
+noise 0.083, robust 0.041, no tail (TTFT is now the prefill of the whole prompt, 0.5-2.7 s);
+decode cell noise 0.068, robust 0.034; turn wall 0.052, robust 0.028. From one run, not a
+pair: the second run of the pair did not get the exclusive hold before the deadline.
+
+The first version (prompt cache kept, `WITH_CACHE`), measured as a pair:
 
 Where the noise comes from: the running CPU stack (llm-cpu serving SmolLM2-135M-Instruct Q4_1
 under GAIA's default name, 2 slots), speed metered at the front door, twice back to back under
@@ -48,32 +58,42 @@ from test_driver_null import (
 
 from runner.report._driver import detectable_text
 
-#: Fitted so that simulated runs of the measured design show the measured figures (below).
-TTFT = Noise(scenario=0.0, turn=0.80, core=0.17, tail_share=0.0, tail_mean=0.0,
-             cold_start=1.5, cold_sd=0.25)
-DECODE = Noise(scenario=0.05, turn=0.075, core=0.062, tail_share=0.0, tail_mean=0.0)
-WALL = Noise(scenario=0.20, turn=0.42, core=0.052, tail_share=0.0, tail_mean=0.0)
+#: Fitted so that simulated runs of the measured design show the measured figures (below):
+#: the mode as it ships (greedy, one seed, prompt cache off), run 20261201-180746-6623.
+TTFT = Noise(scenario=0.0, turn=0.60, core=0.075, tail_share=0.0, tail_mean=0.0)
+DECODE = Noise(scenario=0.05, turn=0.10, core=0.062, tail_share=0.0, tail_mean=0.0)
+WALL = Noise(scenario=0.30, turn=0.28, core=0.048, tail_share=0.0, tail_mean=0.0)
 REPEATABLE = (TTFT, DECODE, WALL)
 
-#: What scripts/measure-speed-noise read from the pair, averaged: (turn_effect, cell_noise,
+#: What scripts/measure-speed-noise read from that run: (turn_effect, cell_noise,
 #: cell_noise_robust, tail_share) per metric.
 MEASURED_FIGURES = {
+    "ttft_s": (0.61, 0.083, 0.041, 0.0),
+    "tokens_per_s": (0.105, 0.068, 0.034, 0.0),
+    "turn_wall_s": (0.28, 0.052, 0.028, 0.0),
+}
+
+#: The first version of the mode kept llama.cpp's prompt cache (greedy and one seed only), fitted
+#: to the pair 20261201-170604-f393 / -171056-0b38: its tail sat on each scenario's first trial.
+#: Kept to show what turning the cache off bought: +5 % TTFT found in ~72 % of pairs with 5 trials.
+WITH_CACHE = (
+    Noise(scenario=0.0, turn=0.80, core=0.17, tail_share=0.0, tail_mean=0.0, cold_start=1.5,
+          cold_sd=0.25),
+    Noise(scenario=0.05, turn=0.075, core=0.062, tail_share=0.0, tail_mean=0.0),
+    Noise(scenario=0.20, turn=0.42, core=0.052, tail_share=0.0, tail_mean=0.0),
+)
+WITH_CACHE_FIGURES = {
     "ttft_s": (0.83, 0.52, 0.256, 0.153),
     "tokens_per_s": (0.085, 0.063, 0.048, 0.0),
     "turn_wall_s": (0.41, 0.054, 0.044, 0.0),
 }
 
 PLANTED_PAIRS = 60
-#: Trials per scenario with which this noise lets a +5 % TTFT be found 4 times in 5. Measured
-#: with this simulation on other seeds than the tests' (100 pairs each): 3 trials 33 %,
-#: 5 trials 72 / 74 / 70 %, 6 trials 92 %, 7 trials 91 %. Six beat five by more than one trial's
-#: worth: the first trial is the cold one, so of 5 trials the median is the upper middle of
-#: 4 warm ones, of 6 the mean of the middle two of 5.
-TRIALS_FOR_5_PERCENT = 6
 
 
 def test_the_simulation_has_the_measured_repeatable_noise():
     assert_simulation_reads_as(MEASURED_FIGURES, REPEATABLE)
+    assert_simulation_reads_as(WITH_CACHE_FIGURES, WITH_CACHE)
 
 
 def test_a_a_pairs_under_repeatable_decoding_show_a_finding_in_at_most_5_percent():
@@ -83,26 +103,14 @@ def test_a_a_pairs_under_repeatable_decoding_show_a_finding_in_at_most_5_percent
     assert false_rate <= 0.05
 
 
-def test_a_planted_5_percent_ttft_with_5_trials_is_found_far_more_often_than_sampled():
+def test_a_planted_5_percent_ttft_with_5_trials_is_found_4_times_in_5():
     # The suite's size (79 scenarios, 120 turns), 5 trials: sampled, +5 % TTFT is found in 12 %
-    # of pairs (test_driver_null); repeatable, in about 72 % (300 pairs on other seeds), short of
-    # the issue's 80 %, which 6 trials reach (below).
-    pairs = 40  # a rate far from both bounds needs fewer pairs (time: the module stays < 60 s)
+    # of pairs (test_driver_null); with the prompt cache kept, ~72 %; as the mode ships, here.
     _, found, sizes = rates(REPEATABLE, planted=(1.05, 1.0, 1.0), seed=1819,
-                            pairs=pairs, resamples=PLANTED_RESAMPLES)
+                            pairs=PLANTED_PAIRS, resamples=PLANTED_RESAMPLES)
     size = next(d for d in sizes if d.metric == "ttft_s")
     print(f"\nrepeatable decoding, planted +5% TTFT, 5 trials: found in {found['ttft_s']:.0%} of "
-          f"{pairs} pairs ({detectable_text(size)})")
-    assert found["ttft_s"] >= 0.55 and size.detectable < 0.10
-
-
-def test_a_planted_5_percent_ttft_is_found_4_times_in_5_with_enough_trials():
-    _, found, sizes = rates(REPEATABLE, planted=(1.05, 1.0, 1.0), seed=1820,
-                            trials=TRIALS_FOR_5_PERCENT, pairs=PLANTED_PAIRS,
-                            resamples=PLANTED_RESAMPLES)
-    size = next(d for d in sizes if d.metric == "ttft_s")
-    print(f"\nrepeatable decoding, planted +5% TTFT, {TRIALS_FOR_5_PERCENT} trials: found in "
-          f"{found['ttft_s']:.0%} of {PLANTED_PAIRS} pairs ({detectable_text(size)})")
+          f"{PLANTED_PAIRS} pairs ({detectable_text(size)})")
     assert found["ttft_s"] >= 0.80 and math.isfinite(size.detectable)
 
 
