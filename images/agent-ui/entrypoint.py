@@ -2,9 +2,9 @@
 
 One script for both the ``agent-ui`` image and the local sandbox backend, so a sandbox on the
 host and a sandbox in a container are prepared the same way. It only uses the standard library
-(it runs under GAIA's own interpreter) and ends by running GAIA's ``python -m`` module in this
-very process (``run_gaia``), so GAIA keeps this process's pid: signals reach it directly and
-``GAIA_DAEMON_EXIT_WITH_PID`` names it.
+(it runs under GAIA's own interpreter) and ends by ``exec``-ing GAIA (``run_gaia``), so the GAIA
+process keeps this process's pid: signals reach it directly and ``GAIA_DAEMON_EXIT_WITH_PID``
+names it.
 
     python entrypoint.py ui  --home DIR --llm-url URL [--host H] [--port P]
                              [--document-root DIR]... [--allowed-host NAME]...
@@ -19,11 +19,8 @@ has one) so compose files and the Docker backend can configure the image without
 from __future__ import annotations
 
 import argparse
-import gc
-import importlib
 import json
 import os
-import runpy
 import shutil
 import signal
 import sys
@@ -196,31 +193,34 @@ def run_mcp(args: argparse.Namespace) -> NoReturn:
     run_gaia("gaia.mcp.servers.agent_ui_mcp", command, env)
 
 
+#: What ``run_gaia`` execs instead of ``python -m``: the same run of the module, with one step
+#: first (see there). ``-c`` leaves ``''`` on sys.path where ``-m`` puts the working directory.
+_LAUNCH_GAIA = (
+    "import gc, importlib, os, runpy, sys\n"
+    "module = sys.argv.pop(1)\n"
+    "sys.path[0] = os.getcwd()\n"
+    "gc.disable()\n"
+    "try:\n"
+    "    importlib.import_module(module.rpartition('.')[0])\n"
+    "finally:\n"
+    "    gc.freeze()\n"
+    "    gc.enable()\n"
+    "runpy.run_module(module, run_name='__main__', alter_sys=True)\n"
+)
+
+
 def run_gaia(module: str, arguments: Sequence[str], env: dict[str, str]) -> NoReturn:
-    """Run ``python -m module arguments`` with ``env`` as this process's environment, in this
-    process rather than by ``exec``: what GAIA gets is what ``-m`` gives it (``__main__``,
-    ``sys.argv``, the working directory first on ``sys.path``), without a second interpreter.
+    """Exec ``python -m module arguments`` with ``env``, in effect: GAIA's module sees what
+    ``-m`` gives it (``__main__``, ``sys.argv``, the working directory first on ``sys.path``,
+    this pid, ``env`` as its process environment).
 
     The one difference is cheaper: the module's package — ``gaia`` and what it imports (openai's
     ~1000 pydantic models), most of a sandbox's start-up CPU — is imported with the cyclic
     garbage collector off, then frozen (``gc.freeze``: never scanned again). Collecting while
     those objects were made cost ~25 % of the import's CPU, for no garbage (measured with
-    ``scripts/bench-sandbox --cpu``). The package is what ``-m`` imports before the module anyway.
+    ``scripts/bench-sandbox --cpu-only``). The package is what ``-m`` imports first anyway.
     """
-    os.environ.clear()
-    os.environ.update(env)
-    if env.get("PYTHONDONTWRITEBYTECODE"):  # read by the interpreter only when it starts
-        sys.dont_write_bytecode = True
-    sys.argv[1:] = list(arguments)
-    sys.path[0] = os.getcwd()  # -m puts the working directory where a script's folder would be
-    gc.disable()
-    try:
-        importlib.import_module(module.rpartition(".")[0])
-    finally:
-        gc.freeze()
-        gc.enable()
-    runpy.run_module(module, run_name="__main__", alter_sys=True)
-    raise SystemExit(0)
+    os.execve(sys.executable, [sys.executable, "-c", _LAUNCH_GAIA, module, *arguments], env)
 
 
 def record_health_probe(url: str, any_status: bool) -> None:

@@ -1,7 +1,7 @@
-"""How the agent-ui entrypoint starts GAIA (images/agent-ui/entrypoint.py ``run_gaia``): in its
-own process instead of exec-ing a second interpreter, GAIA's module must see exactly what
-``python -m`` gives it — its name, argv, environment, sys.path and pid — and the one thing that
-differs on purpose is that its package was imported with the cyclic collector off, then frozen.
+"""How the agent-ui entrypoint starts GAIA (images/agent-ui/entrypoint.py ``run_gaia``): through a
+small launcher of its own instead of ``python -m``, GAIA's module must see exactly what ``-m``
+gives it — its name, argv, environment, sys.path and pid — and the one thing that differs on
+purpose is that its package was imported with the cyclic collector off, then frozen.
 
 Both ways run here side by side on a small package of our own, each in a fresh interpreter."""
 
@@ -30,6 +30,9 @@ json.dump({
     "path0": sys.path[0],
     "pid": os.getpid(),
     "env": {k: os.environ.get(k) for k in ("PROBE_SET", "PROBE_DROPPED")},
+    # What other processes see of it (tests of the image grep /proc/<pid>/environ).
+    "proc_environ": sorted(v.decode() for v in open("/proc/self/environ", "rb").read().split(b"\\0")
+                           if v.startswith(b"PROBE_")),
     "dont_write_bytecode": sys.dont_write_bytecode,
     "main_is_me": sys.modules["__main__"].__dict__.get("MARK") == "reporter",
     "package_imported_collecting": probe_pkg.COLLECTING_AT_IMPORT,
@@ -87,13 +90,15 @@ def test_gaia_sees_what_python_dash_m_gives_it(package: Path, tmp_path: Path) ->
     plain = _as_dash_m(package, work)
     launched, launcher_pid = _through_entrypoint(package, work)
     # What the module itself sees is the same both ways...
-    for key in ("name", "argv", "path0", "env", "dont_write_bytecode", "main_is_me", "collecting_now"):
+    for key in ("name", "argv", "path0", "env", "proc_environ", "dont_write_bytecode", "main_is_me",
+                "collecting_now"):
         assert launched[key] == plain[key], key
     assert plain["name"] == "__main__" and plain["main_is_me"] is True
     assert plain["argv"] == [str(package / "probe_pkg" / "reporter.py"), "--host", "127.0.0.1", "--port", "4200"]
     assert plain["path0"] == str(work)
     assert plain["env"] == {"PROBE_SET": "yes", "PROBE_DROPPED": None}
-    # ... in the launcher's own process (GAIA keeps the pid tini and GAIA_DAEMON_EXIT_WITH_PID know)
+    assert plain["proc_environ"] == ["PROBE_SET=yes"]
+    # ... in the entrypoint's process (GAIA keeps the pid tini and GAIA_DAEMON_EXIT_WITH_PID know)
     assert launched["pid"] == launcher_pid
     # ... and the difference is the one meant: the package was imported without collections, and
     # what it made is frozen out of later ones; the collector runs again for GAIA itself.
