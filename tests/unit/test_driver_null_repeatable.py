@@ -10,8 +10,10 @@ CPU stack under `/tmp/brief/quiet` (exclusive hold, load average 2.0-3.0), the c
 run 20261201-180746-6623 (18:07-18:12 UTC). Every trial of a scenario had the same prompt and
 answer token counts, turn by turn. `scripts/measure-speed-noise`: TTFT turn effect 0.61, cell
 noise 0.083, robust 0.041, no tail (TTFT is now the prefill of the whole prompt, 0.5-2.7 s);
-decode cell noise 0.068, robust 0.034; turn wall 0.052, robust 0.028. From one run, not a
-pair: the second run of the pair did not get the exclusive hold before the deadline.
+decode cell noise 0.068, robust 0.034; turn wall 0.052, robust 0.028 (fitted to these). Its A/A
+partner 20261201-181841-4dda (18:18-18:23): TTFT 0.090 / 0.051, decode 0.064, wall 0.047;
+shift B - A TTFT +0.02 (0.8 se), decode -0.10 and wall +0.09 (7.6 se each: the machine, not
+modelled, as below); `compare --report`: no finding, TTFT ±5.8 % detectable at 6 x 3.
 
 The first version (prompt cache kept, `WITH_CACHE`), measured as a pair:
 
