@@ -22,7 +22,8 @@ Why each option:
   sandbox container a low weight (the LLM server's compose service a high one), so under
   contention the kernel hands the LLM server its share first. A sandbox the warm pool makes
   ahead runs at the least weight (``SPARE_CPU_SHARES``) until its job claims it, so its
-  start-up yields to the sandbox in use as well. 1.5 + 1.0 CPUs per sandbox on
+  start-up yields to the sandbox in use as well; with that weight it needs no tight cap, so it
+  starts under the role's ceiling (``spare_cpus``) and gets the sandbox cap on claim. 1.5 + 1.0 CPUs per sandbox on
   the README's 2-core minimum let one runaway agent take both cores.
 - ``json-file`` logs with ``max-size``/``max-file``: an agent stuck printing cannot fill the
   host's disk. ``container.logs()`` (how the engine collects ``agent-ui.log``) still works.
@@ -105,6 +106,11 @@ SPARE_CPU_SHARES = 2
 #: Below this a container is throttled so hard GAIA's servers miss their start-up deadline.
 MIN_CPUS = 0.1
 
+#: The scheduler period (µs) a CPU cap is a quota of. A cap is set as quota and period rather
+#: than Docker's nano_cpus because only those two can be changed on a running container: a
+#: spare's start cap is lowered to the sandbox cap when its job claims it (``cpu_cap``).
+CPU_PERIOD_US = 100_000
+
 
 def machine_cores() -> int:
     """Cores the sandboxes and the LLM server share: the ones this process may run on."""
@@ -173,16 +179,33 @@ def limits_for(role: Role, env: Mapping[str, str] | None = None) -> Limits:
     return Limits(memory=memory, pids=pids, cpus=cpus)
 
 
+def cpu_cap(cpus: float) -> dict[str, int]:
+    """Docker's options (for ``create`` and ``update`` alike) capping a container at ``cpus``
+    CPUs' worth of time per second."""
+    return {"cpu_period": CPU_PERIOD_US, "cpu_quota": round(cpus * CPU_PERIOD_US)}
+
+
+def spare_cpus(role: Role, env: Mapping[str, str] | None = None) -> float:
+    """A spare's CPU cap while it starts: the role's measured ceiling (never below its sandbox
+    cap). The sandbox cap is sized so that the sandboxes busy at once leave the LLM server a core;
+    a spare needs no such cap, because its weight (SPARE_CPU_SHARES) already gives it only the CPU
+    the LLM server and the sandbox in use leave idle — and under the sandbox cap a start took
+    6.0 s where 4.0 s was idle CPU away (scripts/bench-harness --vs-attached --caps-also)."""
+    return max(ROLE_LIMITS[role].cpus, limits_for(role, env).cpus)
+
+
 def container_options(
-    role: Role, env: Mapping[str, str] | None = None, *, cpu_shares: int = SANDBOX_CPU_SHARES
+    role: Role, env: Mapping[str, str] | None = None, *, spare: bool = False
 ) -> dict[str, Any]:
     """Keyword arguments for ``client.containers.run``/``create`` of a sandbox container;
-    ``cpu_shares`` is SPARE_CPU_SHARES for a sandbox made ahead of its job.
+    ``spare``: made ahead of its job (the warm pool), at SPARE_CPU_SHARES and its start cap
+    (``spare_cpus``) until the job claims it and ``claimed_cpu`` sets the sandbox's.
 
     Merge them with the call's own (image, command, name, network, labels, volumes, ...);
     none of these keys is one the sandbox backend sets itself.
     """
     limits = limits_for(role, env)
+    cpus, shares = (spare_cpus(role, env), SPARE_CPU_SHARES) if spare else (limits.cpus, SANDBOX_CPU_SHARES)
     return {
         "cap_drop": ["ALL"],
         "security_opt": ["no-new-privileges:true"],
@@ -191,14 +214,19 @@ def container_options(
         "mem_limit": limits.memory,
         "memswap_limit": limits.memory,
         "pids_limit": limits.pids,
-        "nano_cpus": int(limits.cpus * 1e9),
-        "cpu_shares": cpu_shares,
+        **cpu_cap(cpus),
+        "cpu_shares": shares,
         "log_config": LogConfig(
             type=LogConfig.types.JSON,
             config={"max-size": LOG_MAX_SIZE, "max-file": str(LOG_MAX_FILES)},
         ),
         "healthcheck": {"test": ["NONE"]},
     }
+
+
+def claimed_cpu(role: Role, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """``container.update`` options for a sandbox its job has claimed: the sandbox weight and cap."""
+    return {"cpu_shares": SANDBOX_CPU_SHARES, **cpu_cap(limits_for(role, env).cpus)}
 
 
 #: Print a file's bytes base64-encoded (exec output is text-safe that way), or exit 3 if absent.

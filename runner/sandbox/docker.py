@@ -64,12 +64,7 @@ from docker.models.networks import Network
 from runner.sandbox._collect import Collector, llm_admin_token, save_llm_stats
 from runner.sandbox._configure import set_agent_model
 from runner.sandbox._firewall import FirewallError, isolate_network, release_network
-from runner.sandbox._hardening import (
-    SANDBOX_CPU_SHARES,
-    SPARE_CPU_SHARES,
-    container_options,
-    read_file,
-)
+from runner.sandbox._hardening import Role, claimed_cpu, container_options, read_file
 from runner.sandbox._protocol import SandboxError
 from runner.sandbox._threads import finish_in_thread
 from runner.sandbox._ui import UiReply
@@ -184,12 +179,12 @@ def _death_of(box: DockerSandbox) -> str | None:
     return None
 
 
-def _weigh(containers: list[Container], shares: int) -> None:
-    """Set the containers' CPU weight; one already gone is left to the readiness check or the
-    watchdog, which say how it ended."""
+def _claim_cpu(containers: list[Container]) -> None:
+    """Give a claimed spare's containers the sandbox's CPU weight and cap (by their role label);
+    one already gone is left to the readiness check or the watchdog, which say how it ended."""
     for container in containers:
         try:
-            container.update(cpu_shares=shares)
+            container.update(**claimed_cpu(cast(Role, container.labels["trialbox.role"])))
         except (NotFound, APIError):
             pass
 
@@ -308,8 +303,9 @@ class DockerStart:
     started: float  # time.perf_counter() when the start began
     box: DockerSandbox | None = None
     stopped: bool = False
-    # Made ahead of its job (the warm pool): its containers run at SPARE_CPU_SHARES until
-    # ``hand_over`` (then ``handed_at``, time.monotonic()) raises them to SANDBOX_CPU_SHARES.
+    # Made ahead of its job (the warm pool): its containers run at SPARE_CPU_SHARES and their
+    # start cap until ``hand_over`` (then ``handed_at``, time.monotonic()) gives them the
+    # sandbox's weight and cap.
     ahead: bool = False
     handed_at: float | None = None
     handed: asyncio.Event = field(default_factory=asyncio.Event)  # set by ``hand_over``
@@ -372,9 +368,8 @@ class DockerBackend:
         always to ``stop``. A failed or cancelled start removes what it made before raising.
         ``ahead``: made before its job runs, at the least CPU weight until ``hand_over``."""
         begun = DockerStart(scenario_id, memory, _Made(), time.perf_counter(), ahead=ahead)
-        shares = SPARE_CPU_SHARES if ahead else SANDBOX_CPU_SHARES
         try:
-            begun.box = await finish_in_thread(self._create, scenario_id, begun.made, memory, shares)
+            begun.box = await finish_in_thread(self._create, scenario_id, begun.made, memory, ahead)
         except BaseException:
             await self.stop(begun)
             raise
@@ -383,13 +378,13 @@ class DockerBackend:
 
     async def hand_over(self, begun: DockerStart) -> None:
         """Its job has claimed a sandbox made ahead: its containers get the normal sandbox
-        weight, and its readiness deadline counts from now (yielding, it may have been starved
+        weight and CPU cap, and its readiness deadline counts from now (yielding, it may have been starved
         for as long as the turn in flight kept the CPUs busy). Idempotent."""
         if not begun.ahead or begun.handed_at is not None:
             return
         begun.handed_at = time.monotonic()
         begun.handed.set()
-        await asyncio.to_thread(_weigh, list(begun.made.containers), SANDBOX_CPU_SHARES)
+        await asyncio.to_thread(_claim_cpu, list(begun.made.containers))
 
     async def ready(self, begun: DockerStart) -> DockerSandbox:
         """Wait until the bridge and, through it, the UI answer; set the agent's model."""
@@ -438,9 +433,9 @@ class DockerBackend:
 
     # -- creation -------------------------------------------------------------------------
 
-    def _create(self, scenario_id: str, made: _Made, memory: bool, shares: int) -> DockerSandbox:
+    def _create(self, scenario_id: str, made: _Made, memory: bool, spare: bool) -> DockerSandbox:
         network = self._create_network(scenario_id, made)
-        return self._start(scenario_id, network, made, memory, shares)
+        return self._start(scenario_id, network, made, memory, spare)
 
     def _job_labels(self, scenario_id: str, role: str | None = None) -> dict[str, str]:
         labels = self.labels | {JOB_LABEL: scenario_id}
@@ -486,7 +481,7 @@ class DockerBackend:
         return container
 
     def _start(self, scenario_id: str, network: Network, made: _Made, memory: bool = False,
-               shares: int = SANDBOX_CPU_SHARES) -> DockerSandbox:
+               spare: bool = False) -> DockerSandbox:
         base = sandbox_name(self.run_id, scenario_id)
         token = secrets.token_hex(24)  # one per sandbox: a bridge only answers its own runner
         ui_name, mcp_name = f"{base}-ui", f"{base}-mcp"
@@ -501,7 +496,7 @@ class DockerBackend:
                          "--document-root", CORPUS_MOUNT, "--allowed-host", "localhost",
                          *agent_flags, *memory_flag],
                 volumes=volumes, labels=self._job_labels(scenario_id, "agent-ui"),
-                **container_options("agent-ui", cpu_shares=shares),
+                **container_options("agent-ui", spare=spare),
             )  # fmt: skip
             bridge = partial(
                 self._created, made, image=self.image, name=mcp_name, network_mode=f"container:{ui.id}",
@@ -509,7 +504,7 @@ class DockerBackend:
                                     "--ui-url", f"http://127.0.0.1:{UI_PORT}", *memory_flag],
                 environment={MCP_TOKEN_ENV: token},
                 labels=self._job_labels(scenario_id, "mcp"),
-                **container_options("mcp", cpu_shares=shares),
+                **container_options("mcp", spare=spare),
             )  # fmt: skip
             if self.create_in_parallel:
                 # The bridge's container is created while the UI's starts: it needs the UI's

@@ -400,7 +400,7 @@ def test_hardened_containers_carry_every_option(hardened) -> None:
         assert host["Tmpfs"] == expected["tmpfs"]
         assert host["Memory"] == host["MemorySwap"] > 0
         assert host["PidsLimit"] == expected["pids_limit"]
-        assert host["NanoCpus"] == expected["nano_cpus"]
+        assert (host["CpuQuota"], host["CpuPeriod"]) == (expected["cpu_quota"], expected["cpu_period"])
         assert host["LogConfig"] == {"Type": "json-file", "Config": {"max-size": "10m", "max-file": "3"}}
         status = container.exec_run(["cat", "/proc/self/status"]).output.decode()
         fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)

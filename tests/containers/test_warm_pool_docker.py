@@ -28,7 +28,13 @@ import pytest
 
 from runner.engine import Engine, LiveConversations
 from runner.report import RunConfig, RunWriter, declared_order
-from runner.sandbox._hardening import SANDBOX_CPU_SHARES, SPARE_CPU_SHARES
+from runner.sandbox._hardening import (
+    ROLES,
+    SANDBOX_CPU_SHARES,
+    SPARE_CPU_SHARES,
+    claimed_cpu,
+    container_options,
+)
 from runner.sandbox.docker import RUN_LABEL, DockerBackend
 from runner.scenarios import load_suite
 from runner.settings import Backend, RunSettings, Selection, new_run_id
@@ -73,18 +79,34 @@ def kernel_weight(shares: int) -> int:
     return shares if CGROUP_V1 else 1 + (shares - 2) * 9999 // 262142
 
 
+def _cgroup_file(cid: str, v1: str, v2: str) -> Path:
+    places = ([f"/sys/fs/cgroup/cpu/docker/{cid}/{v1}"] if CGROUP_V1 else
+              [f"/sys/fs/cgroup/system.slice/docker-{cid}.scope/{v2}", f"/sys/fs/cgroup/docker/{cid}/{v2}"])
+    return next(Path(p) for p in places if Path(p).exists())
+
+
 def cpu_weights(run_id: str) -> dict[str, set[int]]:
     """Per job key, the CPU weights of its containers, read from their cgroups."""
     client = docker.from_env()
     weights: dict[str, set[int]] = {}
     for container in client.containers.list(filters={"label": f"{RUN_LABEL}={run_id}"}):
-        cid = str(container.id)
-        places = ([f"/sys/fs/cgroup/cpu/docker/{cid}/cpu.shares"] if CGROUP_V1 else
-                  [f"/sys/fs/cgroup/system.slice/docker-{cid}.scope/cpu.weight",
-                   f"/sys/fs/cgroup/docker/{cid}/cpu.weight"])
-        found = next(Path(p) for p in places if Path(p).exists())
+        found = _cgroup_file(str(container.id), "cpu.shares", "cpu.weight")
         weights.setdefault(container.labels["trialbox.scenario"], set()).add(int(found.read_text()))
     return weights
+
+
+def cpu_caps(run_id: str) -> dict[str, dict[str, int]]:
+    """Per job key, each role's CPU quota (µs per period), read from the kernel."""
+    client = docker.from_env()
+    caps: dict[str, dict[str, int]] = {}
+    for container in client.containers.list(filters={"label": f"{RUN_LABEL}={run_id}"}):
+        cid = str(container.id)
+        if CGROUP_V1:
+            quota = int(_cgroup_file(cid, "cpu.cfs_quota_us", "").read_text())
+        else:
+            quota = int(_cgroup_file(cid, "", "cpu.max").read_text().split()[0])
+        caps.setdefault(container.labels["trialbox.scenario"], {})[container.labels["trialbox.role"]] = quota
+    return caps
 
 
 async def sessions_in_spares(pool: Any) -> list[tuple[str, list[tuple[str, str, str]]]]:
@@ -132,6 +154,7 @@ def test_a_run_cancelled_with_a_full_pool_leaves_no_container_network_or_rule(
         seen["containers"] = len([c for c in leftovers(settings.run_id) if c.startswith("container")])
         seen["rules"] = len(firewall_rules(settings.run_id))
         seen["weights"] = cpu_weights(settings.run_id)
+        seen["caps"] = cpu_caps(settings.run_id)
         seen["sessions"] = await sessions_in_spares(live.pool)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -141,6 +164,7 @@ def test_a_run_cancelled_with_a_full_pool_leaves_no_container_network_or_rule(
         asyncio.run(run_then_cancel())
         # What was there to clean up: three sandboxes of two containers, each network two rules.
         weights = seen.pop("weights")
+        caps = seen.pop("caps")
         sessions = seen.pop("sessions")
         assert len(sessions) == 2 and all(listed == [(made, f"trialbox: {SCENARIO}", "cpu")]
                                           for made, listed in sessions), sessions  # type: ignore[union-attr]
@@ -149,6 +173,11 @@ def test_a_run_cancelled_with_a_full_pool_leaves_no_container_network_or_rule(
         assert weights == {f"{SCENARIO}__trial1": {kernel_weight(SANDBOX_CPU_SHARES)},
                            f"{SCENARIO}__trial2": {kernel_weight(SPARE_CPU_SHARES)},
                            f"{SCENARIO}__trial3": {kernel_weight(SPARE_CPU_SHARES)}}, weights
+        # ... and under the sandbox cap once claimed, the spares under their start cap.
+        claimed = {role: claimed_cpu(role)["cpu_quota"] for role in ROLES}
+        starting = {role: container_options(role, spare=True)["cpu_quota"] for role in ROLES}
+        assert caps == {f"{SCENARIO}__trial1": claimed, f"{SCENARIO}__trial2": starting,
+                        f"{SCENARIO}__trial3": starting}, caps
         assert leftovers(settings.run_id) == []
         assert firewall_rules(settings.run_id) == []
         statuses = {r.key: r.status for r in writer.results}

@@ -12,6 +12,7 @@ import pytest
 from docker.types import LogConfig
 
 from runner.sandbox._hardening import (
+    CPU_PERIOD_US,
     IMAGE_HOME,
     IMAGE_UID,
     LLM_CPU_SHARES,
@@ -19,8 +20,10 @@ from runner.sandbox._hardening import (
     ROLES,
     SANDBOX_CPU_SHARES,
     SANDBOXES_AT_DEFAULT_CONCURRENCY,
+    SPARE_CPU_SHARES,
     TMPFS,
     HardeningConfigError,
+    claimed_cpu,
     container_options,
     cpu_limits,
     limits_for,
@@ -55,8 +58,22 @@ def test_limits_default_to_the_measured_ceilings(role) -> None:
     limits = ROLE_LIMITS[role]
     assert options["mem_limit"] == options["memswap_limit"] == limits.memory
     assert options["pids_limit"] == limits.pids
-    assert options["nano_cpus"] == int(cpu_limits(machine_cores())[role] * 1e9)
+    assert options["cpu_quota"] == round(cpu_limits(machine_cores())[role] * options["cpu_period"])
     assert options["cpu_shares"] == SANDBOX_CPU_SHARES
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_a_spare_starts_yielding_under_its_ceiling_and_gets_the_sandbox_cap_when_claimed(role) -> None:
+    # Made ahead, a sandbox only takes idle CPU (the least weight), so its start is not held to
+    # the tight cap; the cap a claimed sandbox runs its scenario under is the sandbox's.
+    spare, normal = container_options(role, env={}, spare=True), container_options(role, env={})
+    assert spare["cpu_shares"] == SPARE_CPU_SHARES < normal["cpu_shares"]
+    assert spare["cpu_quota"] == round(ROLE_LIMITS[role].cpus * CPU_PERIOD_US) >= normal["cpu_quota"]
+    claimed = claimed_cpu(role, env={})
+    assert claimed == {key: normal[key] for key in ("cpu_shares", "cpu_quota", "cpu_period")}
+    # Never a lower start cap than the sandbox's own, whatever the override.
+    raised = {"TRIALBOX_SANDBOX_AGENT_UI_CPUS": "4", "TRIALBOX_SANDBOX_MCP_CPUS": "4"}
+    assert container_options(role, raised, spare=True)["cpu_quota"] == 4 * CPU_PERIOD_US
 
 
 @pytest.mark.parametrize("role", ROLES)
@@ -83,7 +100,7 @@ def test_each_limit_is_overridable_per_role() -> None:
     assert (ui.memory, ui.pids, ui.cpus) == ("3g", 1024, 2.0)
     mcp = limits_for("mcp", env)
     assert mcp.memory == "256m" and mcp.pids == ROLE_LIMITS["mcp"].pids
-    assert container_options("agent-ui", env)["nano_cpus"] == 2_000_000_000
+    assert container_options("agent-ui", env)["cpu_quota"] == 2 * CPU_PERIOD_US
 
 
 @pytest.mark.parametrize(
