@@ -40,8 +40,7 @@ from runner.judge import (
     from_env_and_flags,
     open_judge,
 )
-from runner.report import RunConfig, RunWriter, Scorecard, Trace, declared_order
-from runner.report._driver import SAMPLED_DECODING
+from runner.report import SAMPLED_DECODING, RunConfig, RunWriter, Scorecard, Trace, declared_order
 from runner.report._identity import served_model_of
 from runner.run_lock import is_owned, owning
 from runner.sandbox import SandboxBackend, SandboxError
@@ -57,6 +56,7 @@ from runner.scoring import decided_pass_rate, gate_pass_rate
 from runner.settings import Backend, RunSettings
 from runner.simulate import make_simulator
 from runner.status import Status
+from trialbox_llm.decoding import DECODING_PATH, DEFAULT_SEED, DEFAULT_TTL_S, DecodingRequest
 
 # Skips that are a property of the machine, not a failure of the run.
 SKIPPED = (Status.SKIPPED_NO_DOCUMENT, Status.SKIPPED_NO_MODEL)
@@ -138,14 +138,10 @@ def make_backend(settings: RunSettings, image: str | None = None) -> SandboxBack
                          agent_model=settings.agent_model)
 
 
-#: The seed the front door forces with --repeatable-decoding (recorded with the run).
-DECODING_SEED = 1234
-
-
 def decoding_label(settings: RunSettings) -> str:
     """How the run's sandboxes decoded, as the scorecard records it (compare's Setup shows it)."""
     if settings.repeatable_decoding:
-        return f"repeatable (greedy, seed {DECODING_SEED}, forced at the LLM's front door)"
+        return f"repeatable (greedy, seed {DEFAULT_SEED}, forced at the LLM's front door)"
     return SAMPLED_DECODING
 
 
@@ -165,14 +161,11 @@ class RepeatableDecoding:
         return getattr(self.inner, name)
 
     async def _set(self, box: Any, mode: str) -> None:
-        from trialbox_llm.decoding import DECODING_PATH, DEFAULT_TTL_S
-
+        lease = DecodingRequest(client=box.llm_client, mode=mode)
         async with httpx.AsyncClient(timeout=10) as http:
-            reply = await http.post(
-                f"{box.llm_url.rstrip('/')}{DECODING_PATH}",
-                json={"client": box.llm_client, "mode": mode, "seed": DECODING_SEED,
-                      "ttl_s": DEFAULT_TTL_S},
-                headers={"Authorization": f"Bearer {self.token}"})
+            reply = await http.post(f"{box.llm_url.rstrip('/')}{DECODING_PATH}",
+                                    json=lease.model_dump(),
+                                    headers={"Authorization": f"Bearer {self.token}"})
         if reply.status_code != 200:
             raise SandboxError(f"the LLM server refused --repeatable-decoding for sandbox "
                                f"{box.scenario_id} (HTTP {reply.status_code}: "
@@ -180,8 +173,6 @@ class RepeatableDecoding:
                                "restart it with `trialbox up`")
 
     async def _renew(self, box: Any) -> None:
-        from trialbox_llm.decoding import DEFAULT_TTL_S
-
         while True:
             await asyncio.sleep(DEFAULT_TTL_S / 3)
             try:

@@ -185,13 +185,14 @@ def cpu_cap(cpus: float) -> dict[str, int]:
     return {"cpu_period": CPU_PERIOD_US, "cpu_quota": round(cpus * CPU_PERIOD_US)}
 
 
-def spare_cpus(role: Role, env: Mapping[str, str] | None = None) -> float:
+def spare_cpus(role: Role, sandbox_cpus: float) -> float:
     """A spare's CPU cap while it starts: the role's measured ceiling (never below its sandbox
     cap). The sandbox cap is sized so that the sandboxes busy at once leave the LLM server a core;
     a spare needs no such cap, because its weight (SPARE_CPU_SHARES) already gives it only the CPU
-    the LLM server and the sandbox in use leave idle — and under the sandbox cap a start took
-    6.0 s where 4.0 s was idle CPU away (scripts/bench-harness --vs-attached --caps-also)."""
-    return max(ROLE_LIMITS[role].cpus, limits_for(role, env).cpus)
+    the LLM server and the sandbox in use leave idle. A start took 6.0 s under the sandbox cap
+    and 4.0 s with it raised, the machine idle meanwhile (scripts/bench-harness --vs-attached
+    --caps-also)."""
+    return max(ROLE_LIMITS[role].cpus, sandbox_cpus)
 
 
 def container_options(
@@ -205,7 +206,7 @@ def container_options(
     none of these keys is one the sandbox backend sets itself.
     """
     limits = limits_for(role, env)
-    cpus, shares = (spare_cpus(role, env), SPARE_CPU_SHARES) if spare else (limits.cpus, SANDBOX_CPU_SHARES)
+    cpus, shares = (spare_cpus(role, limits.cpus), SPARE_CPU_SHARES) if spare else (limits.cpus, SANDBOX_CPU_SHARES)
     return {
         "cap_drop": ["ALL"],
         "security_opt": ["no-new-privileges:true"],

@@ -22,6 +22,7 @@ from runner.sandbox._hardening import (
     SANDBOXES_AT_DEFAULT_CONCURRENCY,
     container_options,
 )
+from runner.stack.cgroup import cpu_seconds
 
 if TYPE_CHECKING:
     from labelled_containers import LlmCpu
@@ -67,11 +68,17 @@ def test_busy_sandboxes_leave_the_llm_its_tokens_per_second(llm_cpu: LlmCpu) -> 
         idle.append(_tokens_per_s(llm_cpu.url, model))
         spinners = _busy_sandboxes(client, llm_cpu.tag)
         try:
+            used = [cpu_seconds(str(c.id)) for c in spinners]
             time.sleep(2)
             assert all(c.reload() or c.status == "running" for c in spinners)
+            # The benchmarks' CPU counter (runner.stack.cgroup) sees each spinner's work while
+            # the LLM is idle (every spinner gets CPU then; a spare's weight yields it later).
+            grown = [(cpu_seconds(str(c.id)) or 0.0) - (u or 0.0) for c, u in zip(spinners, used, strict=True)]
+            assert None not in used and all(g > 0.05 for g in grown), (used, grown)
             busy.append(_tokens_per_s(llm_cpu.url, model))
         finally:
             for container in spinners:
                 container.remove(force=True)
+    assert cpu_seconds("0" * 64) is None  # no such container: no figure, not zero
     ratio = statistics.median(busy) / statistics.median(idle)
     assert ratio >= 0.7, f"busy {busy} vs idle {idle} tokens/s: {ratio:.2f} of idle"
