@@ -128,14 +128,18 @@ def make_backend(settings: RunSettings, image: str | None = None) -> SandboxBack
 
         return LocalBackend(llm_url=settings.llm_url, corpus_root=corpus, agent_dirs=agent_dirs,
                             agent_model=settings.agent_model)
+    from runner.sandbox import HardeningConfigError
     from runner.sandbox.docker import AGENT_UI_IMAGE, DockerBackend
 
     if not settings.llm_container:
         raise InfraError("the docker backend needs the LLM server's container — start it with `trialbox up`")
-    return DockerBackend(settings.run_id, settings.llm_container, host_path_of(corpus),
-                         image=image or AGENT_UI_IMAGE,
-                         agent_dirs=[host_path_of(d) for d in agent_dirs],
-                         agent_model=settings.agent_model)
+    try:
+        return DockerBackend(settings.run_id, settings.llm_container, host_path_of(corpus),
+                             image=image or AGENT_UI_IMAGE,
+                             agent_dirs=[host_path_of(d) for d in agent_dirs],
+                             agent_model=settings.agent_model)
+    except HardeningConfigError as exc:
+        raise UsageError(str(exc)) from exc
 
 
 def decoding_label(settings: RunSettings) -> str:

@@ -6,7 +6,7 @@ Why each option:
 - ``cap_drop=["ALL"]``: GAIA's Agent UI and MCP bridge are Python web servers on ports above
   1024 running as an unprivileged user; none needs a capability. Dropping NET_RAW (in Docker's
   default set) also stops raw-socket tricks (ARP/ICMP crafting) on the sandbox network. Nothing
-  is added back: tests/containers/test_isolation.py starts both with exactly these options,
+  is added back: tests/containers/test_isolation.py starts a sandbox with exactly these options,
   and three scenarios ran through the real engine under them.
 - ``no-new-privileges``: no setuid binary in the image can raise the user's privileges.
 - ``read_only=True`` with tmpfs where GAIA writes: ``/tmp`` and the user's home (GAIA_HOME
@@ -23,8 +23,8 @@ Why each option:
   contention the kernel hands the LLM server its share first. A sandbox the warm pool makes
   ahead runs at the least weight (``SPARE_CPU_SHARES``) until its job claims it, so its
   start-up yields to the sandbox in use as well; with that weight it needs no tight cap, so it
-  starts under the role's ceiling (``spare_cpus``) and gets the sandbox cap on claim. 1.5 + 1.0 CPUs per sandbox on
-  the README's 2-core minimum let one runaway agent take both cores.
+  starts under the role's ceiling (``spare_cpus``) and gets the sandbox cap on claim. A 2.5-CPU
+  sandbox on the README's 2-core minimum let one runaway agent take both cores.
 - ``json-file`` logs with ``max-size``/``max-file``: an agent stuck printing cannot fill the
   host's disk. ``container.logs()`` (how the engine collects ``agent-ui.log``) still works.
 - no Docker health check (``healthcheck`` NONE): the image's HEALTHCHECK is for a long-lived
@@ -51,8 +51,12 @@ from typing import Any, Literal, cast
 from docker.models.containers import Container
 from docker.types import LogConfig
 
-Role = Literal["agent-ui", "mcp"]
-ROLES: tuple[Role, ...] = ("agent-ui", "mcp")
+#: A sandbox is one container (label ``trialbox.role=agent-ui``): the Agent UI with its MCP
+#: bridge forked inside it (images/agent-ui/entrypoint.py ``pair``). The bridge had a container of
+#: its own until that cost a second interpreter's imports per sandbox; its old limit variables
+#: (``TRIALBOX_SANDBOX_MCP_*``) are refused with the new name (``limits_for``).
+Role = Literal["agent-ui"]
+ROLES: tuple[Role, ...] = ("agent-ui",)
 
 #: The agent-ui image's user (images/agent-ui/Dockerfile: useradd --uid 10002, HOME=/home/gaia).
 IMAGE_UID = 10002
@@ -74,13 +78,15 @@ class Limits:
 
 #: Measured on 2 cores (`docker stats` every 0.3 s, hardened, through the real engine) over
 #: budget_line_from_json, two_documents_recall and needle_in_long_report (a long generated
-#: report indexed into the RAG cache on the tmpfs): peak Agent UI 176 MiB / 17 pids / 78 % of a
-#: CPU, MCP bridge 98 MiB / 11 pids / 76 %. Ceilings: ~6x the memory (bigger corpora), ~15x the
-#: pids, and CPU enough that one sandbox never holds both cores the LLM server needs.
+#: report indexed into the RAG cache on the tmpfs), when UI and bridge ran in containers of their
+#: own: peak Agent UI 176 MiB / 17 pids / 78 % of a CPU, MCP bridge 98 MiB / 11 pids / 76 %. The
+#: sandbox's ceilings are the sum of theirs then: ~6x the memory (bigger corpora), ~15x the pids,
+#: and CPU enough that one sandbox never holds both cores the LLM server needs.
 ROLE_LIMITS: dict[Role, Limits] = {
-    "agent-ui": Limits(memory="1g", pids=256, cpus=1.5),
-    "mcp": Limits(memory="384m", pids=128, cpus=1.0),
+    "agent-ui": Limits(memory="1408m", pids=384, cpus=2.5),
 }
+#: Limit variables of the bridge's own container, which no longer exists.
+_RETIRED_ROLES = ("mcp",)
 
 #: Sandboxes that use CPU at once at the default concurrency (1): the one running a
 #: conversation plus the one the warm pool is starting (the pool starts at most `concurrency`
@@ -90,8 +96,8 @@ ROLE_LIMITS: dict[Role, Limits] = {
 #: start-up and RAG work at a fifth of a core on 2 cores (its import took 7.3 s instead of 2.1).
 SANDBOXES_AT_DEFAULT_CONCURRENCY = 2
 
-#: Each role's part of its sandbox's CPU, in the measured ceilings' ratio (1.5 : 1.0).
-CPU_SHARE_OF_SANDBOX: dict[Role, float] = {"agent-ui": 0.6, "mcp": 0.4}
+#: Each role's part of its sandbox's CPU: the one container has all of it.
+CPU_SHARE_OF_SANDBOX: dict[Role, float] = {"agent-ui": 1.0}
 
 #: Docker's CPU weight of every sandbox container (Docker's default is 1024). The LLM
 #: server's compose service has LLM_CPU_SHARES: 32× the weight, so with six sandbox containers
@@ -142,17 +148,25 @@ class HardeningConfigError(ValueError):
     """A limit override in the environment is malformed; the message names it and the fix."""
 
 
-def _env_name(role: Role, what: str) -> str:
+def _env_name(role: str, what: str) -> str:
     return f"TRIALBOX_SANDBOX_{role.upper().replace('-', '_')}_{what}"
 
 
 def limits_for(role: Role, env: Mapping[str, str] | None = None) -> Limits:
     """The role's limits, each overridable: ``TRIALBOX_SANDBOX_AGENT_UI_MEMORY`` (``2g``),
-    ``..._PIDS`` (``512``), ``..._CPUS`` (``2``); the same with ``MCP`` for the bridge.
+    ``..._PIDS`` (``512``), ``..._CPUS`` (``2``) — the whole sandbox, its bridge included.
     CPUs default to ``cpu_limits`` of this machine's cores, not to ROLE_LIMITS' ceilings."""
     if role not in ROLE_LIMITS:
         raise HardeningConfigError(f"unknown sandbox role {role!r}; use one of {', '.join(ROLES)}")
     env = os.environ if env is None else env
+    for retired in _RETIRED_ROLES:
+        for what in ("MEMORY", "PIDS", "CPUS"):
+            if _env_name(retired, what) in env:
+                raise HardeningConfigError(
+                    f"{_env_name(retired, what)} is no longer read: the MCP bridge runs in its "
+                    f"Agent UI's container now; set {_env_name('agent-ui', what)} for the whole "
+                    "sandbox instead (and unset the old name)"
+                )
     default = ROLE_LIMITS[role]
     memory = env.get(_env_name(role, "MEMORY"), default.memory).strip().lower()
     if not _MEMORY.fullmatch(memory):

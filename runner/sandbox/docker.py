@@ -1,8 +1,13 @@
-"""Docker sandboxes: one fresh Agent UI container and one MCP bridge container per scenario.
+"""Docker sandboxes: one fresh container per scenario, running the Agent UI and its MCP bridge.
+
+The container runs the entrypoint's ``pair`` mode: GAIA is imported once and the bridge is
+forked from the Agent UI's process, so a sandbox pays for one interpreter's imports instead of
+two (images/agent-ui/entrypoint.py). The two stay separate processes with their own
+environments; the bridge's output lines reach the container's log prefixed with
+``BRIDGE_PREFIX``, and collecting splits that log into agent-ui.log and mcp.log.
 
 Each sandbox gets its own *internal* bridge network. Only two endpoints are on it: the sandbox
-(the Agent UI container, whose network namespace the MCP bridge container shares) and the
-shared LLM server (attached under the alias ``llm``). The Agent UI therefore reaches the LLM
+container and the shared LLM server (attached under the alias ``llm``). The Agent UI therefore reaches the LLM
 server and nothing else, and two sandboxes never share a network. The host firewall keeps the
 sandbox off the host itself (``_firewall``).
 
@@ -10,7 +15,7 @@ Who can talk to what:
 
 - the Agent UI listens on its container's *loopback* only. GAIA's UI has no authentication, so
   a reachable port would let any local process drive it; on loopback only its own MCP bridge
-  (same network namespace) reaches it. trialbox itself reaches it with ``docker exec`` for the
+  (same container) reaches it. trialbox itself reaches it with ``docker exec`` for the
   two switches the MCP tools lack (``DockerSandbox.ui_request``) — which needs the Docker
   socket, i.e. root on this host already.
 - the MCP bridge listens on the sandbox address, guarded by GAIA's own bearer token (one
@@ -33,8 +38,9 @@ is stopped, else ``docker start`` of it fails on the vanished network.
 
 A container that dies mid-scenario (OOM, ``docker kill``) is noticed within
 ``WATCH_INTERVAL_S`` and ends the scenario with a ``SandboxError`` that says which container
-and how it ended, instead of MCP calls hanging until their read timeout (the bridge lives in
-the UI's network namespace, so it goes unreachable with the UI).
+and how it ended, instead of MCP calls hanging until their read timeout. The bridge and the UI
+end together: a bridge that ends stops its UI (exit ``BRIDGE_ENDED_EXIT``), a UI that dies takes
+its bridge.
 """
 
 from __future__ import annotations
@@ -48,7 +54,6 @@ import secrets
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -64,7 +69,14 @@ from docker.models.networks import Network
 from runner.sandbox._collect import Collector, llm_admin_token, save_llm_stats
 from runner.sandbox._configure import set_agent_model
 from runner.sandbox._firewall import FirewallError, isolate_network, release_network
-from runner.sandbox._hardening import Role, claimed_cpu, container_options, read_file
+from runner.sandbox._hardening import (
+    ROLES,
+    Role,
+    claimed_cpu,
+    container_options,
+    limits_for,
+    read_file,
+)
 from runner.sandbox._protocol import SandboxError
 from runner.sandbox._threads import finish_in_thread
 from runner.sandbox._ui import UiReply
@@ -72,6 +84,11 @@ from runner.sandbox._ui import UiReply
 AGENT_UI_IMAGE = "trialbox/agent-ui:dev"
 UI_PORT = 4200
 MCP_PORT = 8765
+#: The container's exit code when its bridge ended first, and what starts each of the bridge's
+#: lines in the container's log (images/agent-ui/entrypoint.py BRIDGE_ENDED_EXIT and
+#: BRIDGE_PREFIX; a unit test keeps them equal).
+BRIDGE_ENDED_EXIT = 70
+BRIDGE_PREFIX = b"[mcp] "
 LLM_PORT = 13305
 CORPUS_MOUNT = "/corpus"
 # Where the user's --agent-dir folders are mounted (read-only), one numbered folder each; the
@@ -123,8 +140,7 @@ class DockerSandbox:
     mcp_url: str
     llm_url: str
     corpus_root: PurePosixPath
-    ui: Container
-    mcp: Container
+    ui: Container  # the sandbox's one container: the Agent UI, its bridge forked inside it
     mcp_headers: dict[str, str] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     died: str | None = None  # set by the backend's watchdog when a container died mid-scenario
@@ -139,8 +155,8 @@ class DockerSandbox:
         return await asyncio.to_thread(_exec_ui_request, self.ui, method, path, body)
 
     async def collect(self, dest: Path) -> list[str]:
-        """Copy the chat DB, both containers' logs and the LLM server's stats into dest; what
-        could not be collected is returned and written to ``collect-errors.txt``."""
+        """Copy the chat DB, the UI's and the bridge's logs and the LLM server's stats into
+        dest; what could not be collected is returned and written to ``collect-errors.txt``."""
         collector = Collector(dest)
         state = await asyncio.to_thread(_state_of, self.ui)
         if state is None:
@@ -148,8 +164,7 @@ class DockerSandbox:
         else:
             collector.note("gaia_chat.db", f"the Agent UI container {state}; the chat database lived "
                                            "on its tmpfs and went with it")
-        for name, container in (("agent-ui.log", self.ui), ("mcp.log", self.mcp)):
-            await collector.step(name, partial(asyncio.to_thread, _save_logs, container, dest / name))
+        await collector.step("agent-ui.log, mcp.log", partial(asyncio.to_thread, _save_logs, self.ui, dest))
         await collector.step("llm-stats.json", lambda: self._save_llm_stats(dest))
         return collector.finish()
 
@@ -171,12 +186,18 @@ def _state_of(container: Container) -> str | None:
 
 
 def _death_of(box: DockerSandbox) -> str | None:
-    """Which of the sandbox's containers is no longer running, and how it ended; None: both run."""
-    for role, container in (("Agent UI", box.ui), ("MCP bridge", box.mcp)):
-        state = _state_of(container)
-        if state is not None:
-            return f"the {role} container {container.name} {state} mid-scenario"
-    return None
+    """How the sandbox's container ended, in words; None while it runs."""
+    state = _state_of(box.ui)
+    if state is None:
+        return None
+    return f"the Agent UI container {box.ui.name} {state}{_whose_end(box.ui)} mid-scenario"
+
+
+def _whose_end(container: Container) -> str:
+    """Which of its two processes ended the container, when its exit code says so."""
+    if container.attrs.get("State", {}).get("ExitCode") == BRIDGE_ENDED_EXIT:
+        return ": its MCP bridge ended, and the Agent UI with it"
+    return ""
 
 
 def _claim_cpu(containers: list[Container]) -> None:
@@ -189,8 +210,23 @@ def _claim_cpu(containers: list[Container]) -> None:
             pass
 
 
-def _save_logs(container: Container, path: Path) -> None:
-    path.write_bytes(container.logs(stdout=True, stderr=True))
+def _save_logs(container: Container, dest: Path) -> None:
+    """The container's log, split again into the UI's (agent-ui.log) and the bridge's (mcp.log)."""
+    ui, bridge = split_log(container.logs(stdout=True, stderr=True))
+    (dest / "agent-ui.log").write_bytes(ui)
+    (dest / "mcp.log").write_bytes(bridge)
+
+
+def split_log(log: bytes) -> tuple[bytes, bytes]:
+    """A pair's log as (the UI's lines, the bridge's lines without their prefix)."""
+    ui: list[bytes] = []
+    bridge: list[bytes] = []
+    for line in log.splitlines(keepends=True):
+        if line.startswith(BRIDGE_PREFIX):
+            bridge.append(line[len(BRIDGE_PREFIX):])
+        else:
+            ui.append(line)
+    return b"".join(ui), b"".join(bridge)
 
 
 # GAIA's chat DB runs in WAL mode: copying the file alone can miss committed rows, so take a
@@ -333,6 +369,8 @@ class DockerBackend:
     ) -> None:
         """``agent_dirs`` and ``corpus_host_dir`` are paths on the Docker host (bind mounts);
         ``agent_model`` is the chat model every turn asks for (None: GAIA's choice)."""
+        for role in ROLES:  # a bad TRIALBOX_SANDBOX_* is one error before anything starts
+            limits_for(role)
         self.run_id = run_id
         self.llm_container = llm_container
         self.corpus_host_dir = corpus_host_dir
@@ -347,7 +385,6 @@ class DockerBackend:
         # How readiness is awaited (scripts/bench-sandbox compares the ways side by side).
         self.ready_poll_s = READY_POLL_S
         self.ready_by_event = True
-        self.create_in_parallel = True
 
     # A sandbox's life in three steps, so a warm pool (runner/sandbox/pool.py) can make one
     # ahead of its scenario: ``start`` creates it, ``ready`` waits until it answers, ``stop``
@@ -482,46 +519,29 @@ class DockerBackend:
 
     def _start(self, scenario_id: str, network: Network, made: _Made, memory: bool = False,
                spare: bool = False) -> DockerSandbox:
-        base = sandbox_name(self.run_id, scenario_id)
         token = secrets.token_hex(24)  # one per sandbox: a bridge only answers its own runner
-        ui_name, mcp_name = f"{base}-ui", f"{base}-mcp"
         volumes, agent_flags = self._ui_mounts()
         memory_flag = ["--memory"] if memory else []
         try:
-            # The UI listens on its container's loopback only: nothing but the bridge, which
-            # shares its network namespace, can reach it (see the module docstring).
+            # The UI listens on its container's loopback only: nothing but its bridge, in the same
+            # container, can reach it (see the module docstring). The bridge listens on the
+            # sandbox address, behind the token.
             ui = self._created(
-                made, image=self.image, name=ui_name, network=network.name, init=True,
-                command=["ui", "--host", "127.0.0.1", "--llm-url", f"http://llm:{LLM_PORT}",
+                made, image=self.image, name=f"{sandbox_name(self.run_id, scenario_id)}-ui",
+                network=network.name, init=True,
+                command=["pair", "--host", "127.0.0.1", "--llm-url", f"http://llm:{LLM_PORT}",
                          "--document-root", CORPUS_MOUNT, "--allowed-host", "localhost",
+                         "--mcp-host", "0.0.0.0", "--mcp-port", str(MCP_PORT),
                          *agent_flags, *memory_flag],
+                environment={MCP_TOKEN_ENV: token},
                 volumes=volumes, labels=self._job_labels(scenario_id, "agent-ui"),
                 **container_options("agent-ui", spare=spare),
             )  # fmt: skip
-            bridge = partial(
-                self._created, made, image=self.image, name=mcp_name, network_mode=f"container:{ui.id}",
-                init=True, command=["mcp", "--host", "0.0.0.0", "--port", str(MCP_PORT),
-                                    "--ui-url", f"http://127.0.0.1:{UI_PORT}", *memory_flag],
-                environment={MCP_TOKEN_ENV: token},
-                labels=self._job_labels(scenario_id, "mcp"),
-                **container_options("mcp", spare=spare),
-            )  # fmt: skip
-            if self.create_in_parallel:
-                # The bridge's container is created while the UI's starts: it needs the UI's
-                # container to exist, and to run only when it starts itself. Leaving the block
-                # waits for the creation, so a failed UI start still has the bridge recorded.
-                with ThreadPoolExecutor(max_workers=1) as side:
-                    creating = side.submit(bridge)
-                    ui.start()
-                    mcp = creating.result()
-            else:
-                ui.start()
-                mcp = bridge()
-            mcp.start()
+            ui.start()
         except docker.errors.ImageNotFound as exc:
             raise SandboxError(f"image {self.image} is missing — build it with `trialbox images`") from exc
         except APIError as exc:
-            raise SandboxError(f"could not start sandbox containers: {exc.explanation}") from exc
+            raise SandboxError(f"could not start the sandbox container: {exc.explanation}") from exc
         # By address, from the host's network namespace (the runner container shares it): the
         # engine never joins the sandbox network, which holds only the sandbox and `llm`.
         box_host = _address(ui, str(network.name))
@@ -533,7 +553,6 @@ class DockerBackend:
             llm_url=f"http://{llm_host}:{LLM_PORT}",
             corpus_root=PurePosixPath(CORPUS_MOUNT),
             ui=ui,
-            mcp=mcp,
             mcp_headers={"Authorization": f"Bearer {token}"},
             llm_client=_address(ui, str(network.name)),
             llm_token=self._llm_token(),
@@ -611,11 +630,10 @@ class DockerBackend:
                 ui_serving.cancel()
 
     def _check_alive(self, box: DockerSandbox, deadline: float) -> None:
-        for container in (box.ui, box.mcp):
-            state = _state_of(container)
-            if state is not None and container.status != "created":
-                tail = "" if state == "was removed" else container.logs(tail=15).decode(errors="replace")
-                raise SandboxError(f"{container.name} {state} during start-up:\n{tail}")
+        state = _state_of(box.ui)
+        if state is not None and box.ui.status != "created":
+            tail = "" if state == "was removed" else box.ui.logs(tail=15).decode(errors="replace")
+            raise SandboxError(f"{box.ui.name} {state}{_whose_end(box.ui)} during start-up:\n{tail}")
         if time.monotonic() > deadline:
             raise SandboxError(
                 f"sandbox for {box.scenario_id} was not ready within {self.ready_timeout_s:.0f} s "
@@ -639,7 +657,7 @@ class DockerBackend:
     def _teardown(self, scenario_id: str, made: _Made) -> None:
         """Remove what this job made — recorded, or found by its labels — and free the LLM."""
         job: _Filters = {"label": [f"{RUN_LABEL}={self.run_id}", f"{JOB_LABEL}={scenario_id}"]}
-        containers = {c.id: c for c in reversed(made.containers)}  # the bridge before the UI
+        containers = {c.id: c for c in made.containers}
         for found in self._listed(lambda: self.client.containers.list(all=True, filters=job)):
             containers.setdefault(found.id, found)
         for container in containers.values():
@@ -774,10 +792,12 @@ async def _printed(container: Container, marker: bytes) -> bool:
         try:
             stream = container.logs(stream=True, follow=True, stdout=True, stderr=True)
             streams.append(stream)
-            recent = b""
+            pending = b""
             for chunk in stream:
-                recent = (recent + chunk)[-4096:]  # a marker split over two chunks still matches
-                if marker in recent:
+                # Whole lines, so the bridge's own (prefixed) uvicorn line is told apart.
+                *lines, pending = (pending + chunk).split(b"\n")
+                pending = pending[-4096:]
+                if any(marker in line and not line.startswith(BRIDGE_PREFIX) for line in lines):
                     found = True
                     break
         except Exception:  # noqa: BLE001, S110 — closed by the waiter, or the container went: not found
@@ -806,7 +826,7 @@ def _gaia_import_s(ui: Container) -> float | None:
     except (APIError, NotFound, KeyError, ValueError):
         return None
     for line in logs.splitlines():
-        if _UI_IMPORTED_MARKER in line:
+        if _UI_IMPORTED_MARKER in line and not line.split(b" ", 1)[-1].startswith(BRIDGE_PREFIX):
             try:
                 return round(_docker_time(line.split(b" ", 1)[0].decode()) - started, 3)
             except ValueError:

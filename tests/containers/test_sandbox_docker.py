@@ -1,7 +1,7 @@
 """Per-scenario Docker sandboxes on a real engine: the real agent-ui and llm-cpu images.
 
 One LLM server container is shared by the module (as in a real run); every scenario gets its
-own Agent UI + MCP bridge containers on its own internal network. Everything carries the test's
+own container (the Agent UI, its MCP bridge forked inside it) on its own internal network. Everything carries the test's
 run label and the teardown check looks for anything left with it.
 """
 
@@ -98,6 +98,11 @@ def test_one_scenario_runs_end_to_end_in_its_own_sandbox(two_scenarios: Path) ->
     assert all(p["time_to_first_token_s"] > 0 and p["output_tokens"] > 0 for p in performance)
     for name in ("gaia_chat.db", "agent-ui.log", "mcp.log"):
         assert (two_scenarios / "artifacts" / "lighthouse_fuel" / name).stat().st_size > 0
+    # One container's log, split again: each process's own lines, the bridge's without prefix.
+    ui_log = (two_scenarios / "artifacts" / "lighthouse_fuel" / "agent-ui.log").read_text()
+    bridge_log = (two_scenarios / "artifacts" / "lighthouse_fuel" / "mcp.log").read_text()
+    assert "Uvicorn running on http://127.0.0.1:4200" in ui_log and "[mcp] " not in ui_log
+    assert "Uvicorn running on http://0.0.0.0:8765" in bridge_log and "4200 (Press" not in bridge_log
 
 
 def test_two_sandboxes_do_not_see_each_other(two_scenarios: Path) -> None:
@@ -250,6 +255,44 @@ def test_collect_after_the_agent_ui_died_keeps_the_rest_and_says_why(
     assert (tmp_path / "artifacts" / "collect-errors.txt").read_text().strip() == problems[0]
     for name in ("agent-ui.log", "mcp.log", "llm-stats.json"):
         assert (tmp_path / "artifacts" / name).is_file(), name
+    assert labelled(docker.from_env(), RUN_ID) == []
+
+
+#: Prints the pid of the sandbox's bridge: the process with the UI's command line (a fork keeps
+#: it) whose parent has it too.
+FIND_BRIDGE = """
+import os
+def parent(pid):
+    return open(f"/proc/{pid}/stat").read().rsplit(") ", 1)[1].split()[1]
+def launch(pid):
+    return b"gaia.ui.server" in open(f"/proc/{pid}/cmdline", "rb").read().split(b"\\0")  # an argument
+pids = [p for p in os.listdir("/proc") if p.isdigit() and launch(p)]
+print(*[p for p in pids if parent(p) in pids])
+"""
+
+
+def test_a_bridge_that_ends_mid_scenario_ends_the_sandbox_and_says_so(llm_cpu: LlmCpu) -> None:
+    """The bridge is a process of the UI's container now: its end stops the container (the UI
+    with it) and the watchdog names the bridge, instead of MCP calls failing one by one."""
+    import asyncio
+
+    from runner.sandbox import SandboxError
+    from runner.sandbox.docker import DockerBackend
+
+    backend = DockerBackend(RUN_ID, llm_cpu.name, SUITE / "corpus")
+    backend.watch_interval_s = 0.5
+
+    async def end_the_bridge() -> None:
+        async with backend.open("bridge_ends") as box:
+            # The bridge: the UI's child that runs the pair's launch (GAIA's daemon runs its own).
+            found = box.ui.exec_run(["python", "-c", FIND_BRIDGE]).output.decode().split()
+            assert len(found) == 1, found
+            killed = box.ui.exec_run(["python", "-c", f"import os; os.kill({found[0]}, 15)"])
+            assert killed.exit_code == 0, killed.output
+            await asyncio.sleep(30)  # the watchdog cancels this long before
+
+    with pytest.raises(SandboxError, match="its MCP bridge ended, and the Agent UI with it mid-scenario"):
+        asyncio.run(end_the_bridge())
     assert labelled(docker.from_env(), RUN_ID) == []
 
 

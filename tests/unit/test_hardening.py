@@ -72,7 +72,7 @@ def test_a_spare_starts_yielding_under_its_ceiling_and_gets_the_sandbox_cap_when
     claimed = claimed_cpu(role, env={})
     assert claimed == {key: normal[key] for key in ("cpu_shares", "cpu_quota", "cpu_period")}
     # Never a lower start cap than the sandbox's own, whatever the override.
-    raised = {"TRIALBOX_SANDBOX_AGENT_UI_CPUS": "4", "TRIALBOX_SANDBOX_MCP_CPUS": "4"}
+    raised = {"TRIALBOX_SANDBOX_AGENT_UI_CPUS": "4"}
     assert container_options(role, raised, spare=True)["cpu_quota"] == 4 * CPU_PERIOD_US
 
 
@@ -89,18 +89,27 @@ def test_logs_are_bounded_json_files() -> None:
     assert log_config.config == {"max-size": "10m", "max-file": "3"}
 
 
-def test_each_limit_is_overridable_per_role() -> None:
+def test_each_limit_is_overridable() -> None:
     env = {
         "TRIALBOX_SANDBOX_AGENT_UI_MEMORY": "3G",
         "TRIALBOX_SANDBOX_AGENT_UI_PIDS": "1024",
         "TRIALBOX_SANDBOX_AGENT_UI_CPUS": "2",
-        "TRIALBOX_SANDBOX_MCP_MEMORY": "256m",
     }
     ui = limits_for("agent-ui", env)
     assert (ui.memory, ui.pids, ui.cpus) == ("3g", 1024, 2.0)
-    mcp = limits_for("mcp", env)
-    assert mcp.memory == "256m" and mcp.pids == ROLE_LIMITS["mcp"].pids
     assert container_options("agent-ui", env)["cpu_quota"] == 2 * CPU_PERIOD_US
+    # Unset, each is the sandbox's default: the UI's and the bridge's old ceilings summed.
+    assert limits_for("agent-ui", {}).memory == "1408m" and limits_for("agent-ui", {}).pids == 384
+
+
+@pytest.mark.parametrize("what", ["MEMORY", "PIDS", "CPUS"])
+def test_a_limit_of_the_bridges_old_container_is_refused_with_the_new_name(what) -> None:
+    # The bridge now runs inside its UI's container: an old setting would silently do nothing.
+    with pytest.raises(HardeningConfigError) as raised:
+        limits_for("agent-ui", {f"TRIALBOX_SANDBOX_MCP_{what}": "2"})
+    message = str(raised.value)
+    assert f"TRIALBOX_SANDBOX_MCP_{what} is no longer read" in message
+    assert f"set TRIALBOX_SANDBOX_AGENT_UI_{what} for the whole sandbox" in message
 
 
 @pytest.mark.parametrize(
@@ -121,7 +130,7 @@ def test_a_bad_override_is_one_clear_error_naming_the_variable(variable, value, 
 
 
 def test_an_unknown_role_is_refused() -> None:
-    with pytest.raises(HardeningConfigError, match="agent-ui, mcp"):
+    with pytest.raises(HardeningConfigError, match="use one of agent-ui$"):
         limits_for("llm", {})  # type: ignore[arg-type]
 
 
@@ -135,9 +144,9 @@ def test_all_sandboxes_at_the_default_concurrency_leave_the_llm_a_core(cores) ->
 
 
 def test_the_readme_minimum_gives_the_sandboxes_one_core_between_them() -> None:
-    # Planted: 1.5 + 1.0 per sandbox (the old fixed caps) × 2 busy sandboxes would be 5 on 2 cores.
+    # Planted: 2.5 per sandbox (the ceiling) × 2 busy sandboxes would be 5 on 2 cores.
     limits = cpu_limits(2)
-    assert limits == {"agent-ui": 0.3, "mcp": 0.2}
+    assert limits == {"agent-ui": 0.5}
     assert cpu_limits(16) == {role: ROLE_LIMITS[role].cpus for role in ROLES}
 
 
@@ -149,3 +158,16 @@ def test_the_llm_server_outweighs_every_sandbox_container() -> None:
     # Every container of the running and starting sandboxes and of the idle spare, busy at
     # once, still weighs far less than the LLM.
     assert 2 * (SANDBOXES_AT_DEFAULT_CONCURRENCY + 1) * SANDBOX_CPU_SHARES < LLM_CPU_SHARES / 4
+
+
+def test_a_bad_limit_stops_a_docker_run_before_anything_starts(monkeypatch, tmp_path) -> None:
+    # Through the run's own path (launch.make_backend): one usage error (the CLI's exit 2), no
+    # sandbox made.
+    from runner.launch import UsageError, make_backend
+    from runner.settings import Backend, RunSettings
+
+    monkeypatch.setenv("TRIALBOX_SANDBOX_MCP_MEMORY", "512m")
+    settings = RunSettings(run_id="20261201-120000-beef", suite_paths=[tmp_path], corpus_root=tmp_path,
+                           backend=Backend.DOCKER, llm_container="trialbox-llm-1")
+    with pytest.raises(UsageError, match="TRIALBOX_SANDBOX_MCP_MEMORY is no longer read"):
+        make_backend(settings)
