@@ -1,10 +1,11 @@
-"""Start the GAIA Agent UI under test (``ui``) or its MCP bridge (``mcp``).
+"""Start the GAIA Agent UI under test (``ui``), its MCP bridge (``mcp``), or both (``pair``).
 
 One script for both the ``agent-ui`` image and the local sandbox backend, so a sandbox on the
-host and a sandbox in a container are prepared the same way. It only uses the standard library
-(it runs under GAIA's own interpreter) and ends by ``exec``-ing GAIA (``run_gaia``), so the GAIA
-process keeps this process's pid: signals reach it directly and ``GAIA_DAEMON_EXIT_WITH_PID``
-names it.
+host and a sandbox in a container are prepared the same way (the Docker backend runs ``pair``,
+one container per sandbox; the local backend runs ``ui`` and ``mcp`` as two host processes). It
+only uses the standard library (it runs under GAIA's own interpreter) and ends by ``exec``-ing
+GAIA (``run_gaia``, ``launch_pair``), so the UI keeps this process's pid: signals reach it
+directly and ``GAIA_DAEMON_EXIT_WITH_PID`` names it.
 
     python entrypoint.py ui  --home DIR --llm-url URL [--host H] [--port P]
                              [--document-root DIR]... [--allowed-host NAME]...

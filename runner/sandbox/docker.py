@@ -7,9 +7,9 @@ environments; the bridge's output lines reach the container's log prefixed with
 ``BRIDGE_PREFIX``, and collecting splits that log into agent-ui.log and mcp.log.
 
 Each sandbox gets its own *internal* bridge network. Only two endpoints are on it: the sandbox
-container and the shared LLM server (attached under the alias ``llm``). The Agent UI therefore reaches the LLM
-server and nothing else, and two sandboxes never share a network. The host firewall keeps the
-sandbox off the host itself (``_firewall``).
+container and the shared LLM server (attached under the alias ``llm``). The Agent UI therefore
+reaches the LLM server and nothing else, and two sandboxes never share a network. The host
+firewall keeps the sandbox off the host itself (``_firewall``).
 
 Who can talk to what:
 
@@ -200,12 +200,16 @@ def _whose_end(container: Container) -> str:
     return ""
 
 
-def _claim_cpu(containers: list[Container]) -> None:
-    """Give a claimed spare's containers the sandbox's CPU weight and cap (by their role label);
-    one already gone is left to the readiness check or the watchdog, which say how it ended."""
+def _claim_cpu(containers: list[Container], *, capped: bool) -> None:
+    """Give a claimed spare's containers the sandbox's CPU weight, and its cap if ``capped`` (by
+    their role label); one already gone is left to the readiness check or the watchdog, which
+    say how it ended."""
     for container in containers:
+        wanted = claimed_cpu(cast(Role, container.labels["trialbox.role"]))
+        if not capped:
+            wanted = {"cpu_shares": wanted["cpu_shares"]}
         try:
-            container.update(**claimed_cpu(cast(Role, container.labels["trialbox.role"])))
+            container.update(**wanted)
         except (NotFound, APIError):
             pass
 
@@ -341,9 +345,10 @@ class DockerStart:
     stopped: bool = False
     # Made ahead of its job (the warm pool): its containers run at SPARE_CPU_SHARES and their
     # start cap until ``hand_over`` (then ``handed_at``, time.monotonic()) gives them the
-    # sandbox's weight and cap.
+    # sandbox's weight — and its cap, once ``ready`` has also returned (``readied``).
     ahead: bool = False
     handed_at: float | None = None
+    readied: bool = False
     handed: asyncio.Event = field(default_factory=asyncio.Event)  # set by ``hand_over``
 
     @property
@@ -415,18 +420,26 @@ class DockerBackend:
 
     async def hand_over(self, begun: DockerStart) -> None:
         """Its job has claimed a sandbox made ahead: its containers get the normal sandbox
-        weight and CPU cap, and its readiness deadline counts from now (yielding, it may have been starved
-        for as long as the turn in flight kept the CPUs busy). Idempotent."""
+        weight, and its readiness deadline counts from now (yielding, it may have been starved
+        for as long as the turn in flight kept the CPUs busy). The sandbox's CPU cap comes with
+        it if the sandbox is ready, else when ``ready`` returns: until then its job only waits
+        for it — nothing of the agent runs yet, the previous scenario is over — so the rest of
+        its start may use the CPU that is free, its start cap, instead of the agent's cap (a
+        claimed, unfinished start at 0.5 CPU on 2 cores made the job wait ~0.7 s more per
+        scenario, `scripts/bench-harness --vs-attached`). Idempotent."""
         if not begun.ahead or begun.handed_at is not None:
             return
         begun.handed_at = time.monotonic()
         begun.handed.set()
-        await asyncio.to_thread(_claim_cpu, list(begun.made.containers))
+        await asyncio.to_thread(_claim_cpu, list(begun.made.containers), capped=begun.readied)
 
     async def ready(self, begun: DockerStart) -> DockerSandbox:
         """Wait until the bridge and, through it, the UI answer; set the agent's model."""
         box = begun.sandbox
         await self._wait_ready(box, begun)
+        begun.readied = True
+        if begun.ahead and begun.handed_at is not None:  # claimed while it started: cap it now
+            await asyncio.to_thread(_claim_cpu, list(begun.made.containers), capped=True)
         if self.agent_model:
             await set_agent_model(box, self.agent_model)
         box.timings["cold_start_s"] = time.perf_counter() - begun.started

@@ -357,89 +357,109 @@ def wait_http(url: str, container: object, deadline_s: float = 90) -> httpx.Resp
 
 
 @pytest.fixture(scope="module")
-def hardened(setup: Setup) -> Iterator[tuple[object, object, str]]:
-    """A hardened Agent UI and MCP bridge on the isolated sandbox network, as DockerBackend
-    starts them, plus the bridge's token."""
+def hardened(setup: Setup) -> Iterator[tuple[object, str]]:
+    """A hardened sandbox on the isolated sandbox network, as DockerBackend starts it (the Agent
+    UI on its loopback, its MCP bridge forked inside the same container), plus the bridge's token."""
     client = setup.client
     try:
         client.images.get(AGENT_UI_IMAGE)
     except docker.errors.ImageNotFound:
         pytest.fail(f"{AGENT_UI_IMAGE} is not built — run `trialbox images`")
     token = secrets.token_hex(24)
-    ui_name = f"tbx-{RUN_ID}-ui"
-    ui = client.containers.run(
+    box = client.containers.run(
         AGENT_UI_IMAGE,
-        ["ui", "--llm-url", f"http://llm:{LLM_PORT}", "--allowed-host", ui_name,
-         "--allowed-host", "localhost"],
-        name=ui_name, detach=True, init=True, network=setup.sandbox_net.name,
-        labels=LABELS | {"trialbox.role": "agent-ui"}, **container_options("agent-ui"),
-    )
-    mcp = client.containers.run(
-        AGENT_UI_IMAGE, ["mcp", "--ui-url", f"http://{ui_name}:{UI_PORT}"],
-        name=f"tbx-{RUN_ID}-mcp", detach=True, init=True, network=setup.sandbox_net.name,
+        ["pair", "--host", "127.0.0.1", "--llm-url", f"http://llm:{LLM_PORT}", "--allowed-host", "localhost",
+         "--mcp-host", "0.0.0.0", "--mcp-port", str(MCP_PORT)],
+        name=f"tbx-{RUN_ID}-ui", detach=True, init=True, network=setup.sandbox_net.name,
         environment={"GAIA_AGENT_UI_MCP_TOKEN": token},
-        labels=LABELS | {"trialbox.role": "mcp"}, **container_options("mcp"),
+        labels=LABELS | {"trialbox.role": "agent-ui"}, **container_options("agent-ui"),
     )
     _firewall.isolate_network(setup.network_id, RUN_ID)
     try:
-        yield ui, mcp, token
+        yield box, token
     finally:
         _firewall.release_network(setup.network_id)
-        for container in (ui, mcp):
-            container.remove(force=True)
+        box.remove(force=True)
 
 
 def test_hardened_containers_carry_every_option(hardened) -> None:
-    for container, role in zip(hardened[:2], ("agent-ui", "mcp"), strict=True):
-        container.reload()
-        host = container.attrs["HostConfig"]
-        expected = container_options(role)
-        assert host["CapDrop"] == ["ALL"] and not host["CapAdd"]
-        assert host["SecurityOpt"] == ["no-new-privileges:true"]
-        assert host["ReadonlyRootfs"] is True
-        assert host["Tmpfs"] == expected["tmpfs"]
-        assert host["Memory"] == host["MemorySwap"] > 0
-        assert host["PidsLimit"] == expected["pids_limit"]
-        assert (host["CpuQuota"], host["CpuPeriod"]) == (expected["cpu_quota"], expected["cpu_period"])
-        assert host["LogConfig"] == {"Type": "json-file", "Config": {"max-size": "10m", "max-file": "3"}}
-        status = container.exec_run(["cat", "/proc/self/status"]).output.decode()
-        fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
-        assert fields["CapEff"].strip() == "0" * 16 and fields["CapBnd"].strip() == "0" * 16
-        assert fields["NoNewPrivs"].strip() == "1"
+    container = hardened[0]
+    container.reload()
+    host = container.attrs["HostConfig"]
+    expected = container_options("agent-ui")
+    assert host["CapDrop"] == ["ALL"] and not host["CapAdd"]
+    assert host["SecurityOpt"] == ["no-new-privileges:true"]
+    assert host["ReadonlyRootfs"] is True
+    assert host["Tmpfs"] == expected["tmpfs"]
+    assert host["Memory"] == host["MemorySwap"] > 0
+    assert host["PidsLimit"] == expected["pids_limit"]
+    assert (host["CpuQuota"], host["CpuPeriod"]) == (expected["cpu_quota"], expected["cpu_period"])
+    assert host["LogConfig"] == {"Type": "json-file", "Config": {"max-size": "10m", "max-file": "3"}}
+    # Every process in it — the UI, the bridge it forked, a process exec'd beside them — holds
+    # no capability and cannot gain privileges.
+    status = container.exec_run(["python", "-c", PROCESS_STATUS]).output.decode()
+    seen = json.loads(status)
+    assert len(seen) >= 3, seen  # the UI, its bridge, this probe (and tini, GAIA's daemon, ...)
+    for fields in seen:
+        assert fields["CapEff"] == "0" * 16 and fields["CapBnd"] == "0" * 16, fields
+        assert fields["NoNewPrivs"] == "1", fields
+
+
+#: Each Python process's capability and privilege fields, from /proc (run inside the sandbox).
+PROCESS_STATUS = """
+import json, os
+seen = []
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        lines = open(f"/proc/{pid}/status").read().splitlines()
+    except OSError:
+        continue
+    fields = dict(line.split(":\\t", 1) for line in lines if ":\\t" in line)
+    if fields.get("Name", "").startswith("python"):
+        seen.append({k: fields[k].strip() for k in ("Name", "CapEff", "CapBnd", "NoNewPrivs")})
+print(json.dumps(seen))
+"""
 
 
 def test_gaia_agent_ui_and_bridge_serve_under_the_hardening(setup: Setup, hardened) -> None:
-    ui, mcp, token = hardened
-    health = wait_http(f"http://{address_on(ui, setup.sandbox_net.name)}:{UI_PORT}/api/health", ui)
-    assert health.json()["status"] == "ok"
-
+    box, token = hardened
     from fastmcp import Client
     from fastmcp.client.transports import StreamableHttpTransport
 
-    async def tools() -> list[str]:
-        url = f"http://{address_on(mcp, setup.sandbox_net.name)}:{MCP_PORT}/mcp"
+    from runner.sandbox.docker import _ui_answers_through
+
+    async def tools_once_the_ui_answers() -> list[str] | None:
+        url = f"http://{address_on(box, setup.sandbox_net.name)}:{MCP_PORT}/mcp"
         transport = StreamableHttpTransport(url, headers={"Authorization": f"Bearer {token}"})
         async with Client(transport, timeout=10) as client:
-            return [tool.name for tool in await client.list_tools()]
+            names = [tool.name for tool in await client.list_tools()]
+            return names if await _ui_answers_through(client) else None
 
     deadline = time.monotonic() + 90
     while True:
         try:
-            names = asyncio.run(tools())
-            break
+            if (names := asyncio.run(tools_once_the_ui_answers())) is not None:
+                break
         except Exception:  # noqa: BLE001 — not ready yet
-            mcp.reload()
-            assert mcp.status != "exited", mcp.logs(tail=30).decode(errors="replace")
-            assert time.monotonic() < deadline, mcp.logs(tail=30).decode(errors="replace")
-            time.sleep(0.5)
+            pass
+        box.reload()
+        assert box.status != "exited", box.logs(tail=30).decode(errors="replace")
+        assert time.monotonic() < deadline, box.logs(tail=30).decode(errors="replace")
+        time.sleep(0.5)
     assert {"system_status", "create_session", "send_message"} <= set(names)
-    for container in (ui, mcp):  # nothing GAIA does at start-up tried to write the image
-        assert b"Read-only file system" not in container.logs()
+    # The UI answered through the bridge; from outside its port is closed (loopback only).
+    with pytest.raises(httpx.HTTPError):
+        httpx.get(f"http://{address_on(box, setup.sandbox_net.name)}:{UI_PORT}/api/health", timeout=3)
+    # Nothing GAIA did at start-up tried to write the image.
+    assert b"Read-only file system" not in box.logs()
 
 
 def test_gaia_state_lives_on_tmpfs_and_is_read_through_exec(setup: Setup, hardened) -> None:
     ui = hardened[0]
-    wait_http(f"http://{address_on(ui, setup.sandbox_net.name)}:{UI_PORT}/api/health", ui)
+    deadline = time.monotonic() + 90
+    while ui.exec_run(["test", "-f", f"{IMAGE_HOME}/.gaia/chat/initialized"]).exit_code != 0:
+        assert time.monotonic() < deadline, ui.logs(tail=30).decode(errors="replace")
+        time.sleep(0.5)
     # GAIA's home was prepared by the entrypoint on the tmpfs, as the image's user.
     marker = read_file(ui, f"{IMAGE_HOME}/.gaia/chat/initialized")
     assert marker == b"ready"

@@ -162,13 +162,13 @@ def test_a_run_cancelled_with_a_full_pool_leaves_no_container_network_or_rule(
 
     try:
         asyncio.run(run_then_cancel())
-        # What was there to clean up: three sandboxes of two containers, each network two rules.
+        # What was there to clean up: three sandboxes of one container, each network two rules.
         weights = seen.pop("weights")
         caps = seen.pop("caps")
         sessions = seen.pop("sessions")
         assert len(sessions) == 2 and all(listed == [(made, f"trialbox: {SCENARIO}", "cpu")]
                                           for made, listed in sessions), sessions  # type: ignore[union-attr]
-        assert seen == {"containers": 6, "rules": 6}
+        assert seen == {"containers": 3, "rules": 6}
         # The first trial's sandbox (handed over) at the sandbox weight, the spares yielding.
         assert weights == {f"{SCENARIO}__trial1": {kernel_weight(SANDBOX_CPU_SHARES)},
                            f"{SCENARIO}__trial2": {kernel_weight(SPARE_CPU_SHARES)},
@@ -184,3 +184,36 @@ def test_a_run_cancelled_with_a_full_pool_leaves_no_container_network_or_rule(
         assert len(statuses) == 4 and Status.NOT_RUN in statuses.values()
     finally:
         backend.sweep()  # only if the test failed: leave the machine clean
+
+
+def test_a_spare_claimed_before_it_is_ready_finishes_its_start_uncapped(llm_cpu: LlmCpu) -> None:
+    """Claimed while still starting, a spare gets the sandbox's weight at once (it no longer
+    yields) but keeps its start cap until it is ready — its job only waits for it meanwhile —
+    and gets the sandbox's cap the moment ``ready`` returns, before anything of the agent runs."""
+    backend = DockerBackend(new_run_id(), llm_cpu.name, SUITE / "corpus")
+    run_id = backend.run_id
+    seen: dict[str, Any] = {}
+
+    async def claim_early() -> None:
+        begun = await backend.start(SCENARIO, ahead=True)
+        try:
+            await backend.hand_over(begun)  # the containers exist; GAIA is still importing
+            seen["weights_claimed"] = cpu_weights(run_id)
+            seen["caps_claimed"] = cpu_caps(run_id)
+            seen["ready_then"] = "ui_ready_s" in begun.sandbox.timings
+            await backend.ready(begun)
+            seen["caps_ready"] = cpu_caps(run_id)
+        finally:
+            await backend.stop(begun)
+
+    try:
+        asyncio.run(claim_early())
+        assert seen["ready_then"] is False  # it really was claimed mid-start
+        assert seen["weights_claimed"] == {SCENARIO: {kernel_weight(SANDBOX_CPU_SHARES)}}
+        starting = {role: container_options(role, spare=True)["cpu_quota"] for role in ROLES}
+        claimed = {role: claimed_cpu(role)["cpu_quota"] for role in ROLES}
+        assert seen["caps_claimed"] == {SCENARIO: starting}
+        assert seen["caps_ready"] == {SCENARIO: claimed} != seen["caps_claimed"]
+        assert leftovers(run_id) == []
+    finally:
+        backend.sweep()
