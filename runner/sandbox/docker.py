@@ -463,6 +463,13 @@ class DockerBackend:
             if box.died is not None and task.uncancel() == 0:
                 raise SandboxError(box.died) from None
             raise
+        except Exception as exc:
+            # What the conversation saw of a death (the bridge's connection dropping with its
+            # container) before the watchdog looked: the death is what went wrong.
+            died = await asyncio.to_thread(_death_of, box)
+            if died is not None:
+                raise SandboxError(died) from exc
+            raise
         finally:
             watchdog.cancel()
         # The watchdog looks every few seconds; a container that died since then (the bridge
