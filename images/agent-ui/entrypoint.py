@@ -183,23 +183,23 @@ def run_ui(args: argparse.Namespace) -> NoReturn:
     run_gaia(UI_MODULE, ui_arguments(args), env)
 
 
-def bridge_launch(args: argparse.Namespace, ui_url: str) -> tuple[list[str], dict[str, str]]:
+def bridge_launch(host: str, port: int, memory: bool, ui_url: str) -> tuple[list[str], dict[str, str]]:
     """GAIA's Agent UI MCP bridge over streamable HTTP at ``/mcp``: its arguments and environment.
 
     GAIA refuses a non-loopback bind unless it is opted into and guarded by a bearer token
     of 32+ characters; the caller supplies the token, because the runner must send it.
     """
-    command = ["--host", args.host, "--port", str(args.port), "--backend", ui_url.rstrip("/")]
-    if args.host not in LOOPBACK:
+    command = ["--host", host, "--port", str(port), "--backend", ui_url.rstrip("/")]
+    if host not in LOOPBACK:
         if len(os.environ.get(MCP_TOKEN_ENV, "").strip()) < 32:
             raise SystemExit(
-                f"entrypoint: an MCP bridge listening on {args.host} needs a bearer token of 32+ "
+                f"entrypoint: an MCP bridge listening on {host} needs a bearer token of 32+ "
                 f"characters in {MCP_TOKEN_ENV} (the runner sends the same token)"
             )
         command.append("--allow-remote")
     env = dict(os.environ)
     env["PYTHON_KEYRING_BACKEND"] = "keyring.backends.null.Keyring"
-    if args.memory:
+    if memory:
         # GAIA registers its memory tools (memory_clear, memory_seed, ...) on the bridge only
         # with these set; the UI side checks GAIA_MEMORY_ADMIN again.
         env["GAIA_MEMORY_MCP_ALWAYS"] = "1"
@@ -210,7 +210,7 @@ def bridge_launch(args: argparse.Namespace, ui_url: str) -> tuple[list[str], dic
 def run_mcp(args: argparse.Namespace) -> NoReturn:
     if not args.ui_url:
         raise SystemExit("entrypoint mcp: --ui-url (or TRIALBOX_UI_URL) is required")
-    command, env = bridge_launch(args, args.ui_url)
+    command, env = bridge_launch(args.host, args.port, args.memory, args.ui_url)
     # The bridge has no health route; any HTTP answer on /mcp (even 401/406) means it is up.
     record_health_probe(f"http://127.0.0.1:{args.port}/mcp", any_status=True)
     run_gaia(BRIDGE_MODULE, command, env)
@@ -224,8 +224,7 @@ def run_pair(args: argparse.Namespace) -> NoReturn:
     loopback. Its output joins the UI's, each line prefixed with ``BRIDGE_PREFIX``, so one log
     (the container's, which outlives it) holds both and can be split again.
     """
-    bridge = argparse.Namespace(host=args.mcp_host, port=args.mcp_port, memory=args.memory)
-    command, bridge_env = bridge_launch(bridge, f"http://127.0.0.1:{args.port}")
+    command, bridge_env = bridge_launch(args.mcp_host, args.mcp_port, args.memory, f"http://127.0.0.1:{args.port}")
     spec = {"module": BRIDGE_MODULE, "argv": command, "env": bridge_env, "cwd": os.getcwd()}
     launch_pair(UI_MODULE, ui_arguments(args), spec, prepared_ui(args))
 

@@ -239,9 +239,11 @@ def container_options(
     }
 
 
-def claimed_cpu(role: Role, env: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """``container.update`` options for a sandbox its job has claimed: the sandbox weight and cap."""
-    return {"cpu_shares": SANDBOX_CPU_SHARES, **cpu_cap(limits_for(role, env).cpus)}
+def claimed_cpu(role: Role, env: Mapping[str, str] | None = None, *, capped: bool = True) -> dict[str, Any]:
+    """``container.update`` options for a sandbox its job has claimed: the sandbox weight, and
+    its cap unless not ``capped`` yet (a spare claimed before it is ready keeps its start cap)."""
+    weight = {"cpu_shares": SANDBOX_CPU_SHARES}
+    return weight | cpu_cap(limits_for(role, env).cpus) if capped else weight
 
 
 #: Print a file's bytes base64-encoded (exec output is text-safe that way), or exit 3 if absent.

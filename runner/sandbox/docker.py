@@ -205,11 +205,8 @@ def _claim_cpu(containers: list[Container], *, capped: bool) -> None:
     their role label); one already gone is left to the readiness check or the watchdog, which
     say how it ended."""
     for container in containers:
-        wanted = claimed_cpu(cast(Role, container.labels["trialbox.role"]))
-        if not capped:
-            wanted = {"cpu_shares": wanted["cpu_shares"]}
         try:
-            container.update(**wanted)
+            container.update(**claimed_cpu(cast(Role, container.labels["trialbox.role"]), capped=capped))
         except (NotFound, APIError):
             pass
 
@@ -562,6 +559,11 @@ class DockerBackend:
             raise SandboxError(f"image {self.image} is missing — build it with `trialbox images`") from exc
         except APIError as exc:
             raise SandboxError(f"could not start the sandbox container: {exc.explanation}") from exc
+        return self.sandbox_of(scenario_id, ui, network, token)
+
+    def sandbox_of(self, scenario_id: str, ui: Container, network: Network, token: str) -> DockerSandbox:
+        """The record of a started sandbox container (``ui``) on its ``network``, its bridge
+        guarded by ``token``."""
         # By address, from the host's network namespace (the runner container shares it): the
         # engine never joins the sandbox network, which holds only the sandbox and `llm`.
         box_host = _address(ui, str(network.name))
@@ -574,7 +576,7 @@ class DockerBackend:
             corpus_root=PurePosixPath(CORPUS_MOUNT),
             ui=ui,
             mcp_headers={"Authorization": f"Bearer {token}"},
-            llm_client=_address(ui, str(network.name)),
+            llm_client=box_host,
             llm_token=self._llm_token(),
         )
 
@@ -842,13 +844,20 @@ def _gaia_import_s(ui: Container) -> float | None:
     try:
         ui.reload()
         started = _docker_time(str(ui.attrs["State"]["StartedAt"]))
-        logs = ui.logs(stdout=True, stderr=True, timestamps=True)
+        imported = logged_at(ui, _UI_IMPORTED_MARKER)
     except (APIError, NotFound, KeyError, ValueError):
         return None
-    for line in logs.splitlines():
-        if _UI_IMPORTED_MARKER in line and not line.split(b" ", 1)[-1].startswith(BRIDGE_PREFIX):
+    return None if imported is None else round(imported - started, 3)
+
+
+def logged_at(container: Container, marker: bytes, *, bridge: bool = False) -> float | None:
+    """When (Docker's timestamp) the UI's — or with ``bridge``, the bridge's prefixed — first log
+    line holding ``marker`` was written; None if no such line or no readable time."""
+    for line in container.logs(stdout=True, stderr=True, timestamps=True).splitlines():
+        stamp, _, text = line.partition(b" ")
+        if marker in text and text.startswith(BRIDGE_PREFIX) == bridge:
             try:
-                return round(_docker_time(line.split(b" ", 1)[0].decode()) - started, 3)
+                return _docker_time(stamp.decode())
             except ValueError:
                 return None
     return None
