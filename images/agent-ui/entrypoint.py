@@ -72,7 +72,7 @@ def _env_list(name: str, separator: str = ",") -> list[str]:
 def user_agents(agent_dirs: Sequence[str]) -> dict[str, Path]:
     """``{id: folder}`` for every ``<dir>/<id>/agent.py`` in the user's agent folders.
 
-    The host (runner/agents.py) has already checked ids and clashes; this only repeats the
+    The host (runner/conversation/agents.py) has already checked ids and clashes; this only repeats the
     one check that keeps two folders from fighting over the same id here.
     """
     found: dict[str, Path] = {}

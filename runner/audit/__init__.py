@@ -48,11 +48,11 @@ from runner.audit._rules import (
     audit_scenario,
     estimate_tokens,
 )
-from runner.paths import eval_root
+from runner.records.status import Status
 from runner.scenarios import load_suite
-from runner.status import Status
+from runner.system.paths import eval_root
 
-EXIT_USAGE = 2  # the CLI's code for bad input (runner.launch.EXIT_USAGE)
+EXIT_USAGE = 2  # the CLI's code for bad input (runner.run.launch.EXIT_USAGE)
 
 __all__ = [
     "CHAR_CONSTANTS",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from runner.paths import REPO_ROOT
+from runner.system.paths import REPO_ROOT
 
 CHAT_HELPERS = Path("ui") / "_chat_helpers.py"
 HISTORY = Path("agents") / "base" / "history.py"

@@ -10,8 +10,8 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from runner.audit._limits import GAIA_MIN_MSG_CHARS, ArchitectureLimits
+from runner.records.status import Status
 from runner.scenarios import Scenario, ToolCalled, Turn
-from runner.status import Status
 
 CHARS_PER_TOKEN = 4
 WHOLE_DOCUMENT_TOOLS = frozenset({"dump_document", "summarize_document", "read_document",

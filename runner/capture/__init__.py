@@ -41,10 +41,10 @@ from runner.capture._scenario import (
     render_yaml,
     scenario_id_for,
 )
-from runner.paths import eval_root
 from runner.scenarios import Problem, load_suite
+from runner.system.paths import eval_root
 
-EXIT_USAGE = 2  # the CLI's code for bad input (runner.launch.EXIT_USAGE)
+EXIT_USAGE = 2  # the CLI's code for bad input (runner.run.launch.EXIT_USAGE)
 
 __all__ = [
     "CATEGORY",

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from runner.evidence import UI_INDEXING_STEP
+from runner.records.evidence import UI_INDEXING_STEP
 
 DEFAULT_DB = Path.home() / ".gaia" / "chat" / "gaia_chat.db"
 """Where the Agent UI keeps a user's chats when GAIA_HOME is not set."""
@@ -153,7 +153,7 @@ def tools_from_steps(raw: str | None) -> list[str]:
 
     0.25.1 writes `{"type": "tool", "tool": name, ...}` steps beside thinking/status steps;
     older databases named the tool `name` or `tool_name`. The Agent UI's own indexing step is
-    the harness's doing, not the agent's choice, so it is left out (as runner.evidence does).
+    the harness's doing, not the agent's choice, so it is left out (as runner.records.evidence does).
     """
     try:
         steps = json.loads(raw) if raw else []

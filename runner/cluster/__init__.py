@@ -5,7 +5,9 @@ source that runs each job on a node; `run_on_cluster`/`run_per_node` are `trialb
 --cluster` and `--per-node`. Only this package imports ray.
 """
 
+from runner.cluster._conversations import ClusterError, parse_on
 from runner.cluster._node import NodeConfig, NodeError, NodeState, join, leave, load_node_config
+from runner.cluster._run import run_blocking, run_on_cluster, run_per_node
 
 # Importing these imports ray; `node join` and `node leave` only need the `ray` command.
 _LAZY = {"ClusterConversations": "_conversations", "ClusterError": "_conversations",
@@ -21,4 +23,16 @@ def __getattr__(name: str) -> object:
     raise AttributeError(name)
 
 
-__all__ = ["NodeConfig", "NodeError", "NodeState", "join", "leave", "load_node_config", *_LAZY]
+__all__ = [
+    "ClusterError",
+    "NodeConfig",
+    "NodeError",
+    "NodeState",
+    "join",
+    "leave",
+    "load_node_config",
+    "parse_on",
+    "run_blocking",
+    "run_on_cluster",
+    "run_per_node",
+]

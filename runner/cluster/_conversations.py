@@ -35,7 +35,6 @@ except ModuleNotFoundError as missing:  # the optional extra: say how to get it
                               "pip install 'trialbox[cluster]'", name="ray") from missing
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from runner.bounded_read import SCORECARD_BYTES, read_bounded_text
 from runner.cluster._node import (
     DEVICE_LABEL,
     DRIVER_LABEL,
@@ -46,9 +45,11 @@ from runner.cluster._node import (
 )
 from runner.cluster._remote import JobReport, Shipment, run_job_here
 from runner.cluster._ship import pack
-from runner.engine import Job, Outcome
-from runner.settings import RunSettings
-from runner.status import Status
+from runner.records.status import Status
+from runner.run.engine import Job, Outcome
+from runner.run.errors import first_line
+from runner.run.settings import RunSettings
+from runner.system.bounded_read import SCORECARD_BYTES, read_bounded_text
 
 # What `--on KEY=VALUE` may select on, and the node label each key reads.
 SELECTORS = {"device": DEVICE_LABEL, "fingerprint": FINGERPRINT_LABEL, "driver": DRIVER_LABEL,
@@ -192,7 +193,7 @@ class ClusterConversations:
     settings: RunSettings
     on: dict[str, str] = field(default_factory=dict)
     manifest: Any = None  # runner.scenarios.Manifest | None, for the node's LiveConversations
-    agents: Any = None  # runner.agents.AgentRegistry | None
+    agents: Any = None  # runner.conversation.agents.AgentRegistry | None
     node_id: str | None = None  # --per-node: every job on this one node
     say: Callable[[str], None] = print
     live: bool = True
@@ -432,5 +433,5 @@ async def _settled(ref: Any, ledger: Any, key: str, timeout_s: float) -> None:
 
 
 def _first_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {lines[0] if lines else ''}".rstrip(": ")
+    """The error's type and the first line of its message (a remote error has no other name)."""
+    return f"{type(exc).__name__}: {first_line(exc)}".rstrip(": ")

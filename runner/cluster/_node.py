@@ -25,9 +25,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from runner.bounded_read import SETTINGS_BYTES, read_bounded_text
-from runner.errors import first_line
+from runner.run.errors import first_line
 from runner.stack.hardware import DEVICES, HardwareFingerprint, hardware_fingerprint
+from runner.system.bounded_read import SETTINGS_BYTES, read_bounded_text
+from runner.system.processes import is_alive
 
 NODE_CONFIG_ENV = "TRIALBOX_NODE_CONFIG"
 SLOT_RESOURCE = "trialbox"
@@ -146,7 +147,7 @@ def ensure_stack(device: str, say: Callable[[str], None]) -> tuple[str, str, str
     (stack device, container, URL)."""
     from rich.console import Console
 
-    from runner.bench import build_images, ensure_engine, start_llm
+    from runner.bench.make_bench import build_images, ensure_engine, start_llm
     from runner.stack.hardware import DeviceError, detect_device
 
     try:
@@ -181,7 +182,7 @@ def join(address: str, *, device: str = "auto", slots: int | None = None,
     state_file = state_dir / "state.json"
     if state_file.exists():
         state = NodeState.model_validate_json(state_file.read_text())
-        if _alive(state.pid):
+        if is_alive(state.pid):
             raise NodeError(f"this machine is already a node (pid {state.pid}) — run "
                             "`trialbox node leave` first")
     if llm_container:
@@ -242,33 +243,19 @@ def leave(state_dir: Path = DEFAULT_STATE_DIR, say: Callable[[str], None] = prin
 
 def _stop_group(pid: int, grace_s: float = 30.0) -> bool:
     """SIGTERM the process group `ray start --block` leads (it stops its raylet), then SIGKILL."""
-    if not _alive(pid):
+    if not is_alive(pid):
         return False
     os.killpg(pid, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline and _alive(pid):
+    while time.monotonic() < deadline and is_alive(pid):
         time.sleep(0.2)
-    if _alive(pid):
+    if is_alive(pid):
         os.killpg(pid, signal.SIGKILL)
     try:
         os.waitpid(pid, 0)
     except ChildProcessError:
         pass
     return True
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie child of ours is not alive
-        done, _ = os.waitpid(pid, os.WNOHANG)
-        return done == 0
-    except ChildProcessError:
-        return True
 
 
 def _tail(text: str, lines: int = 15) -> str:

@@ -23,15 +23,14 @@ from pydantic import BaseModel, Field
 
 from runner.cluster._node import NodeConfig, NodeError, load_node_config
 from runner.cluster._ship import Packed, unpack
-from runner.report._identity import served_model_of
-from runner.report._models import NodeIdentity
-from runner.status import Status
-from runner.transcript import Transcript
+from runner.records.status import Status
+from runner.records.transcript import Transcript
+from runner.report import NodeIdentity, served_model_of
 
 if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
 
-    from runner.engine import Job
+    from runner.run.engine import Job
     from runner.sandbox import Sandbox, SandboxBackend
 
 
@@ -65,7 +64,7 @@ class Shipment:
     corpus: Packed
     agent_dirs: list[Packed]
     manifest: Any  # runner.scenarios.Manifest | None
-    agents: Any  # runner.agents.AgentRegistry | None
+    agents: Any  # runner.conversation.agents.AgentRegistry | None
 
 
 @dataclass
@@ -104,7 +103,7 @@ def run_job_here(job: Job, shipment: Shipment, attempt: int, node_id: str) -> tu
 def describe_node(node: NodeConfig, node_id: str) -> NodeIdentity:
     """This node as a scenario row records it. The served model is asked when the job ends:
     the model that answered it, even if the node's server was changed since the run began."""
-    from runner.launch import llm_identity
+    from runner.run.launch import llm_identity
 
     return NodeIdentity(name=node.name, node_id=node_id, host=socket.gethostname(),
                         device=node.device, fingerprint_id=node.fingerprint_id, driver=node.driver,
@@ -114,9 +113,14 @@ def describe_node(node: NodeConfig, node_id: str) -> NodeIdentity:
 
 async def _converse(job: Job, shipment: Shipment, node: NodeConfig, attempt: int,
                     scratch: Path) -> tuple[JobReport, dict[str, bytes]]:
-    from runner.engine import LiveConversations
-    from runner.launch import SESSION_DEVICE, llm_health_probe, make_backend, served_capabilities
-    from runner.settings import Backend, RunSettings
+    from runner.run.engine import LiveConversations
+    from runner.run.launch import (
+        SESSION_DEVICE,
+        llm_health_probe,
+        make_backend,
+        served_capabilities,
+    )
+    from runner.run.settings import Backend, RunSettings
 
     controller = RunSettings.model_validate_json(shipment.settings_json)
     base = JobReport(node_id="", node_name=node.name, device=node.device,
@@ -167,7 +171,7 @@ async def _converse(job: Job, shipment: Shipment, node: NodeConfig, attempt: int
 def sweep_here(run_id: str) -> tuple[int, list[str]]:
     """Remove what run `run_id` left on this node's Docker engine (by its label, as a local run
     does at its end): (objects removed, what could not be)."""
-    from runner.stack.cleanup import cleanup
+    from runner.run.cleanup import cleanup
 
     report = cleanup(run_id)
     problems = list(report.failures)
@@ -196,8 +200,8 @@ def _on_node(url: str | None, controller_llm: str, node_llm: str) -> str | None:
 
 
 def _simulator(settings: Any, node: NodeConfig) -> Any:
+    from runner.conversation.simulate import make_simulator
     from runner.judge import from_env_and_flags
-    from runner.simulate import make_simulator
 
     choices = from_env_and_flags(judge="none", simulator=settings.simulator_mode,
                                  simulator_model=settings.simulator_model,

@@ -18,7 +18,6 @@ from typing import Any, TypeVar
 import ray
 from pydantic import BaseModel, Field
 
-from runner.bounded_read import SCORECARD_BYTES, SETTINGS_BYTES, read_bounded_text
 from runner.cluster._conversations import (
     ClusterConversations,
     ClusterError,
@@ -28,9 +27,19 @@ from runner.cluster._conversations import (
 )
 from runner.cluster._node import NodeConfig, load_node_config
 from runner.cluster._remote import sweep_here
-from runner.engine import Engine
-from runner.errors import InfraError, ModelChanged, UsageError, first_line
-from runner.launch import (
+from runner.report import (
+    DeviceMismatchError,
+    RunConfig,
+    RunWriter,
+    Scorecard,
+    driver_report,
+    read_traces,
+    render_driver_md,
+    served_model_of,
+)
+from runner.run.engine import Engine
+from runner.run.errors import InfraError, ModelChanged, UsageError, first_line
+from runner.run.launch import (
     REJECTED_WARNING,
     agent_registry,
     check_results_root,
@@ -40,12 +49,9 @@ from runner.launch import (
     resume_settings,
     selected_scenarios,
 )
-from runner.report import DeviceMismatchError, RunConfig, Scorecard, driver_report, render_driver_md
-from runner.report._identity import served_model_of
-from runner.report._load import read_traces
-from runner.report._writer import RunWriter
-from runner.run_lock import is_owned, owning
-from runner.settings import RESUME_MAY_CHANGE, RunSettings, new_run_id
+from runner.run.lock import is_owned, owning
+from runner.run.settings import RESUME_MAY_CHANGE, RunSettings, new_run_id
+from runner.system.bounded_read import SCORECARD_BYTES, SETTINGS_BYTES, read_bounded_text
 
 T = TypeVar("T")
 MAX_CONCURRENCY = 16  # RunSettings' own bound: run.json records at most this
@@ -358,7 +364,7 @@ def _card(run_dir: Path) -> Scorecard:
 @ray.remote(num_cpus=0)
 def _node_config() -> tuple[str, dict[str, Any]]:
     """Run on the node: its config and its LLM server's identity (only the node can reach it)."""
-    from runner.launch import llm_identity
+    from runner.run.launch import llm_identity
 
     config = load_node_config()
     return config.model_dump_json(), llm_identity(config.llm_url)

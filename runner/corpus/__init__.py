@@ -23,7 +23,7 @@ from runner.corpus._pdf import PdfFormatError, extract_pdf_text, write_pdf
 from runner.corpus._real_world import REAL_WORLD, RealWorldDocument, SourceUnavailable
 from runner.corpus._verify import FactReport, fact_problem, verify_facts
 from runner.corpus._xlsx import read_xlsx_rows, write_xlsx
-from runner.paths import eval_root
+from runner.system.paths import eval_root
 
 __all__ = [
     "GENERATED", "REAL_WORLD",
@@ -37,5 +37,5 @@ __all__ = [
 
 
 def default_corpus_root() -> Path:
-    """Our corpus, ``<eval root>/corpus`` (runner/paths.py), from any working directory."""
+    """Our corpus, ``<eval root>/corpus`` (runner/system/paths.py), from any working directory."""
     return eval_root() / "corpus"

@@ -20,8 +20,8 @@ from pathlib import Path
 from runner.corpus._generated import GENERATED
 from runner.corpus._manifest import read_manifest, write_checksums
 from runner.corpus._real_world import REAL_WORLD, SourceUnavailable
-from runner.paths import cache_root
 from runner.scenarios import CorpusDocument, Manifest
+from runner.system.paths import cache_root
 
 
 class Outcome(str, Enum):
@@ -86,7 +86,7 @@ class BuildReport:
 
 
 def default_cache_dir() -> Path:
-    """Downloaded sdists, kept between builds: under the project's cache root (runner/paths.py)."""
+    """Downloaded sdists, kept between builds: under the project's cache root (runner/system/paths.py)."""
     return cache_root() / "corpus"
 
 

@@ -11,8 +11,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from runner.scenarios import Manifest
-from runner.scenarios._manifest_load import MANIFEST_NAME
+from runner.scenarios import MANIFEST_NAME, Manifest
 
 
 def read_manifest(corpus_root: Path) -> Manifest:

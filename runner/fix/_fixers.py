@@ -26,9 +26,9 @@ from typing import TypedDict
 
 from runner.fix._models import FixerKind
 from runner.fix._sandbox import egress_target
-from runner.paths import eval_root
+from runner.records.status import Status
 from runner.report import ScenarioResult
-from runner.status import Status
+from runner.system.paths import eval_root
 
 PROMPT_PATH = "/context/fixer-prompt.md"
 TOOLS_DIR = "tools"  # under /context

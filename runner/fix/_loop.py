@@ -35,10 +35,10 @@ from runner.fix._models import (
 from runner.fix._patch import fix_log, make_patch, tree_hash
 from runner.fix._sandbox import FixSandbox, proxy_refusals
 from runner.fix._summary import render_summary
+from runner.records.status import Status
 from runner.report import ScenarioResult, Scorecard, atomic_write, compare, read_any_scorecard
-from runner.scoring import UNMEASURED
-from runner.settings import RunSettings, Selection, new_run_id
-from runner.status import Status
+from runner.run.settings import RunSettings, Selection, new_run_id
+from runner.verdict.scoring import UNMEASURED
 
 GAIA_SRC = "gaia_src"  # --scope gaia: GAIA's package under /workspace/gaia_src/gaia
 
@@ -62,7 +62,7 @@ def failing(result: ScenarioResult) -> bool:
 
 
 def unmeasured(result: ScenarioResult) -> bool:
-    """No verdict: the scenario timed out, errored, was skipped or not run (runner/scoring.py)."""
+    """No verdict: the scenario timed out, errored, was skipped or not run (runner/verdict/scoring.py)."""
     return result.status in UNMEASURED
 
 

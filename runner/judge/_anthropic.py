@@ -16,8 +16,8 @@ import httpx2
 
 from runner.judge._ask import BackendReply, StructuredRequest
 from runner.judge._errors import JudgeError
-from runner.judgments import JudgeUsage
-from runner.prices import judge_cost_usd
+from runner.records.judgments import JudgeUsage
+from runner.verdict.prices import judge_cost_usd
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
 
@@ -147,7 +147,7 @@ class AnthropicBackend:
             cache_write_tokens=used.cache_creation_input_tokens or 0,
             requests=1,
         )
-        # Priced from the one table (runner/prices.py), as the budget and the scorecard are.
+        # Priced from the one table (runner/verdict/prices.py), as the budget and the scorecard are.
         usage.cost_usd = judge_cost_usd(usage, self.model)
         return usage
 

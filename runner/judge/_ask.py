@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from runner.judge._cache import JudgeCache, cache_key
 from runner.judge._errors import JudgeError
-from runner.judgments import JudgeUsage
+from runner.records.judgments import JudgeUsage
 
 T = TypeVar("T")
 

@@ -20,9 +20,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from runner.judge._errors import CalibrationFailed, JudgeError
 from runner.judge._judge import Judge, ModelJudge
-from runner.judgments import DIMENSIONS, ClaimJudgment, ClaimLabel, Judgments
-from runner.paths import eval_root
-from runner.transcript import Transcript
+from runner.records.judgments import DIMENSIONS, ClaimJudgment, ClaimLabel, Judgments
+from runner.records.transcript import Transcript
+from runner.system.paths import eval_root
 
 DEFAULT_DEADLINE_S = 120.0
 

@@ -14,7 +14,7 @@ import json
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from runner.transcript import ToolCall, TurnRecord
+from runner.records.transcript import ToolCall, TurnRecord
 
 
 def _field(obj: Any, name: str) -> Any:

@@ -17,12 +17,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from runner.conversation.simulate import SimulatorConfig
 from runner.judge._anthropic import DEFAULT_MODEL, AnthropicBackend
 from runner.judge._cache import JudgeCache
 from runner.judge._calibration import DEFAULT_DEADLINE_S, CalibratedJudge, calibrated
 from runner.judge._judge import ModelJudge
 from runner.judge._openai import OpenAIBackend
-from runner.simulate import SimulatorConfig
 
 SIMULATOR_PROVIDERS = ("local", "scripted", "anthropic", "openai")
 

@@ -1,7 +1,7 @@
 """Where the judge's prompts and calibration examples live on disk.
 
 They are project files under `eval/` (not package data) so that a reader can review them next to
-the scenarios; runner/paths.py says where `eval/` is (TRIALBOX_EVAL_ROOT, else the checkout).
+the scenarios; runner/system/paths.py says where `eval/` is (TRIALBOX_EVAL_ROOT, else the checkout).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import cache
 
 from runner.judge._errors import JudgeError
-from runner.paths import eval_root
+from runner.system.paths import eval_root
 
 
 @cache

@@ -17,7 +17,7 @@ from runner.judge._replies import (
     claims_schema,
     json_schema,
 )
-from runner.judgments import (
+from runner.records.judgments import (
     ClaimJudgment,
     ClaimLabel,
     DimensionScores,
@@ -26,7 +26,7 @@ from runner.judgments import (
     ScenarioVerdict,
     TurnJudgment,
 )
-from runner.transcript import Transcript
+from runner.records.transcript import Transcript
 
 EMPTY_ANSWER_RATIONALE = "The answer is empty, so it says nothing about this claim."
 

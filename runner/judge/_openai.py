@@ -22,7 +22,7 @@ import httpx
 
 from runner.judge._ask import BackendReply, StructuredRequest
 from runner.judge._errors import JudgeError
-from runner.judgments import JudgeUsage
+from runner.records.judgments import JudgeUsage
 
 # The /models fields that say which weights answer. Others change between calls (llama.cpp's
 # `created` is the time of the request) or with unrelated state (`downloaded`, `context_length`).

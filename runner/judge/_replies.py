@@ -1,6 +1,6 @@
 """The shapes a judge model must reply in, their JSON Schemas, and the checks a reply must pass.
 
-These are the judge's wire formats, kept apart from runner/judgments.py (what the rest of the
+These are the judge's wire formats, kept apart from runner/records/judgments.py (what the rest of the
 system sees): a reply is validated here, strictly and with unknown fields rejected, and only then
 turned into the shared vocabulary.
 """
@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from runner.judgments import ClaimLabel
+from runner.records.judgments import ClaimLabel
 
 # Length caps keep replies to what the prompts ask for (a sentence; a few sentences). They matter
 # most for grammar-constrained local models, whose generation they bound: without them a small

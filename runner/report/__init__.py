@@ -33,11 +33,14 @@ from runner.report._driver_render import render_driver_html, render_driver_md
 from runner.report._gaia import BaselineMeta, GaiaScorecard
 from runner.report._gaia_convert import gaia_json, gaia_to_scorecard, scorecard_to_gaia
 from runner.report._html import render_html
+from runner.report._identity import served_model_of
+from runner.report._inspect import InspectUnavailable, export_run
 from runner.report._junit import render_junit
 from runner.report._load import ScorecardError, read_any_scorecard, read_traces
 from runner.report._models import (
     SCHEMA_VERSION,
     Cost,
+    NodeIdentity,
     Performance,
     PerformanceStats,
     RunConfig,
@@ -57,13 +60,6 @@ from runner.report._writer import (
 )
 
 __all__ = [
-    "EXIT_MODELS_DIFFER",
-    "EXIT_OK",
-    "EXIT_REGRESSION",
-    "EXIT_UNREADABLE",
-    "GAIA_SCORECARD",
-    "SAMPLED_DECODING",
-    "SCHEMA_VERSION",
     "BaselineMeta",
     "Change",
     "Comparison",
@@ -72,15 +68,23 @@ __all__ = [
     "DecodingMismatchError",
     "DeviceMismatchError",
     "DriverReport",
+    "EXIT_MODELS_DIFFER",
+    "EXIT_OK",
+    "EXIT_REGRESSION",
+    "EXIT_UNREADABLE",
     "FingerprintRow",
+    "GAIA_SCORECARD",
     "GaiaScorecard",
+    "InspectUnavailable",
     "MetricDelta",
+    "NodeIdentity",
     "OutcomeDelta",
     "Performance",
     "PerformanceStats",
     "RunConfig",
     "RunWriter",
-    "declared_order",
+    "SAMPLED_DECODING",
+    "SCHEMA_VERSION",
     "ScenarioQuality",
     "ScenarioResult",
     "Scorecard",
@@ -91,7 +95,9 @@ __all__ = [
     "baseline_meta",
     "build_scorecard",
     "compare",
+    "declared_order",
     "driver_report",
+    "export_run",
     "gaia_json",
     "gaia_to_scorecard",
     "percentile",
@@ -106,6 +112,7 @@ __all__ = [
     "save_baseline",
     "scenario_result",
     "scorecard_to_gaia",
+    "served_model_of",
     "trace_name",
     "trace_of",
 ]

@@ -10,14 +10,14 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from runner.judgments import Judgments, TurnJudgment
-from runner.outcomes import CheckResult
+from runner.records.judgments import Judgments, TurnJudgment
+from runner.records.outcomes import CheckResult
+from runner.records.status import Status
+from runner.records.transcript import SetupTimings, Transcript, TurnRecord
 from runner.report._models import Cost, RunConfig, ScenarioResult, Scorecard, Trace, TurnResult
 from runner.report._performance import RESCORED_FROM, performance_of
-from runner.scoring import ScenarioOutcome, judgings_cost_usd, scenario_status, summarize
-from runner.status import Status
-from runner.transcript import SetupTimings, Transcript, TurnRecord
-from runner.trials import JudgeAgreement, TrialStats, trial_stats
+from runner.verdict.scoring import ScenarioOutcome, judgings_cost_usd, scenario_status, summarize
+from runner.verdict.trials import JudgeAgreement, TrialStats, trial_stats
 
 
 def trace_name(scenario_id: str, trial: int | None) -> str:

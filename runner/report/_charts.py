@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from html import escape
 
 from runner.report._models import Performance, ScenarioResult
-from runner.scoring import CategorySummary, Summary
+from runner.verdict.scoring import CategorySummary, Summary
 
 WIDTH = 760
 LABEL_W = 190  # room for category / scenario names left of horizontal bars

@@ -38,6 +38,7 @@ from typing import Any, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from runner.records.status import JUDGED, Status
 from runner.report._fold import group_trials
 from runner.report._identity import requested_device, served_elsewhere
 from runner.report._models import ScenarioResult, Scorecard, Trace, TurnResult
@@ -53,8 +54,7 @@ from runner.report._stats import (
     trimmed_mean,
     turn_paired_difference,
 )
-from runner.status import JUDGED, Status
-from runner.trials import pass_hat_k
+from runner.verdict.trials import pass_hat_k
 
 NOT_TESTED = "not tested: the all-scenarios result did not move beyond noise"
 #: Below this many paired scenarios no result over scenarios can be called: the sign-flip test's

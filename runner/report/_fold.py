@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from runner.records.status import JUDGED, Status
 from runner.report._models import ScenarioResult
-from runner.status import JUDGED, Status
 
 
 def _worst_first(result: ScenarioResult) -> tuple[bool, float]:

@@ -23,7 +23,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from runner.judgments import DIMENSIONS, DimensionScores
+from runner.records.judgments import DIMENSIONS, DimensionScores
+from runner.records.status import JUDGED, Status
+from runner.records.transcript import ToolCall, TurnPerformance
 from runner.report._assemble import build_scorecard
 from runner.report._fold import group_trials, representative
 from runner.report._gaia import (
@@ -46,9 +48,7 @@ from runner.report._models import (
     Scorecard,
     TurnResult,
 )
-from runner.scoring import QualityGates, StatusCounts, summarize, turn_passes, turn_score
-from runner.status import JUDGED, Status
-from runner.transcript import ToolCall, TurnPerformance
+from runner.verdict.scoring import QualityGates, StatusCounts, summarize, turn_passes, turn_score
 
 GAIA_JUDGE_PROVIDER = "claude-code"  # GAIA drives and judges with `claude -p`
 TRIALBOX_CONFIG_KEY = "trialbox"  # where our RunConfig rides inside GAIA's config

@@ -11,8 +11,10 @@ import json
 from collections.abc import Iterable
 from html import escape
 
-from runner.judgments import DIMENSIONS, ClaimJudgment, ClaimLabel
-from runner.outcomes import CheckResult
+from runner.records.judgments import DIMENSIONS, ClaimJudgment, ClaimLabel
+from runner.records.outcomes import CheckResult
+from runner.records.status import Status
+from runner.records.transcript import ToolCall
 from runner.report._charts import charts
 from runner.report._identity import model_line, served_model
 from runner.report._models import ScenarioResult, Scorecard, TurnResult
@@ -24,9 +26,11 @@ from runner.report._performance import (
     pool_text,
 )
 from runner.report._summary_md import TURN_JUDGING_ON, agent_text, user_messages_text
-from runner.scoring import CHECKS_PASSED_NOT_JUDGED, checks_passed_not_judged, decided_pass_rate
-from runner.status import Status
-from runner.transcript import ToolCall
+from runner.verdict.scoring import (
+    CHECKS_PASSED_NOT_JUDGED,
+    checks_passed_not_judged,
+    decided_pass_rate,
+)
 
 _CSS = """
 :root{--pass:#1a7f37;--fail:#cf222e;--warn:#9a6700;--muted:#57606a;--line:#d0d7de;--bg:#f6f8fa}

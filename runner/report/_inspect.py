@@ -26,8 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from runner.records.status import Status
 from runner.report._models import ScenarioResult, Scorecard
-from runner.status import Status
 
 if TYPE_CHECKING:
     from inspect_ai.log import EvalLog, EvalSample

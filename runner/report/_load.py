@@ -15,7 +15,10 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from runner.bounded_read import (
+from runner.report._gaia import BaselineMeta, GaiaScorecard
+from runner.report._gaia_convert import gaia_to_scorecard
+from runner.report._models import Scorecard, Trace
+from runner.system.bounded_read import (
     SCORECARD_BYTES,
     SETTINGS_BYTES,
     TRACE_BYTES,
@@ -23,9 +26,6 @@ from runner.bounded_read import (
     checked_path,
     read_bounded_text,
 )
-from runner.report._gaia import BaselineMeta, GaiaScorecard
-from runner.report._gaia_convert import gaia_to_scorecard
-from runner.report._models import Scorecard, Trace
 
 #: Looked for, in this order, when a folder is given.
 SCORECARD_NAMES = ("scorecard.json", "baseline.json", "scorecard.gaia.json")

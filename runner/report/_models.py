@@ -13,18 +13,18 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from runner.judgments import ClaimJudgment, DimensionScores, JudgeUsage, Judgments
-from runner.outcomes import CheckResult
-from runner.scoring import Decider, QualityGates, Summary
-from runner.status import Status
-from runner.transcript import (
+from runner.records.judgments import ClaimJudgment, DimensionScores, JudgeUsage, Judgments
+from runner.records.outcomes import CheckResult
+from runner.records.status import Status
+from runner.records.transcript import (
     SetupTimings,
     ToolCall,
     Transcript,
     TurnPerformance,
     UserMessageSource,
 )
-from runner.trials import JudgeAgreement, TrialStats
+from runner.verdict.scoring import Decider, QualityGates, Summary
+from runner.verdict.trials import JudgeAgreement, TrialStats
 
 SCHEMA_VERSION = 1
 
@@ -332,7 +332,7 @@ class PhaseStats(_Model):
 
 
 class SetupStats(_Model):
-    """Where the run's set-up time went, phase by phase (see runner.transcript.SetupTimings)."""
+    """Where the run's set-up time went, phase by phase (see runner.records.transcript.SetupTimings)."""
 
     scenarios: int = Field(
         default=0, description="scenarios whose set-up timings were recorded"
@@ -431,7 +431,7 @@ class Trace(_Model):
         default=None, description="the conversation; None when none started"
     )
     evidence: dict[str, Any] = Field(
-        default_factory=dict, description="runner.evidence as JSON: tool calls, final answers"
+        default_factory=dict, description="runner.records.evidence as JSON: tool calls, final answers"
     )
     judgments: Judgments | None = Field(
         default=None, description="everything the judge said; None when not judged"

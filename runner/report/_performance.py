@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
+from runner.records.transcript import SetupTimings, TurnPerformance
 from runner.report._models import (
     Performance,
     PerformanceStats,
@@ -25,7 +26,6 @@ from runner.report._models import (
     Scorecard,
     SetupStats,
 )
-from runner.transcript import SetupTimings, TurnPerformance
 
 # The set-up phases, in the order a reader should see them (field of SetupTimings and of
 # SetupStats → label). `waited_s` first: it is the only one a scenario sees with a warm pool.
@@ -44,7 +44,7 @@ OVERHEAD_LABEL = "this run's wall ÷ agent time: scenario wall ÷ (agent turns +
 #: Where the harness overhead against the agent alone comes from (README, summary.md).
 BENCHMARK_OVERHEAD = "harness overhead (vs the agent alone, scripts/bench-harness --vs-attached)"
 
-# runner/launch.py's rescore marks the runs it writes with this key of RunConfig.extra.
+# runner/run/launch.py's rescore marks the runs it writes with this key of RunConfig.extra.
 RESCORED_FROM = "rescored_from"
 
 
@@ -210,7 +210,7 @@ def overhead_text(card: Scorecard) -> str:
         f"({parts.wall_s:.1f} s ÷ ({parts.agent_turn_s:.1f} s + {parts.agent_indexing_s:.1f} s) "
         f"over {_scenarios(parts.scenarios)})"
     )
-    # The engine's scenario wall clock runs until the judge has answered (runner/engine.py).
+    # The engine's scenario wall clock runs until the judge has answered (runner/run/engine.py).
     return text + ("; the scenario wall includes judging" if card.config.judged else "")
 
 

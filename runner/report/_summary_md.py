@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from runner.records.status import Status
 from runner.report._identity import model_line
 from runner.report._models import PerformanceStats, ScenarioResult, Scorecard, node_differences
 from runner.report._performance import (
@@ -11,15 +12,14 @@ from runner.report._performance import (
     overhead_text,
     pool_text,
 )
-from runner.scoring import (
+from runner.verdict.scoring import (
     CHECKS_PASSED_NOT_JUDGED,
     UserMessageCounts,
     check_note,
     checks_passed_not_judged,
     decided_pass_rate,
 )
-from runner.status import Status
-from runner.trials import Stability
+from runner.verdict.trials import Stability
 
 ICONS = {
     Status.PASS: "✅",

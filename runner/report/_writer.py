@@ -24,7 +24,6 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from runner.bounded_read import SCORECARD_BYTES, TRACE_BYTES, BoundedReadError, read_bounded_text
 from runner.report._assemble import build_scorecard
 from runner.report._gaia_convert import gaia_json
 from runner.report._html import render_html
@@ -38,7 +37,13 @@ from runner.report._inspect import (
 from runner.report._junit import render_junit
 from runner.report._models import RunConfig, ScenarioResult, Scorecard, Trace
 from runner.report._summary_md import render_summary_md
-from runner.trials import JudgeAgreement
+from runner.system.bounded_read import (
+    SCORECARD_BYTES,
+    TRACE_BYTES,
+    BoundedReadError,
+    read_bounded_text,
+)
+from runner.verdict.trials import JudgeAgreement
 
 SCORECARD = "scorecard.json"
 GAIA_SCORECARD = "scorecard.gaia.json"

@@ -16,7 +16,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import tempfile
@@ -36,6 +35,8 @@ from runner.sandbox._environment import sandbox_environment
 from runner.sandbox._protocol import SandboxError
 from runner.sandbox._threads import finish_in_thread
 from runner.sandbox._ui import UiReply, http_ui_request
+from runner.system.ports import free_port
+from runner.system.processes import is_alive
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ENTRYPOINT = REPO_ROOT / "images" / "agent-ui" / "entrypoint.py"
@@ -103,12 +104,6 @@ async def _llm_stats(llm_url: str) -> str:
         return json.dumps({"error": f"{type(exc).__name__}: {exc}"})
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _slug(text: str) -> str:
     return re.sub(r"[^a-zA-Z0-9_.-]", "-", text)[:40]
 
@@ -151,7 +146,7 @@ class LocalBackend:
         processes: list[subprocess.Popen[bytes]] = []
         box = LocalSandbox(
             scenario_id=scenario_id,
-            ui_url=f"http://127.0.0.1:{_free_port()}",
+            ui_url=f"http://127.0.0.1:{free_port()}",
             mcp_url="",
             llm_url=self.llm_url,
             corpus_root=self.corpus_root,
@@ -161,7 +156,7 @@ class LocalBackend:
         try:
             # Both start at once: the bridge only proxies, and its imports take longer
             # than the UI's start-up.
-            mcp_port = _free_port()
+            mcp_port = free_port()
             box.mcp_url = f"http://127.0.0.1:{mcp_port}/mcp"
             processes.append(self._start_ui(box, memory))
             processes.append(self._start_mcp(box, mcp_port, memory))
@@ -273,7 +268,7 @@ class LocalBackend:
         for process in reversed(processes):
             _stop_group(process.pid, _has_exited(process))
         stragglers = set(_processes_with_home(box.home))
-        if (registered := _daemon_pid(box.home)) is not None and _alive(registered):
+        if (registered := _daemon_pid(box.home)) is not None and is_alive(registered):
             stragglers.add(registered)
         for pid in stragglers:
             _stop_group(pid, _pid_gone(pid))
@@ -286,7 +281,7 @@ def _has_exited(process: subprocess.Popen[bytes]) -> Callable[[], bool]:
 
 
 def _pid_gone(pid: int) -> Callable[[], bool]:
-    return lambda: not _alive(pid)
+    return lambda: not is_alive(pid)
 
 
 def _processes_with_home(home: Path) -> list[int]:
@@ -298,7 +293,7 @@ def _processes_with_home(home: Path) -> list[int]:
             environ = (entry / "environ").read_bytes().split(b"\0")
         except OSError:
             continue
-        if marker in environ and _alive(int(entry.name)):
+        if marker in environ and is_alive(int(entry.name)):
             found.append(int(entry.name))
     return found
 
@@ -309,20 +304,6 @@ def _daemon_pid(home: Path) -> int | None:
     except (OSError, ValueError):
         return None
     return pid if isinstance(pid, int) and pid > 0 else None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie we did not parent still answers kill(0); /proc tells the truth on Linux.
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except (OSError, IndexError):
-        return True
 
 
 def _stop_group(pid: int, exited: Callable[[], bool]) -> None:

@@ -5,6 +5,7 @@ and claims, tags, timeout, reference, scenario-level checks); see design/archite
 """
 
 from runner.scenarios._checks import (
+    CHECK_MODELS,
     CHECK_TYPES,
     AnswerContains,
     AnswerNotContains,
@@ -22,7 +23,12 @@ from runner.scenarios._checks import (
 from runner.scenarios._corpus import CorpusNotFound, corpus_candidates, find_corpus
 from runner.scenarios._load import RejectedFile, Suite, discover, load_scenario_file, load_suite
 from runner.scenarios._manifest import CorpusDocument, Fact, Manifest
-from runner.scenarios._manifest_load import load_manifest, manifest_files, path_escape
+from runner.scenarios._manifest_load import (
+    MANIFEST_NAME,
+    load_manifest,
+    manifest_files,
+    path_escape,
+)
 from runner.scenarios._models import (
     CAPABILITY_TAGS,
     KNOWN_PERSONAS,
@@ -38,6 +44,7 @@ from runner.scenarios._models import (
 )
 from runner.scenarios._problems import Level, Problem
 from runner.scenarios._references import corpus_files, is_real_world, missing_documents
+from runner.scenarios._regex import user_regex_search
 from runner.scenarios._select import SelectionError, rejected_in_selection, select
 from runner.scenarios._source import (
     MAX_ALIAS_EXPANSION,
@@ -49,19 +56,13 @@ from runner.scenarios._source import (
 from runner.scenarios._validate import MAX_ID_LENGTH
 
 __all__ = [
-    "CAPABILITY_TAGS",
-    "CHECK_TYPES",
-    "KNOWN_PERSONAS",
-    "MAX_ALIASES",
-    "MAX_ALIAS_EXPANSION",
-    "MAX_DEPTH",
-    "MAX_ID_LENGTH",
-    "MAX_JSON_BYTES",
-    "MAX_YAML_BYTES",
     "AnswerContains",
     "AnswerNotContains",
     "AnswerNumber",
     "ArgumentMatcher",
+    "CAPABILITY_TAGS",
+    "CHECK_MODELS",
+    "CHECK_TYPES",
     "Check",
     "ClaimSpec",
     "CorpusDocument",
@@ -69,7 +70,15 @@ __all__ = [
     "DocumentsIndexed",
     "Fact",
     "GroundTruth",
+    "KNOWN_PERSONAS",
     "Level",
+    "MANIFEST_NAME",
+    "MAX_ALIASES",
+    "MAX_ALIAS_EXPANSION",
+    "MAX_DEPTH",
+    "MAX_ID_LENGTH",
+    "MAX_JSON_BYTES",
+    "MAX_YAML_BYTES",
     "Manifest",
     "MaxToolCalls",
     "Problem",
@@ -101,4 +110,5 @@ __all__ = [
     "path_escape",
     "rejected_in_selection",
     "select",
+    "user_regex_search",
 ]

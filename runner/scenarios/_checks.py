@@ -2,7 +2,7 @@
 
 The models live here, beside the scenario models, because a scenario file declares them and
 the scenario package is the leftmost module of the one-way flow (design/architecture.md):
-`runner/checks.py` imports these models and evaluates them, never the other way round.
+`runner/verdict/checks.py` imports these models and evaluates them, never the other way round.
 
 Unlike scenario keys (where an unknown key only warns, for GAIA compatibility), a check is
 our own vocabulary: a misspelt argument such as `tolerence` would silently weaken a check,

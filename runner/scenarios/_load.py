@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.bounded_read import checked_path_text
 from runner.scenarios._manifest import Manifest
 from runner.scenarios._manifest_load import load_manifest
 from runner.scenarios._models import Scenario
@@ -28,6 +27,7 @@ from runner.scenarios._validate import (
     unknown_key_problems,
     validate_model,
 )
+from runner.system.bounded_read import checked_path_text
 
 SCENARIO_SUFFIXES = (".yaml", ".yml")
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
-from runner.bounded_read import checked_path_text
 from runner.scenarios._source import SourceMap
+from runner.system.bounded_read import checked_path_text
 
 DOCUMENT_FOLDERS = ("", "documents", "adversarial")
 """Where a manifest `filename` is looked for, relative to the corpus root, in this order.

@@ -3,7 +3,6 @@ its own (ids unique, files present and unchanged), merged into one `Manifest`.""
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from runner.scenarios._validate import (
     unknown_key_problems,
     validate_model,
 )
+from runner.system.digests import sha256_of_file
 
 MANIFEST_NAME = "manifest.json"
 REAL_WORLD_FOLDER = "real_world"
@@ -166,7 +166,7 @@ def _document_file_problems(doc: CorpusDocument, source: SourceMap, path: KeyPat
         return [problem_at(source, path + ("filename",),
                            f"{located} is a symlink that leaves the corpus root",
                            "replace the link with the file itself")]
-    if doc.sha256 and _sha256(located) != doc.sha256.lower():
+    if doc.sha256 and sha256_of_file(located) != doc.sha256.lower():
         return [problem_at(source, path + ("sha256",),
                            f"{located} has changed since the manifest was written (sha256 differs)",
                            "re-check the document's facts, then update its sha256")]
@@ -179,11 +179,6 @@ def _not_committed(doc: CorpusDocument, corpus_root: Path) -> bool:
     in_folder = doc._folder is not None and doc._folder != corpus_root and (
         doc._folder.name == REAL_WORLD_FOLDER)
     return doc.real_world or in_folder or Path(doc.filename).parts[:1] == (REAL_WORLD_FOLDER,)
-
-
-def _sha256(file: Path) -> str:
-    with file.open("rb") as stream:  # in chunks: a corpus document may be large
-        return hashlib.file_digest(stream, "sha256").hexdigest()
 
 
 def path_escape(path: str, corpus_root: Path) -> str | None:

@@ -20,9 +20,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from runner.bounded_read import checked_path_text
 from runner.scenarios._checks import Check
 from runner.scenarios._source import SourceMap
+from runner.system.bounded_read import checked_path_text
 
 
 class Severity(str, Enum):

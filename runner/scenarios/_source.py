@@ -27,8 +27,8 @@ import yaml
 from yaml.events import AliasEvent, Event
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from runner.bounded_read import NotRead, kind_of, read_regular, size_text
 from runner.scenarios._problems import Problem, field_path
+from runner.system.bounded_read import NotRead, kind_of, read_regular, size_text
 
 MAX_YAML_BYTES = 256 * 1024
 """256 KiB per scenario file. The largest real scenario is a few KB; the line-tracking

@@ -7,11 +7,19 @@ every check, and each of a set of wrong answers must fail at least one. One conc
 - `_genuine`: the genuine answer and trajectory of a turn;
 - `_wrong`: the wrong answers (20 % off, another fact of the same document, "I don't know",
   a hedged list of three figures, an empty answer);
-- `_decide`: the pure check — runs them through runner/checks.py and classifies the scenario;
+- `_decide`: the pure check — runs them through runner/verdict/checks.py and classifies the scenario;
 - `_report`: the models of the result and its text.
 """
 
 from runner.selftest._decide import selftest_scenario, selftest_suite
+from runner.selftest._live import (
+    ADVERSARY,
+    ORACLE,
+    live_lines,
+    live_results,
+    live_sound,
+    write_agents,
+)
 from runner.selftest._report import (
     ScenarioSelftest,
     SelftestReport,
@@ -23,13 +31,19 @@ from runner.selftest._report import (
 )
 
 __all__ = [
+    "ADVERSARY",
+    "ORACLE",
     "ScenarioSelftest",
     "SelftestReport",
     "Slipped",
     "TurnSelftest",
     "Verdict",
+    "live_lines",
+    "live_results",
+    "live_sound",
     "render",
     "selftest_scenario",
     "selftest_suite",
     "summary_line",
+    "write_agents",
 ]

@@ -16,16 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from runner.checks import (
-    AnswerContains,
-    AnswerNumber,
-    Planned,
-    ToolCalled,
-    ToolsExact,
-    ToolsInOrder,
-    planned_checks,
-    run_scenario_checks,
-    run_turn_checks,
+from runner.records.transcript import (
+    IndexedDocument,
+    ToolCall,
+    Transcript,
+    TurnPerformance,
+    TurnRecord,
 )
 from runner.scenarios import Manifest, Scenario, Turn
 from runner.selftest._genuine import genuine_answer, genuine_calls
@@ -37,7 +33,17 @@ from runner.selftest._report import (
     Verdict,
 )
 from runner.selftest._wrong import wrong_answers
-from runner.transcript import IndexedDocument, ToolCall, Transcript, TurnPerformance, TurnRecord
+from runner.verdict.checks import (
+    AnswerContains,
+    AnswerNumber,
+    Planned,
+    ToolCalled,
+    ToolsExact,
+    ToolsInOrder,
+    planned_checks,
+    run_scenario_checks,
+    run_turn_checks,
+)
 
 __all__ = ["decides", "selftest_scenario", "selftest_suite"]
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from runner.checks import (
+from runner.records.transcript import ToolCall
+from runner.scenarios import Scenario, Turn
+from runner.verdict.checks import (
     AnswerContains,
     AnswerNumber,
     ArgumentMatcher,
@@ -17,9 +19,7 @@ from runner.checks import (
     ToolStep,
     has_expected_answer,
 )
-from runner.literals import literal_in
-from runner.scenarios import Scenario, Turn
-from runner.transcript import ToolCall
+from runner.verdict.literals import literal_in
 
 __all__ = ["UNKNOWN", "expected_text", "genuine_answer", "genuine_calls", "render_number"]
 
@@ -71,7 +71,7 @@ def genuine_answer(turn: Turn, planned: list[Planned]) -> str:
 
 
 def _states(answer: str, check: AnswerNumber) -> bool:
-    from runner.checks import find_numbers, relative_deviation
+    from runner.verdict.checks import find_numbers, relative_deviation
 
     return any(relative_deviation(found.value, check.value) <= check.tolerance + 1e-12
                for found in find_numbers(answer))

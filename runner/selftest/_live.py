@@ -18,15 +18,15 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from runner.checks import MaxToolCalls, ToolsExact, planned_checks
-from runner.outcomes import CheckResult
-from runner.paths import eval_root
+from runner.records.outcomes import CheckResult
+from runner.records.transcript import ToolCall
 from runner.report import ScenarioResult
 from runner.scenarios import Manifest, Scenario
 from runner.selftest._decide import decides
 from runner.selftest._genuine import genuine_answer, genuine_calls
 from runner.selftest._wrong import wrong_answers
-from runner.transcript import ToolCall
+from runner.system.paths import eval_root
+from runner.verdict.checks import MaxToolCalls, ToolsExact, planned_checks
 
 __all__ = ["ADVERSARY", "ORACLE", "LiveResult", "PlanTurn", "agent_source", "live_lines",
            "live_results", "live_sound", "remove_agents", "write_agents"]

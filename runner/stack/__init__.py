@@ -1,10 +1,9 @@
-"""The controller side of the appliance: hardware, Docker engine, images, compose stack, cleanup.
+"""The controller side of the appliance: hardware, Docker engine, images, compose stack.
 
 Everything here talks to the machine (``/dev``, ``/proc``, the Docker engine); nothing here
 knows about scenarios or scores. The CLI calls these functions and prints what they return.
 """
 
-from runner.stack.cleanup import CleanupReport, cleanup
 from runner.stack.compose import (
     ComposeError,
     LlmStack,
@@ -39,7 +38,6 @@ __all__ = [
     "DEVICES",
     "IMAGES",
     "Check",
-    "CleanupReport",
     "ComposeError",
     "DeviceChoice",
     "DeviceError",
@@ -50,7 +48,6 @@ __all__ = [
     "build_image",
     "check_compose",
     "check_engine",
-    "cleanup",
     "compose_files",
     "detect_device",
     "down",

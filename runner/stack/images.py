@@ -42,6 +42,7 @@ import docker
 from docker.errors import DockerException, ImageNotFound
 
 from runner.stack import image_bytecode, project_wheel
+from runner.system.digests import sha256_of_file
 
 # The images trialbox builds, in build order (each is independent; the order is for humans).
 IMAGES: tuple[str, ...] = ("llm-cpu", "agent-ui", "runner", "fixer")
@@ -79,7 +80,7 @@ class ImageBuildError(RuntimeError):
     """One image could not be built; the message carries the command and the last log lines."""
 
 
-# Who hears how a build is going (runner/bench.py shows it): each phase before the engine's
+# Who hears how a build is going (runner/bench/make_bench.py shows it): each phase before the engine's
 # build and each of its `Step n/m` lines. A context variable rather than a parameter, so every
 # path to `_build` (agent-ui, fixer) reports without threading a callback through each.
 _build_listener: ContextVar[Callable[[str], None] | None] = ContextVar(
@@ -250,7 +251,7 @@ def build_image(name: str, root: Path | None = None, base: str | None = None) ->
     if name == AGENT_UI:
         return build_agent_ui(None, root, base)
     if name == "fixer":  # fix mode's sandbox image; Claude Code inside with TRIALBOX_FIXER_CLAUDE=1
-        from runner.fix._image import build_fixer_image
+        from runner.stack.fixer_image import build_fixer_image
 
         return build_fixer_image(root, base)
     return _build(name, root, base)
@@ -669,7 +670,7 @@ def parse_gaia_spec(spec: str | None, root: Path | None = None) -> GaiaSpec:
         if match is None:
             raise ImageBuildError(f"--gaia {spec}: not an amd-gaia wheel (expected "
                                   "amd_gaia-<version>-...whl, as `pip wheel` names it)")
-        return GaiaSpec("wheel", match.group("version"), spec, path.resolve(), _sha256(path))
+        return GaiaSpec("wheel", match.group("version"), spec, path.resolve(), sha256_of_file(path))
     if path.is_dir():
         if not ((path / "pyproject.toml").is_file() or (path / "setup.py").is_file()):
             raise ImageBuildError(f"--gaia {spec}: a folder, but not a Python project (no "
@@ -699,7 +700,7 @@ def wheel_from_source(spec: GaiaSpec, root: Path) -> GaiaSpec:
         built[0].replace(wheel)
     match = _WHEEL.match(wheel.name)
     assert match is not None
-    return GaiaSpec("source", match.group("version"), spec.source, wheel, _sha256(wheel))
+    return GaiaSpec("source", match.group("version"), spec.source, wheel, sha256_of_file(wheel))
 
 
 def build_agent_ui(spec: str | None, root: Path | None = None, base: str | None = None) -> BuiltImage:
@@ -756,9 +757,3 @@ def image_gaia(tag: str) -> dict[str, str | None]:
     return {"gaia_version": labels.get(GAIA_VERSION_LABEL), "gaia_spec": labels.get(GAIA_SPEC_LABEL)}
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as source:
-        for block in iter(lambda: source.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -23,9 +22,10 @@ from typing import Any
 
 import pytest
 
-from runner.outcomes import CheckResult
+from runner.records.outcomes import CheckResult
+from runner.records.transcript import ToolCall, Transcript, TurnPerformance, TurnRecord
 from runner.report import RunConfig, RunWriter, scenario_result, trace_of
-from runner.transcript import ToolCall, Transcript, TurnPerformance, TurnRecord
+from runner.system.ports import free_port
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 INSPECT = Path(sys.executable).parent / "inspect"
@@ -55,12 +55,6 @@ def write_run(results: Path, run_id: str, answer: str, passed: bool) -> None:
                              transcript=transcript, checks=[check])
     writer.add(trace_of(run_id, result, transcript=transcript))
     writer.close()
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.fixture(scope="module")

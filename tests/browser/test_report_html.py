@@ -15,11 +15,23 @@ from pathlib import Path
 
 import pytest
 
-from runner.judgments import DIMENSIONS, DimensionScores, Judgments, ScenarioVerdict, TurnJudgment
-from runner.outcomes import CheckResult
+from runner.records.judgments import (
+    DIMENSIONS,
+    DimensionScores,
+    Judgments,
+    ScenarioVerdict,
+    TurnJudgment,
+)
+from runner.records.outcomes import CheckResult
+from runner.records.status import Status
+from runner.records.transcript import (
+    SetupTimings,
+    ToolCall,
+    Transcript,
+    TurnPerformance,
+    TurnRecord,
+)
 from runner.report import RunConfig, RunWriter, scenario_result, trace_of
-from runner.status import Status
-from runner.transcript import SetupTimings, ToolCall, Transcript, TurnPerformance, TurnRecord
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(

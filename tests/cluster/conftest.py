@@ -41,7 +41,7 @@ def cluster(llm: tuple[str, str], tmp_path_factory: pytest.TempPathFactory) -> I
         ray.shutdown()
         head.shutdown()
         # A killed node leaves its sandbox behind (its cleanup never ran): swept by label.
-        from runner.stack.cleanup import cleanup
+        from runner.run.cleanup import cleanup
 
         for run_id in made.run_ids:
             cleanup(run_id)

@@ -13,7 +13,7 @@ from pathlib import Path
 from ray.cluster_utils import Cluster
 
 from runner.cluster._node import DEVICE_LABEL, NODE_CONFIG_ENV, QUIET_RAY_ENV, make_config
-from runner.settings import Backend, RunSettings, new_run_id
+from runner.run.settings import Backend, RunSettings, new_run_id
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "tests" / "fixtures" / "engine_suite"

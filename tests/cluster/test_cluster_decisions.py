@@ -14,13 +14,13 @@ import pytest
 from runner.cluster._conversations import ClusterConversations
 from runner.cluster._node import NodeConfig, make_config
 from runner.cluster._run import engine_admits, model_changes, read_plan, record_nodes
-from runner.errors import UsageError
+from runner.records.status import Status
 from runner.report import RunConfig, RunWriter, ScenarioResult
 from runner.report._identity import served_model_of
 from runner.report._models import NodeIdentity, node_differences
-from runner.settings import RunSettings, new_run_id
+from runner.run.errors import UsageError
+from runner.run.settings import RunSettings, new_run_id
 from runner.stack.hardware import HardwareFingerprint
-from runner.status import Status
 
 SUITE = Path(__file__).resolve().parents[1] / "fixtures" / "engine_suite"
 

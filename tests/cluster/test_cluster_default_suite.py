@@ -15,10 +15,10 @@ from local_cluster import ROOT, LocalCluster
 
 from runner.cluster import run_on_cluster
 from runner.cluster._conversations import ClusterLog
-from runner.launch import run as local_run
+from runner.records.status import Status
 from runner.report import Scorecard
-from runner.settings import RunSettings, Selection
-from runner.status import Status
+from runner.run.launch import run as local_run
+from runner.run.settings import RunSettings, Selection
 
 pytestmark = [pytest.mark.containers, pytest.mark.timeout(2400)]
 CATEGORIES = ["personality", "vision"]

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 # runner.stack re-exports the function `cleanup` under the module's name.
-cleaning = importlib.import_module("runner.stack.cleanup")
+cleaning = importlib.import_module("runner.run.cleanup")
 
 docker = pytest.importorskip("docker")
 
@@ -108,7 +108,7 @@ def test_clean_all_refuses_while_a_run_is_alive_then_removes_the_stack(owned: An
 
 
 def test_a_locked_run_folder_is_a_live_run(owned: Any, tmp_path: Path) -> None:
-    from runner.run_lock import owning
+    from runner.run.lock import owning
 
     _, scoped, _ = owned
     run_dir = tmp_path / "20260101-000000-cafe"
@@ -120,7 +120,7 @@ def test_a_locked_run_folder_is_a_live_run(owned: Any, tmp_path: Path) -> None:
 def test_clean_keeps_the_sandboxes_and_firewall_rules_of_a_run_whose_owner_is_alive(
     owned: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from runner.run_lock import owning
+    from runner.run.lock import owning
 
     client, scoped, tag = owned
     alive, dead = "20260101-000000-aaaa", "20260101-000000-dddd"
@@ -140,7 +140,7 @@ def test_clean_keeps_the_sandboxes_and_firewall_rules_of_a_run_whose_owner_is_al
 def test_clean_all_with_a_run_id_is_a_usage_error_that_removes_nothing() -> None:
     from typer.testing import CliRunner
 
-    from runner.cli import app
+    from runner.cli.app import app
 
     result = CliRunner().invoke(app, ["clean", "--all", "--run-id", "20260101-000000-abcd"],
                                 env={"COLUMNS": "200"})

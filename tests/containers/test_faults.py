@@ -67,7 +67,7 @@ def llm() -> Iterator[Any]:
 
 
 def command(llm: Any, results: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "runner.cli", "run", str(SUITE / "scenarios"), "--corpus", str(SUITE / "corpus"),
+    return [sys.executable, "-m", "runner.cli.app", "run", str(SUITE / "scenarios"), "--corpus", str(SUITE / "corpus"),
             "--backend", "docker", "--device", "cpu", "--llm-container", llm.name, "--llm-url", llm.url,
             "--judge-provider", "none", "--simulator", "scripted", "--results", str(results), *args]  # fmt: skip
 
@@ -84,7 +84,7 @@ def finish(process: subprocess.Popen[bytes], log: Path, timeout_s: float = 900) 
 
 
 def resume(run_dir: Path, log: Path, *args: str) -> tuple[int, str]:
-    argv = [sys.executable, "-m", "runner.cli", "run", "--resume", str(run_dir), *args]
+    argv = [sys.executable, "-m", "runner.cli.app", "run", "--resume", str(run_dir), *args]
     return finish(start(argv, log), log)
 
 
@@ -289,7 +289,7 @@ def test_mini_soak_with_random_kills_loses_nothing_and_leaves_nothing(llm: Any, 
 
 
 def _settings_in_process(llm: Any, results: Path, scenario_id: str) -> Any:
-    from runner.settings import RunSettings, Selection, new_run_id
+    from runner.run.settings import RunSettings, Selection, new_run_id
 
     return RunSettings(run_id=new_run_id(), suite_paths=[SUITE / "scenarios"], corpus_root=SUITE / "corpus",
                        results_root=results, selection=Selection(ids=[scenario_id]), device="cpu",
@@ -308,7 +308,7 @@ def test_agent_ui_killed_right_after_the_last_turn_keeps_the_judged_conversation
     are collected: the conversation is kept and checked, and the row says what happened after."""
     import asyncio
 
-    from runner import launch
+    from runner.run import launch
     from runner.sandbox.docker import DockerSandbox
 
     collect = DockerSandbox.collect
@@ -340,8 +340,8 @@ def test_a_timeout_keeps_the_turns_done_before_it_and_the_artifacts(
     forward to now: TIMEOUT, with turn 1 and the sandbox's logs in the trace's folder."""
     import asyncio
 
-    from runner import engine, launch
-    from runner.simulate import ScriptedSimulator
+    from runner.conversation.simulate import ScriptedSimulator
+    from runner.run import engine, launch
 
     deadlines: list[asyncio.Timeout] = []
     real_timeout = asyncio.timeout

@@ -21,7 +21,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from runner.fix._command import fix_command
+from runner.cli.fix import fix_command
 from runner.fix._patch import tree_hash
 from runner.report import read_any_scorecard
 

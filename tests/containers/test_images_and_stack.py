@@ -17,7 +17,7 @@ import docker
 import pytest
 from docker.errors import DockerException
 
-from runner.stack.cleanup import cleanup
+from runner.run.cleanup import cleanup
 from runner.stack.compose import (
     ComposeError,
     compose_files,
@@ -37,6 +37,7 @@ from runner.stack.images import (
     repo_root,
     stage_tag,
 )
+from runner.system.ports import free_port
 
 pytestmark = pytest.mark.containers
 
@@ -69,12 +70,6 @@ def labelled(client: docker.DockerClient, run: str) -> dict[str, list[str]]:
         "networks": [n.name for n in client.networks.list(filters=filters)],
         "volumes": [v.name for v in client.volumes.list(filters=filters)],
     }
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def require_image(client: docker.DockerClient, name: str) -> str:

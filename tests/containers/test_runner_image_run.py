@@ -22,8 +22,8 @@ import pytest
 
 docker = pytest.importorskip("docker")
 
-from runner.bench import run_in_runner_container  # noqa: E402
-from runner.stack.cleanup import cleanup  # noqa: E402
+from runner.bench.make_bench import run_in_runner_container  # noqa: E402
+from runner.run.cleanup import cleanup  # noqa: E402
 from runner.stack.compose import down, project_name, up_llm  # noqa: E402
 
 pytestmark = pytest.mark.containers

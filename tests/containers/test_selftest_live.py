@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from runner.checks import run_all_checks
-from runner.paths import eval_root
+from runner.conversation.simulate import ScriptedSimulator
+from runner.conversation.target import run_conversation
+from runner.records.transcript import Transcript
 from runner.scenarios import Scenario, load_suite
 from runner.selftest._live import ADVERSARY, ORACLE, write_agents
-from runner.simulate import ScriptedSimulator
-from runner.target import run_conversation
-from runner.transcript import Transcript
+from runner.system.paths import eval_root
+from runner.verdict.checks import run_all_checks
 
 if TYPE_CHECKING:
     from labelled_containers import LlmCpu

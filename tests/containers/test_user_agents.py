@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from runner.agents import AgentRegistry
-from runner.evidence import Evidence
+from runner.conversation.agents import AgentRegistry
+from runner.conversation.simulate import ScriptedSimulator
+from runner.conversation.target import TargetError, run_conversation
+from runner.records.evidence import Evidence
+from runner.records.transcript import Transcript
 from runner.scenarios import load_suite
-from runner.simulate import ScriptedSimulator
-from runner.target import TargetError, run_conversation
-from runner.transcript import Transcript
 
 if TYPE_CHECKING:
     from labelled_containers import LlmCpu

@@ -26,8 +26,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from runner.engine import Engine, LiveConversations
+from runner.records.status import Status
+from runner.records.transcript import TurnRecord, UserMessage
 from runner.report import RunConfig, RunWriter, declared_order
+from runner.run.engine import Engine, LiveConversations
+from runner.run.settings import Backend, RunSettings, Selection, new_run_id
 from runner.sandbox._hardening import (
     ROLES,
     SANDBOX_CPU_SHARES,
@@ -37,9 +40,6 @@ from runner.sandbox._hardening import (
 )
 from runner.sandbox.docker import RUN_LABEL, DockerBackend
 from runner.scenarios import load_suite
-from runner.settings import Backend, RunSettings, Selection, new_run_id
-from runner.status import Status
-from runner.transcript import TurnRecord, UserMessage
 
 if TYPE_CHECKING:
     from labelled_containers import LlmCpu

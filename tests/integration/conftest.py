@@ -6,7 +6,6 @@ Starting the server costs a few seconds and ~320 MB; every test that needs an LL
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -17,15 +16,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from runner.system.ports import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 MODELS_DIR = Path(os.environ.get("TRIALBOX_MODELS_DIR", ROOT / ".cache" / "models"))
 GAIA_PYTHON = ROOT / ".venv-gaia" / "bin" / "python"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def wait_live(url: str, process: subprocess.Popen[bytes], log: Path, deadline_s: float = 120) -> None:

@@ -34,6 +34,7 @@ import httpx
 import pytest
 from test_engine_local import _env, only_run, trialbox
 
+from runner.records.status import Status
 from runner.report import (
     Change,
     Scorecard,
@@ -42,7 +43,6 @@ from runner.report import (
     read_traces,
     render_driver_md,
 )
-from runner.status import Status
 
 pytestmark = pytest.mark.integration
 

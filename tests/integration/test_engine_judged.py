@@ -14,14 +14,14 @@ from typing import Any
 
 import pytest
 
-from runner.engine import Engine, LiveConversations
-from runner.judgments import DimensionScores, Judgments, ScenarioVerdict, TurnJudgment
-from runner.launch import rescore, selected_scenarios
+from runner.conversation.simulate import ScriptedSimulator
+from runner.records.judgments import DimensionScores, Judgments, ScenarioVerdict, TurnJudgment
+from runner.records.transcript import Transcript
 from runner.report import RunConfig, RunWriter, read_scorecard
+from runner.run.engine import Engine, LiveConversations
+from runner.run.launch import rescore, selected_scenarios
+from runner.run.settings import Backend, RunSettings, Selection, new_run_id
 from runner.sandbox.local import LocalBackend
-from runner.settings import Backend, RunSettings, Selection, new_run_id
-from runner.simulate import ScriptedSimulator
-from runner.transcript import Transcript
 
 pytestmark = pytest.mark.integration
 
@@ -114,7 +114,7 @@ def test_rejudging_reports_judge_agreement(tmp_path: Path, llm_url: str, gaia_py
 def test_rescore_judges_saved_transcripts_without_the_agent(
     three_trials: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from runner import launch
+    from runner.run import launch
 
     settings = RunSettings.load(three_trials).model_copy(
         update={"run_id": new_run_id(), "results_root": tmp_path, "backend": Backend.LOCAL})

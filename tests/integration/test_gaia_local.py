@@ -14,10 +14,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from runner.conversation.target import run_conversation
+from runner.records.transcript import TurnRecord, UserMessage
 from runner.sandbox import LocalBackend, LocalSandbox, Sandbox
 from runner.scenarios import Scenario
-from runner.target import run_conversation
-from runner.transcript import TurnRecord, UserMessage
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
@@ -285,8 +285,8 @@ async def tool_names(box: Sandbox) -> set[str]:
 def test_user_agents_load_and_answer_under_their_own_id(
     llm_url: str, gaia_python: Path, corpus: Path
 ) -> None:
-    from runner.agents import AgentRegistry
-    from runner.evidence import Evidence
+    from runner.conversation.agents import AgentRegistry
+    from runner.records.evidence import Evidence
 
     registry = AgentRegistry([FIXTURE_AGENTS], agent="plain_talker")
     backend = LocalBackend(llm_url, corpus, gaia_python=gaia_python,
@@ -347,7 +347,7 @@ def test_attach_drives_an_agent_ui_that_is_already_running(
     hand) driven through AttachBackend: nothing created, nothing torn down."""
     import json
 
-    from runner.agents import AgentRegistry, attached_agent_ids
+    from runner.conversation.agents import AgentRegistry, attached_agent_ids
     from runner.sandbox import AttachBackend
 
     one_turn = scenario().model_copy(update={"turns": scenario().turns[:1]})

@@ -12,7 +12,7 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from runner.target import parse_tool_detail, permission_decision, tool_calls_from_steps
+from runner.conversation.target import parse_tool_detail, permission_decision, tool_calls_from_steps
 
 FORMAT_WITH_GAIA = """
 import json, sys
@@ -87,8 +87,8 @@ def test_permission_rule_allows_only_reads_inside_the_corpus(prompt: dict, decis
 
 
 def test_a_simulators_reply_becomes_a_user_message_either_shape() -> None:
-    from runner.target import as_user_message
-    from runner.transcript import UserMessage
+    from runner.conversation.target import as_user_message
+    from runner.records.transcript import UserMessage
 
     said = UserMessage(text="What is the budget?", source="extracted")
     assert as_user_message(said) is said

@@ -24,9 +24,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from runner.cli import app
+from runner.cli.app import app
 from runner.judge import JudgeCache, ModelJudge, OpenAIBackend, calibrate, load_calibration
-from runner.judgments import DIMENSIONS
+from runner.records.judgments import DIMENSIONS
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from runner.conversation.simulate import LLMSimulator
 from runner.judge import (
     CalibrationSet,
     JudgeCache,
@@ -22,10 +23,9 @@ from runner.judge import (
     calibrate,
     load_calibration,
 )
-from runner.judgments import ClaimLabel
+from runner.records.judgments import ClaimLabel
+from runner.records.transcript import TurnPerformance, TurnRecord, UserMessage
 from runner.scenarios import Scenario
-from runner.simulate import LLMSimulator
-from runner.transcript import TurnPerformance, TurnRecord, UserMessage
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 

@@ -9,7 +9,6 @@ import json
 import math
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -18,6 +17,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+
+from runner.system.ports import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -49,12 +50,6 @@ WEATHER_HISTORY = [
     },
     {"role": "tool", "tool_call_id": "call_1", "content": "Sunny, 21 C"},
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="session")

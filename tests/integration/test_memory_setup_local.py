@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
+from runner.conversation.target import TargetError, run_conversation
+from runner.records.transcript import TurnRecord, UserMessage
 from runner.sandbox import LocalBackend, Sandbox
 from runner.scenarios import Scenario
-from runner.target import TargetError, run_conversation
-from runner.transcript import TurnRecord, UserMessage
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 

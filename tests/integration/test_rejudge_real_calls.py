@@ -20,8 +20,10 @@ import pytest
 from test_judge_cache_servers import QUESTIONS, RUBRIC_BY_SCENARIO, WEIGHTS_A, honest_reply, serving
 from typer.testing import CliRunner
 
-from runner.cli import app
-from runner.judgments import DIMENSIONS
+from runner.cli.app import app
+from runner.records.judgments import DIMENSIONS
+from runner.records.status import Status
+from runner.records.transcript import IndexedDocument, Transcript, TurnPerformance, TurnRecord
 from runner.report import (
     RunConfig,
     RunWriter,
@@ -31,10 +33,8 @@ from runner.report import (
     read_scorecard,
 )
 from runner.report._models import Scorecard
+from runner.run.settings import RunSettings, new_run_id
 from runner.scenarios import load_suite
-from runner.settings import RunSettings, new_run_id
-from runner.status import Status
-from runner.transcript import IndexedDocument, Transcript, TurnPerformance, TurnRecord
 
 pytestmark = pytest.mark.integration
 

@@ -16,14 +16,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from runner.cli import app
-from runner.engine import Engine, Job, Outcome
-from runner.launch import llm_identity
+from runner.cli.app import app
+from runner.records.transcript import Transcript, TurnPerformance, TurnRecord
 from runner.report import RunConfig, RunWriter, declared_order
 from runner.report._identity import served_model_of
+from runner.run.engine import Engine, Job, Outcome
+from runner.run.launch import llm_identity
+from runner.run.settings import Backend, RunSettings, new_run_id
 from runner.scenarios import load_suite
-from runner.settings import Backend, RunSettings, new_run_id
-from runner.transcript import Transcript, TurnPerformance, TurnRecord
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "tests" / "fixtures" / "engine_suite"

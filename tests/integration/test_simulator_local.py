@@ -14,10 +14,10 @@ from typing import Any
 import httpx
 import pytest
 
+from runner.conversation.simulate import LocalSimulator, SimulatorUnavailable, make_simulator
 from runner.judge import from_env_and_flags
+from runner.records.transcript import TurnPerformance, TurnRecord, UserMessage
 from runner.scenarios import Scenario
-from runner.simulate import LocalSimulator, SimulatorUnavailable, make_simulator
-from runner.transcript import TurnPerformance, TurnRecord, UserMessage
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 

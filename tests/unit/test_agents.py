@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from runner.agents import (
+from runner.conversation.agents import (
     AgentError,
     AgentRegistry,
     discover_user_agents,
@@ -238,7 +238,7 @@ def test_listing_an_agent_ui_that_does_not_answer_is_one_clear_error() -> None:
     import asyncio
     import socket
 
-    from runner.agents import attached_agent_ids
+    from runner.conversation.agents import attached_agent_ids
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

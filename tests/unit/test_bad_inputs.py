@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from runner.errors import EXIT_INFRA, EXIT_USAGE
-from runner.settings import RunSettings, new_run_id
+from runner.run.errors import EXIT_INFRA, EXIT_USAGE
+from runner.run.settings import RunSettings, new_run_id
 
 ROOT = Path(__file__).resolve().parents[2]
 TRIALBOX = Path(sys.executable).with_name("trialbox")
@@ -59,7 +59,7 @@ def _scorecard(work: Path) -> Path:
 
     settings = _settings(work)
     writer = RunWriter(settings.run_dir, run_id=settings.run_id,
-                       config=__import__("runner.launch", fromlist=["run_config"]).run_config(settings))
+                       config=__import__("runner.run.launch", fromlist=["run_config"]).run_config(settings))
     writer.write()
     return settings.run_dir / "scorecard.json"
 

@@ -17,7 +17,7 @@ from runner.judge import (
     calibrated,
     load_calibration,
 )
-from runner.judgments import (
+from runner.records.judgments import (
     ClaimJudgment,
     ClaimLabel,
     DimensionScores,
@@ -25,7 +25,7 @@ from runner.judgments import (
     ScenarioVerdict,
     TurnJudgment,
 )
-from runner.transcript import Transcript
+from runner.records.transcript import Transcript
 
 pytestmark = pytest.mark.anyio
 EXAMPLES = load_calibration()

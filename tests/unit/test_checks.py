@@ -10,11 +10,23 @@ import pytest
 import yaml
 from pydantic import TypeAdapter
 
-from runner.checks import Check, ToolsExact, run_all_checks, run_scenario_checks, run_turn_checks
-from runner.outcomes import CheckResult
+from runner.records.outcomes import CheckResult
+from runner.records.transcript import (
+    IndexedDocument,
+    ToolCall,
+    Transcript,
+    TurnPerformance,
+    TurnRecord,
+)
 from runner.scenarios import CHECK_TYPES, Level, Scenario, Turn, load_scenario_file
 from runner.scenarios._checks import CHECK_MODELS
-from runner.transcript import IndexedDocument, ToolCall, Transcript, TurnPerformance, TurnRecord
+from runner.verdict.checks import (
+    Check,
+    ToolsExact,
+    run_all_checks,
+    run_scenario_checks,
+    run_turn_checks,
+)
 
 CHECKS = TypeAdapter(list[Check])
 

@@ -7,7 +7,10 @@ from typing import Any
 
 import pytest
 
-from runner.checks import (
+from runner.records.outcomes import CheckResult
+from runner.records.transcript import ToolCall, Transcript, TurnPerformance, TurnRecord
+from runner.scenarios import Scenario, Turn
+from runner.verdict.checks import (
     EXPECTED_TOOLS,
     AnswerContains,
     AnswerNumber,
@@ -16,9 +19,6 @@ from runner.checks import (
     run_all_checks,
     run_turn_checks,
 )
-from runner.outcomes import CheckResult
-from runner.scenarios import Scenario, Turn
-from runner.transcript import ToolCall, Transcript, TurnPerformance, TurnRecord
 
 
 def turn(number: int = 1, **fields: Any) -> Turn:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner.checks import deviation_band, find_numbers, relative_deviation
+from runner.verdict.checks import deviation_band, find_numbers, relative_deviation
 
 
 @pytest.mark.parametrize(("text", "values"), [

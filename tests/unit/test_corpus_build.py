@@ -278,7 +278,7 @@ def test_default_folders_come_from_runner_paths_whatever_the_working_directory(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from runner.corpus import default_corpus_root
     from runner.corpus._build import default_cache_dir
-    from runner.paths import REPO_ROOT
+    from runner.system.paths import REPO_ROOT
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("TRIALBOX_EVAL_ROOT", raising=False)

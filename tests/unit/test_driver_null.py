@@ -56,10 +56,10 @@ from pathlib import Path
 
 import numpy as np
 
+from runner.records.status import Status
+from runner.records.transcript import TurnPerformance
 from runner.report import Change, RunConfig, ScenarioResult, Scorecard, TurnResult, driver_report
 from runner.report._driver import DetectableChange, detectable_text
-from runner.status import Status
-from runner.transcript import TurnPerformance
 
 ROOT = Path(__file__).resolve().parents[2]
 _loader = SourceFileLoader("measure_speed_noise", str(ROOT / "scripts/measure-speed-noise"))

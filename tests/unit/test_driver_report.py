@@ -8,7 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from runner.outcomes import CheckResult
+from runner.records.outcomes import CheckResult
+from runner.records.status import Status
+from runner.records.transcript import IndexedDocument, Transcript, TurnPerformance
 from runner.report import (
     Change,
     RunConfig,
@@ -35,8 +37,6 @@ from runner.report._stats import (
     trimmed_mean,
     turn_paired_difference,
 )
-from runner.status import Status
-from runner.transcript import IndexedDocument, Transcript, TurnPerformance
 
 WHEN = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 
@@ -484,7 +484,7 @@ def test_compare_report_refuses_a_device_mismatch_with_one_line_and_exit_2(tmp_p
 
     def compare(*extra: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "runner.cli", "compare", "a.json", "b.json", "--report", *extra],
+            [sys.executable, "-m", "runner.cli.app", "compare", "a.json", "b.json", "--report", *extra],
             cwd=tmp_path, capture_output=True, text=True, timeout=120,
         )
 

@@ -14,15 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from runner.engine import Engine, Job, Outcome, cause_of
 from runner.judge import JudgeError
-from runner.judgments import DimensionScores, JudgeUsage, Judgments, TurnJudgment
-from runner.launch import EXIT_INFRA, EXIT_OK, exit_code
+from runner.records.judgments import DimensionScores, JudgeUsage, Judgments, TurnJudgment
+from runner.records.status import Status
+from runner.records.transcript import IndexedDocument, Transcript, TurnPerformance, TurnRecord
 from runner.report import RunConfig, RunWriter, declared_order
+from runner.run.engine import Engine, Job, Outcome, cause_of
+from runner.run.launch import EXIT_INFRA, EXIT_OK, exit_code
+from runner.run.settings import RunSettings
 from runner.scenarios import Scenario, load_suite
-from runner.settings import RunSettings
-from runner.status import Status
-from runner.transcript import IndexedDocument, Transcript, TurnPerformance, TurnRecord
 
 SUITE = Path(__file__).parents[1] / "fixtures" / "engine_suite"
 

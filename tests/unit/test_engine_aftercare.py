@@ -13,11 +13,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from runner.engine import AFTERCARE_PLACES, Engine, Job, Left, Outcome, _leave
+from runner.records.transcript import SetupTimings, Transcript, TurnPerformance, TurnRecord
 from runner.report import RunConfig, RunWriter, Trace, declared_order
+from runner.run.engine import AFTERCARE_PLACES, Engine, Job, Left, Outcome, _leave
+from runner.run.settings import RunSettings
 from runner.scenarios import Scenario, load_suite
-from runner.settings import RunSettings
-from runner.transcript import SetupTimings, Transcript, TurnPerformance, TurnRecord
 
 SUITE = Path(__file__).parents[1] / "fixtures" / "engine_suite"
 RUN_ID = "20261201-140000-aftr"

@@ -10,12 +10,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from runner.engine import Engine, Job, Outcome, ReplayedConversations
+from runner.records.status import Status
+from runner.records.transcript import Transcript, TurnPerformance, TurnRecord
 from runner.report import RunConfig, RunWriter, Trace, declared_order
+from runner.run.engine import Engine, Job, Outcome, ReplayedConversations
+from runner.run.settings import RunSettings
 from runner.scenarios import Scenario, load_suite
-from runner.settings import RunSettings
-from runner.status import Status
-from runner.transcript import Transcript, TurnPerformance, TurnRecord
 
 SUITE = Path(__file__).parents[1] / "fixtures" / "engine_suite"
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 from test_engine import Conversations, Judge, make_engine, scenarios, statuses
 
-from runner.engine import Job, Outcome
-from runner.judgments import Judgments
+from runner.records.judgments import Judgments
+from runner.records.status import Status
+from runner.records.transcript import Transcript
+from runner.run.engine import Job, Outcome
 from runner.scenarios import Scenario
-from runner.status import Status
-from runner.transcript import Transcript
 
 
 def test_identical_timeouts_do_not_stop_the_run_but_identical_infra_errors_do(tmp_path: Path) -> None:

@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import json
 
-from runner.evidence import (
+from runner.records.evidence import (
     Evidence,
     first_difference,
     in_order_matches,
     is_exact,
     is_in_order_subsequence,
 )
-from runner.transcript import IndexedDocument, ToolCall, Transcript, TurnPerformance, TurnRecord
+from runner.records.transcript import (
+    IndexedDocument,
+    ToolCall,
+    Transcript,
+    TurnPerformance,
+    TurnRecord,
+)
 
 
 def _transcript() -> Transcript:
@@ -97,8 +103,8 @@ def test_helpers_accept_a_matcher() -> None:
 
 
 def test_the_agent_uis_own_indexing_step_is_not_the_agents_choice() -> None:
-    from runner.evidence import UI_INDEXING_STEP, Evidence
-    from runner.transcript import ToolCall, Transcript, TurnPerformance, TurnRecord
+    from runner.records.evidence import UI_INDEXING_STEP, Evidence
+    from runner.records.transcript import ToolCall, Transcript, TurnPerformance, TurnRecord
 
     record = TurnRecord(turn=1, user_message="q", answer="a", performance=TurnPerformance(wall_s=1.0),
                         tool_calls=[ToolCall(name=UI_INDEXING_STEP), ToolCall(name="query_documents")])

@@ -1,4 +1,4 @@
-"""`exit_code`: what a finished scorecard tells CI (runner/errors.py: 0 ok, 1 the quality gate
+"""`exit_code`: what a finished scorecard tells CI (runner/run/errors.py: 0 ok, 1 the quality gate
 failed, 2 scenario files were rejected, 3 infrastructure).
 
 The scorecards are built by the real `build_scorecard`, so the summary the gate reads is the one
@@ -12,11 +12,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from runner.errors import EXIT_INFRA, EXIT_OK, EXIT_QUALITY
-from runner.launch import exit_code, quality_gate_line
+from runner.records.status import Status
 from runner.report import RunConfig, ScenarioResult, Scorecard, build_scorecard
-from runner.scoring import UNMEASURED, QualityGates, gate_pass_rate
-from runner.status import Status
+from runner.run.errors import EXIT_INFRA, EXIT_OK, EXIT_QUALITY
+from runner.run.launch import exit_code, quality_gate_line
+from runner.verdict.scoring import UNMEASURED, QualityGates, gate_pass_rate
 
 
 def judged(status: Status, score: float) -> ScenarioResult:

@@ -9,7 +9,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from runner.fix._command import fix_command
+from runner.cli.fix import fix_command
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "broken_agent"
@@ -50,7 +50,7 @@ def test_bad_options_exit_2_with_the_fix(args: list[str], message: str) -> None:
 
 
 def test_from_a_run_with_several_agent_dirs_asks_which(tmp_path: Path) -> None:
-    from runner.settings import RunSettings
+    from runner.run.settings import RunSettings
 
     run_dir = tmp_path / "20261130-101010-abcd"
     RunSettings(run_id=run_dir.name, suite_paths=[tmp_path], corpus_root=tmp_path,
@@ -67,7 +67,7 @@ def test_a_missing_fixer_image_is_an_infrastructure_error(monkeypatch: pytest.Mo
 
 def test_claude_code_needs_an_image_built_with_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("runner.stack.images.image_exists", lambda tag: True)
-    monkeypatch.setattr("runner.fix._image.image_has_claude", lambda tag: None)
+    monkeypatch.setattr("runner.stack.fixer_image.image_has_claude", lambda tag: None)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
     code, output = _fix("--fixer", "claude-code", "--agent-dir", str(FIXTURE / "agents"), "--backend", "local")
     assert code == 2 and "TRIALBOX_FIXER_CLAUDE=1 trialbox images" in output

@@ -19,10 +19,10 @@ from runner.fix._loop import combined_rate, failing, passing
 from runner.fix._models import FixerRun, FixReport, IterationRecord, Problem
 from runner.fix._sandbox import FixSandboxError, egress_target, outside_writes
 from runner.fix._summary import render_summary
-from runner.outcomes import CheckResult
+from runner.records.outcomes import CheckResult
+from runner.records.status import Status
 from runner.report import ScenarioResult
-from runner.scoring import QualityGates
-from runner.status import Status
+from runner.verdict.scoring import QualityGates
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST_ENV = {"ANTHROPIC_API_KEY": "sk-ant-test", "OPENAI_API_KEY": "sk-openai", "AWS_SECRET_ACCESS_KEY": "aws",
@@ -165,7 +165,7 @@ def test_the_summary_reports_each_problem(tmp_path: Path) -> None:
 
 
 def test_claude_code_stays_in_the_image_once_a_machine_opted_in(tmp_path: Path) -> None:
-    from runner.fix._image import CLAUDE_VERSION, claude_wanted
+    from runner.stack.fixer_image import CLAUDE_VERSION, claude_wanted
 
     assert claude_wanted(tmp_path, {}) is False
     assert claude_wanted(tmp_path, {"TRIALBOX_FIXER_CLAUDE": "1"}) is True

@@ -13,11 +13,11 @@ from runner.fix._fixers import FixerOptions, fixer_spec
 from runner.fix._loop import FixLoop, FixPlan
 from runner.fix._patch import tree_hash
 from runner.fix._sandbox import SandboxRun
-from runner.outcomes import CheckResult
+from runner.records.outcomes import CheckResult
+from runner.records.status import Status
 from runner.report import ScenarioResult, Scorecard
-from runner.scoring import QualityGates
-from runner.settings import RunSettings
-from runner.status import Status
+from runner.run.settings import RunSettings
+from runner.verdict.scoring import QualityGates
 
 # Scenario id → the marker its check needs in agent.py ("c" passes from the start).
 NEEDS = {"a": "FIX_A", "b": "FIX_B", "c": ""}

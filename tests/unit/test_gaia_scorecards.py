@@ -14,8 +14,15 @@ from pathlib import Path
 import pytest
 from test_report import NO_JUDGE, WHEN, card, transcript, unjudged
 
-from runner.judgments import DIMENSIONS, DimensionScores, Judgments, ScenarioVerdict, TurnJudgment
-from runner.outcomes import CheckResult
+from runner.records.judgments import (
+    DIMENSIONS,
+    DimensionScores,
+    Judgments,
+    ScenarioVerdict,
+    TurnJudgment,
+)
+from runner.records.outcomes import CheckResult
+from runner.records.status import Status
 from runner.report import (
     EXIT_MODELS_DIFFER,
     EXIT_OK,
@@ -35,7 +42,6 @@ from runner.report import (
     scorecard_to_gaia,
     trace_of,
 )
-from runner.status import Status
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "gaia_scorecards"

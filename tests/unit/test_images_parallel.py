@@ -9,8 +9,8 @@ import io
 import pytest
 from rich.console import Console
 
-from runner.bench import build_images
-from runner.errors import InfraError
+from runner.bench.make_bench import build_images
+from runner.run.errors import InfraError
 from runner.stack.images import (
     BUILD_JOBS_ENV,
     ImageBuildError,

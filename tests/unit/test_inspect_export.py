@@ -15,12 +15,12 @@ from inspect_ai.log import read_eval_log
 from test_report import JUDGE, WHEN, card, failing, infra, judgments, passing, transcript
 from typer.testing import CliRunner
 
-from runner.cli import app
+from runner.cli.app import app
+from runner.records.status import Status
+from runner.records.transcript import ToolCall
 from runner.report import RunConfig, RunWriter, _writer, trace_of
 from runner.report._inspect import INSPECT_LOG, INSTALL_HINT, eval_log_of, export_run
 from runner.report._writer import SCORECARD, atomic_write
-from runner.status import Status
-from runner.transcript import ToolCall
 
 CONFIG = JUDGE.model_copy(update={
     "served_model": "SmolLM2-135M-Instruct Q4_1 by trialbox llm-cpu", "device": "cpu",

@@ -13,12 +13,12 @@ from typing import Any
 import httpx2 as httpx  # the anthropic SDK 2.x transport package (same API as httpx)
 import pytest
 
-from runner import scoring
 from runner.judge import AnthropicBackend, JudgeCache, JudgeError, ModelJudge
 from runner.judge._files import prompt
-from runner.judgments import ClaimLabel, JudgeUsage, Judgments
-from runner.prices import cost_note, judge_cost_usd, judgings_cost_usd, price_of
-from runner.transcript import ToolCall, Transcript, TurnPerformance, TurnRecord
+from runner.records.judgments import ClaimLabel, JudgeUsage, Judgments
+from runner.records.transcript import ToolCall, Transcript, TurnPerformance, TurnRecord
+from runner.verdict import scoring
+from runner.verdict.prices import cost_note, judge_cost_usd, judgings_cost_usd, price_of
 
 pytestmark = pytest.mark.anyio
 
@@ -137,7 +137,7 @@ async def test_an_anthropic_model_missing_from_the_table_is_unpriced_not_guessed
     assert "unpriced" in cost_note(judgments.judge_model)
 
 
-# --- the price table (runner/prices.py): exact ids, one table for budget and report ------------
+# --- the price table (runner/verdict/prices.py): exact ids, one table for budget and report ------------
 
 MILLION_EACH = JudgeUsage(input_tokens=1_000_000, output_tokens=1_000_000)
 
@@ -160,7 +160,7 @@ def test_anthropic_ids_are_priced_bare_or_as_recorded(model: str) -> None:
 def test_names_that_are_not_exact_anthropic_ids_cost_nothing_and_say_unpriced(model: str) -> None:
     assert price_of(model) is None
     assert judge_cost_usd(MILLION_EACH, model) == 0.0
-    assert cost_note(model) == (f"{model}: unpriced (no list price in runner/prices.py; its cost "
+    assert cost_note(model) == (f"{model}: unpriced (no list price in runner/verdict/prices.py; its cost "
                                 "counts as $0)")
 
 

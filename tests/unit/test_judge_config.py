@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from runner.conversation.simulate import SimulatorConfig
 from runner.judge import JudgeConfig, ProviderConfigError, from_env_and_flags, make_judge
-from runner.simulate import SimulatorConfig
 
 KEY = {"ANTHROPIC_API_KEY": "sk-ant-test"}
 URL = "http://127.0.0.1:13305/api/v1"

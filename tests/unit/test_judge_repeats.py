@@ -19,9 +19,9 @@ from runner.judge import (
     load_calibration,
 )
 from runner.judge._cache import cache_key
-from runner.judgments import DIMENSIONS, JudgeUsage
+from runner.records.judgments import DIMENSIONS, JudgeUsage
+from runner.records.transcript import Transcript, TurnPerformance, TurnRecord
 from runner.scenarios import Scenario
-from runner.transcript import Transcript, TurnPerformance, TurnRecord
 
 pytestmark = pytest.mark.anyio
 EXAMPLES = load_calibration()

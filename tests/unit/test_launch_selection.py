@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.launch import (
+from runner.report import RunConfig, Scorecard, build_scorecard
+from runner.run.launch import (
     EXIT_INFRA,
     EXIT_OK,
     EXIT_USAGE,
@@ -21,8 +22,7 @@ from runner.launch import (
     exit_code,
     selected_scenarios,
 )
-from runner.report import RunConfig, Scorecard, build_scorecard
-from runner.settings import RunSettings, Selection
+from runner.run.settings import RunSettings, Selection
 
 REPO = Path(__file__).parents[1] / "fixtures" / "gaia_repo"
 

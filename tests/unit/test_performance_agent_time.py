@@ -13,6 +13,7 @@ from html import escape
 
 import pytest
 
+from runner.records.transcript import SetupTimings, Transcript, TurnPerformance, TurnRecord
 from runner.report import (
     RunConfig,
     ScenarioResult,
@@ -23,7 +24,6 @@ from runner.report import (
     scenario_result,
 )
 from runner.report._performance import indexing_text, overhead_parts
-from runner.transcript import SetupTimings, Transcript, TurnPerformance, TurnRecord
 
 WHEN = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 INDEXING_S = 600.0  # a large PDF embedded by the Agent UI before the first turn

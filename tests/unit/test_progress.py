@@ -1,4 +1,4 @@
-"""runner/progress.py: one plain line per step in a log, a live line with ETA on a terminal.
+"""runner/run/progress.py: one plain line per step in a log, a live line with ETA on a terminal.
 
 Time is a fake clock the tests move by hand, so no assertion depends on how fast the machine
 is; the ticker test waits for an event with a deadline instead of sleeping.
@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-from runner.progress import CLEAR_LINE, Progress, clock_text, is_terminal, phase
+from runner.run.progress import CLEAR_LINE, Progress, clock_text, is_terminal, phase
 
 
 class Clock:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import docker
 
-from runner.progress import Progress, phase
+from runner.run.progress import Progress, phase
 from runner.stack.images import BASE_IMAGE, _engine_build, _tell, build_progress
 
 

@@ -1,5 +1,5 @@
 """No silent minutes in the shell phases of `make bench`: a command run as a talking phase
-(runner.progress.run_talking, scripts/talk) passes its output through and, in a log, says its
+(runner.run.progress.run_talking, scripts/talk) passes its output through and, in a log, says its
 status after every 10 s without a line. The command is a real child process that stays silent
 until the test lets it go; the seconds are an injected clock, so nothing here waits on time."""
 
@@ -12,7 +12,7 @@ import sys
 import threading
 from pathlib import Path
 
-from runner.progress import LOG_EVERY_S, Progress, run_talking
+from runner.run.progress import LOG_EVERY_S, Progress, run_talking
 from runner.stack.images import repo_root
 
 
@@ -129,7 +129,7 @@ def test_scripts_talk_runs_with_the_hosts_python_outside_any_venv(tmp_path: Path
     assert done.stdout.splitlines()[:2] == ["a phase ...", "out, PYTHONPATH=[]"]
     assert done.stdout.splitlines()[-1].startswith("a phase: failed (exit 4)")
     stdlib_only = subprocess.run(
-        [sys.executable, "-S", "-c", "import runner.progress"], cwd=repo_root(),
+        [sys.executable, "-S", "-c", "import runner.run.progress"], cwd=repo_root(),
         capture_output=True, text=True, timeout=60,
     )
     assert stdlib_only.returncode == 0, stdlib_only.stderr

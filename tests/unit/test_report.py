@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from runner.judgments import (
+from runner.records.judgments import (
     DIMENSIONS,
     ClaimJudgment,
     ClaimLabel,
@@ -18,7 +18,9 @@ from runner.judgments import (
     ScenarioVerdict,
     TurnJudgment,
 )
-from runner.outcomes import CheckResult
+from runner.records.outcomes import CheckResult
+from runner.records.status import Status
+from runner.records.transcript import ToolCall, Transcript, TurnPerformance, TurnRecord
 from runner.report import (
     RunConfig,
     ScenarioResult,
@@ -32,9 +34,7 @@ from runner.report import (
 )
 from runner.report._charts import nice_step
 from runner.report._identity import served_model_of
-from runner.report._schemas import stale_schemas
-from runner.status import Status
-from runner.transcript import ToolCall, Transcript, TurnPerformance, TurnRecord
+from runner.run.schemas import stale_schemas
 
 WHEN = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 JUDGE = RunConfig(
@@ -365,11 +365,11 @@ def test_html_says_not_judged_when_there_is_no_judge():
 
 def test_committed_json_schemas_match_the_models():
     stale = stale_schemas()
-    assert stale == [], f"stale schemas {stale}: run `python -m runner.report.export_schemas`"
+    assert stale == [], f"stale schemas {stale}: run `trialbox schema`"
 
 
 def test_stale_schema_is_detected(tmp_path):
-    from runner.report._schemas import export_schemas
+    from runner.run.schemas import export_schemas
 
     export_schemas(tmp_path)
     assert stale_schemas(tmp_path) == []

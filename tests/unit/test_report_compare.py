@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from test_report import JUDGE, card
 
+from runner.records.status import Status
 from runner.report import (
     EXIT_MODELS_DIFFER,
     EXIT_OK,
@@ -13,7 +14,6 @@ from runner.report import (
     ScenarioResult,
     compare,
 )
-from runner.status import Status
 
 
 def row(sid: str, status: Status, score: float | None, wall: float | None = 10.0) -> ScenarioResult:

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from runner.records.status import Status
+from runner.records.transcript import SetupTimings, Transcript, TurnPerformance, TurnRecord
 from runner.report import (
     RunConfig,
     RunWriter,
@@ -27,8 +29,6 @@ from runner.report import (
     scenario_result,
     trace_of,
 )
-from runner.status import Status
-from runner.transcript import SetupTimings, Transcript, TurnPerformance, TurnRecord
 
 WHEN = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 NO_JUDGE = RunConfig(agent_model="SmolLM2-135M-Instruct")
@@ -243,7 +243,7 @@ def test_an_old_run_folder_loads_and_renders(tmp_path: Path):
     assert "setup" not in old_card["performance"]
     (run_dir / "scorecard.json").write_text(json.dumps(old_card))
 
-    # What rescore reads (runner/launch.py): every trace, then a scorecard row from each.
+    # What rescore reads (runner/run/launch.py): every trace, then a scorecard row from each.
     for path in sorted((run_dir / "traces").glob("*.json")):
         trace = Trace.model_validate_json(path.read_text())
         assert trace.transcript is not None and trace.transcript.setup is None
@@ -260,7 +260,7 @@ def test_an_old_run_folder_loads_and_renders(tmp_path: Path):
 
 
 def test_every_timed_phase_of_the_transcript_is_reported():
-    """A phase added to runner.transcript.SetupTimings must get a row (and a SetupStats field)."""
+    """A phase added to runner.records.transcript.SetupTimings must get a row (and a SetupStats field)."""
     from runner.report._models import SetupStats
     from runner.report._performance import SETUP_PHASES
 

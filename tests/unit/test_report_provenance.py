@@ -7,6 +7,8 @@ import json
 
 from test_report import NO_JUDGE, WHEN, card
 
+from runner.records.status import Status
+from runner.records.transcript import Transcript, TurnPerformance, TurnRecord
 from runner.report import (
     GaiaScorecard,
     gaia_json,
@@ -15,8 +17,6 @@ from runner.report import (
     render_summary_md,
     scenario_result,
 )
-from runner.status import Status
-from runner.transcript import Transcript, TurnPerformance, TurnRecord
 
 SIMULATOR = "SmolLM2-135M-Instruct Q4_1"
 

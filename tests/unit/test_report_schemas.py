@@ -8,10 +8,10 @@ import json
 import pytest
 from pydantic import BaseModel, Field
 
-from runner.report._schemas import MODELS, SCHEMA_DIR, undocumented_fields
-from runner.scoring import ScenarioOutcome
-from runner.transcript import UserMessage
-from runner.trials import RejudgeSample
+from runner.records.transcript import UserMessage
+from runner.run.schemas import MODELS, SCHEMA_DIR, undocumented_fields
+from runner.verdict.scoring import ScenarioOutcome
+from runner.verdict.trials import RejudgeSample
 
 # On-disk or in-trace records that are not the root of an exported schema file.
 RECORDS: list[type[BaseModel]] = [ScenarioOutcome, RejudgeSample, UserMessage]

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from test_report import JUDGE, WHEN, failing, infra, judgments, passing, transcript
 
+from runner.records.status import Status
 from runner.report import RunWriter, Scorecard, Trace, atomic_write, read_scorecard, trace_of
-from runner.status import Status
 
 
 def trace(result) -> Trace:

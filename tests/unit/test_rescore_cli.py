@@ -3,7 +3,7 @@
 The run folder is written by the real writer (run.json from RunSettings, traces/ from
 RunWriter) with conversations chosen here, over tests/fixtures/engine_suite; no sandbox and
 no LLM are needed, because rescoring never talks to the agent. The exit codes are those of
-`runner.errors`: 1 when `--min-pass-rate` (saved in run.json) is not met, 3 when every result
+`runner.run.errors`: 1 when `--min-pass-rate` (saved in run.json) is not met, 3 when every result
 is an infrastructure failure or the rescore is interrupted.
 """
 
@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.errors import EXIT_INFRA, EXIT_OK, EXIT_QUALITY
+from runner.records.status import Status
+from runner.records.transcript import IndexedDocument, Transcript, TurnPerformance, TurnRecord
 from runner.report import (
     RunConfig,
     RunWriter,
@@ -28,10 +29,9 @@ from runner.report import (
     declared_order,
     read_scorecard,
 )
+from runner.run.errors import EXIT_INFRA, EXIT_OK, EXIT_QUALITY
+from runner.run.settings import RunSettings, new_run_id
 from runner.scenarios import Scenario, load_suite
-from runner.settings import RunSettings, new_run_id
-from runner.status import Status
-from runner.transcript import IndexedDocument, Transcript, TurnPerformance, TurnRecord
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "tests" / "fixtures" / "engine_suite"
@@ -74,7 +74,7 @@ def saved_run(tmp_path: Path, traces: dict[str, Transcript | None], **settings: 
 
 def rescore(run_dir: Path, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "runner.cli", "rescore", str(run_dir), *args],
+        [sys.executable, "-m", "runner.cli.app", "rescore", str(run_dir), *args],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         env={**os.environ, "ANTHROPIC_API_KEY": "", "TRIALBOX_JUDGE_URL": "", "COLUMNS": "200"},
     )

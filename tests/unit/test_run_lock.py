@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from runner.cli import app
-from runner.errors import UsageError
-from runner.run_lock import is_owned, lock_path, owning
-from runner.settings import RunSettings, new_run_id
+from runner.cli.app import app
+from runner.run.errors import UsageError
+from runner.run.lock import is_owned, lock_path, owning
+from runner.run.settings import RunSettings, new_run_id
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "tests" / "fixtures" / "engine_suite"
-HOLDER = ("import sys, time\nfrom pathlib import Path\nfrom runner.run_lock import owning\n"
+HOLDER = ("import sys, time\nfrom pathlib import Path\nfrom runner.run.lock import owning\n"
           "with owning(Path(sys.argv[1])):\n    print('held', flush=True)\n    time.sleep(600)\n")
 
 

@@ -16,12 +16,7 @@ import pytest
 
 from runner.sandbox import AttachBackend, SandboxError
 from runner.sandbox.attach import default_ui_url, mcp_endpoint
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from runner.system.ports import free_port
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from runner.judgments import (
+from runner.records.judgments import (
     ClaimJudgment,
     ClaimLabel,
     DimensionScores,
@@ -15,8 +15,9 @@ from runner.judgments import (
     ScenarioVerdict,
     TurnJudgment,
 )
-from runner.outcomes import CheckResult
-from runner.scoring import (
+from runner.records.outcomes import CheckResult
+from runner.records.status import Status
+from runner.verdict.scoring import (
     WEIGHTS,
     QualityGates,
     decided_pass_rate,
@@ -27,7 +28,6 @@ from runner.scoring import (
     turn_passes,
     turn_score,
 )
-from runner.status import Status
 
 
 def dims(**overrides: float) -> DimensionScores:

@@ -11,11 +11,11 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from runner.bench import selftest_line
-from runner.cli import app
-from runner.paths import eval_root
+from runner.bench.make_bench import selftest_line
+from runner.cli.app import app
 from runner.scenarios import Scenario, load_suite
 from runner.selftest import SelftestReport, Verdict, selftest_scenario, summary_line
+from runner.system.paths import eval_root
 
 EVAL = eval_root()
 FIXTURES = Path(__file__).parent.parent / "fixtures"

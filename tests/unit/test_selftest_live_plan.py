@@ -7,8 +7,7 @@ import json
 import stat
 from pathlib import Path
 
-from runner.outcomes import CheckResult
-from runner.paths import eval_root
+from runner.records.outcomes import CheckResult
 from runner.report import ScenarioResult
 from runner.report._models import TurnResult
 from runner.scenarios import load_suite
@@ -20,6 +19,7 @@ from runner.selftest._live import (
     live_sound,
     write_agents,
 )
+from runner.system.paths import eval_root
 
 EVAL = eval_root()
 

@@ -9,8 +9,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from runner.scenarios import Scenario
-from runner.simulate import (
+from runner.conversation.simulate import (
     LLMSimulator,
     ScriptedSimulator,
     SimulatorError,
@@ -18,7 +17,8 @@ from runner.simulate import (
     clean_message,
     situation,
 )
-from runner.transcript import TurnPerformance, TurnRecord, UserMessage
+from runner.records.transcript import TurnPerformance, TurnRecord, UserMessage
+from runner.scenarios import Scenario
 
 pytestmark = pytest.mark.anyio
 

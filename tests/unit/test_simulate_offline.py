@@ -11,8 +11,7 @@ from typing import Any
 
 import pytest
 
-from runner.scenarios import Scenario
-from runner.simulate import (
+from runner.conversation.simulate import (
     LocalSimulator,
     ScriptedSimulator,
     SimulatorConfig,
@@ -23,7 +22,8 @@ from runner.simulate import (
     quoted_question,
     turns_needing_model,
 )
-from runner.transcript import UserMessage
+from runner.records.transcript import UserMessage
+from runner.scenarios import Scenario
 
 pytestmark = pytest.mark.anyio
 

@@ -12,15 +12,15 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from runner.engine import Engine, Job, LiveConversations
-from runner.errors import EXIT_OK
-from runner.launch import exit_code
+from runner.conversation.simulate import ScriptedSimulator
+from runner.records.status import Status
 from runner.report import RunConfig, RunWriter, declared_order
+from runner.run.engine import Engine, Job, LiveConversations
+from runner.run.errors import EXIT_OK
+from runner.run.launch import exit_code
+from runner.run.settings import RunSettings
 from runner.sandbox.local import LocalBackend
 from runner.scenarios import Scenario
-from runner.settings import RunSettings
-from runner.simulate import ScriptedSimulator
-from runner.status import Status
 
 SUITE = Path(__file__).resolve().parents[1] / "fixtures" / "engine_suite"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.stack.cleanup import label_filter
+from runner.run.cleanup import label_filter
 from runner.stack.images import ImageBuildError, _run_logged, build_image, image_tag, repo_root
 
 
@@ -272,7 +272,7 @@ def test_the_context_tar_leaves_out_caches_bytecode_and_build_logs(tmp_path: Pat
 
 
 def test_the_images_command_says_up_to_date_or_rebuilt_with_seconds() -> None:
-    from runner.bench import describe_build
+    from runner.bench.make_bench import describe_build
     from runner.stack.images import BuiltImage
 
     fresh = BuiltImage("runner", "trialbox/runner:dev", "sha256:1", 0.04, 346_000_000,

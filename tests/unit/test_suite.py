@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from runner.checks import find_numbers
 from runner.corpus import build_corpus, normalise, read_manifest
 from runner.scenarios import (
     AnswerContains,
@@ -26,6 +25,7 @@ from runner.scenarios import (
     ToolsInOrder,
     load_suite,
 )
+from runner.verdict.checks import find_numbers
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIOS = REPO / "eval" / "scenarios"

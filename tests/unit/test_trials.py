@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from runner.judgments import DIMENSIONS, DimensionScores
-from runner.status import Status
-from runner.trials import (
+from runner.records.judgments import DIMENSIONS, DimensionScores
+from runner.records.status import Status
+from runner.verdict.trials import (
     RejudgeSample,
     Stability,
     cohen_kappa,

@@ -18,16 +18,16 @@ from typing import Any
 
 import pytest
 
-import runner.engine as engine_module
-from runner.engine import Job, LiveConversations
+import runner.run.engine as engine_module
+from runner.conversation.simulate import ScriptedSimulator
+from runner.conversation.target import OpenedSession
+from runner.records.status import Status
+from runner.records.transcript import SetupTimings, Transcript
+from runner.run.engine import Job, LiveConversations
+from runner.run.settings import RunSettings
 from runner.sandbox._ui import UiReply
 from runner.sandbox.pool import WarmPool, pool_for
 from runner.scenarios import Scenario, load_suite
-from runner.settings import RunSettings
-from runner.simulate import ScriptedSimulator
-from runner.status import Status
-from runner.target import OpenedSession
-from runner.transcript import SetupTimings, Transcript
 
 SUITE = Path(__file__).parents[1] / "fixtures" / "engine_suite"
 

@@ -1,0 +1,1 @@
+"""Talking to the agent under test: its MCP tools, the simulated user, agent definitions."""

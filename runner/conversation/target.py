@@ -1,0 +1,539 @@
+"""Drive one scenario's conversation with the GAIA Agent UI through GAIA's own MCP tools.
+
+Everything the agent under test does is reached the way GAIA's own eval reaches it — through
+its Agent UI MCP bridge: ``system_status`` → ``create_session`` → ``index_document`` per setup
+document → per turn ``start_message`` + ``wait_for_turn`` (answering permission prompts) →
+``turn_view`` + ``turn_metrics``. The one step GAIA's MCP tools lack is the session's device:
+a session is created for ``gpu`` and, on a host without one, every turn fails until the
+session is switched through the Agent UI's own REST route (``PUT /api/sessions/{id}``), which
+is what the browser's device picker does. We do that openly, and record the device used.
+
+"The agent answered badly" is never an exception here: the transcript records what happened
+(including per-turn infrastructure errors) and later stages judge it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import posixpath
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import PurePath
+from typing import Any
+
+from runner.conversation.agents import DEFAULT_AGENT_ID
+from runner.conversation.simulate import Simulator
+from runner.records.transcript import (
+    GaiaReportedPerformance,
+    IndexedDocument,
+    SetupTimings,
+    ToolCall,
+    Transcript,
+    TurnPerformance,
+    TurnRecord,
+    UserMessage,
+)
+from runner.sandbox import Sandbox
+from runner.sandbox._collect import fetch_meter
+
+#: Longest a single wait_for_turn call may block (GAIA caps it at 10 minutes).
+WAIT_SLICE_MS = 60_000
+#: Default ceiling for one turn; the engine passes the scenario's own budget.
+DEFAULT_TURN_TIMEOUT_S = 600.0
+#: Longest a background indexing job (files > 5 MB) is polled before giving up.
+INDEX_TIMEOUT_S = 900.0
+RESULT_SUMMARY_CHARS = 300
+#: Said to the agent when it asks the user a mid-turn question: the simulated user has no
+#: channel for it, so it is told to proceed rather than left waiting until the turn times out.
+QUESTION_REPLY = "Please continue with your best judgement."
+#: Tools whose permission prompt may be allowed: they only read, and only inside the corpus.
+READ_TOOL_PREFIXES = ("read_", "search_", "query_", "list_", "index_", "preview_", "browse_",
+                      "summarize_", "get_", "find_")  # fmt: skip
+_PATH_KEY = re.compile(r"path|file|dir|folder", re.IGNORECASE)
+
+
+class TargetError(RuntimeError):
+    """The conversation could not start (session creation failed): an infrastructure failure."""
+
+
+@dataclass(frozen=True)
+class OpenedSession:
+    """A scenario's empty chat session, made before its conversation starts (the warm pool
+    makes it while the sandbox waits for its job): what ``system_status`` said, the session as
+    ``create_session`` returned it, and what it was made for. The agent sees exactly the
+    session the conversation would have made itself — the same title, agent and device, no
+    history — only earlier, so the conversation uses it only when all three match."""
+
+    status: dict[str, Any]
+    session: dict[str, Any]
+    title: str
+    agent_id: str
+    device: str
+
+
+def session_agent(scenario: Any, agent_id: str | None) -> str:
+    """The GAIA agent a scenario's session runs: the resolved id, else the scenario's own
+    ``agent_type`` as written, else our reference agent."""
+    return agent_id or getattr(scenario, "agent_type", None) or DEFAULT_AGENT_ID
+
+
+async def open_session(box: Sandbox, scenario: Any, device: str, agent_id: str | None = None) -> OpenedSession:
+    """Make the scenario's empty session in ``box`` ahead of its conversation (its own
+    connection to the bridge): ``run_conversation(session=...)`` then starts at indexing."""
+    from fastmcp import Client  # imported late: fastmcp is slow to import
+    from fastmcp.client.transports import StreamableHttpTransport
+
+    transport = StreamableHttpTransport(box.mcp_url, headers=dict(box.mcp_headers))
+    async with Client(transport) as client:
+        return await _open(_Gaia(client), box, scenario, session_agent(scenario, agent_id), device)
+
+
+async def _open(gaia: _Gaia, box: Sandbox, scenario: Any, agent_id: str, device: str) -> OpenedSession:
+    """``system_status`` → ``create_session`` → the session's device switched."""
+    status = await gaia.call("system_status")
+    title = f"trialbox: {scenario.id}"
+    session = await gaia.call("create_session", title=title, agent_type=agent_id)
+    if _failed(session) or not session.get("id"):
+        raise TargetError(
+            f"create_session (agent {agent_id!r}) failed for {scenario.id}: {_detail(session)}"
+        )
+    switched = await _switch_device(box, session, device)
+    return OpenedSession(status=status, session=session, title=title, agent_id=agent_id, device=switched)
+
+
+async def run_conversation(
+    box: Sandbox,
+    scenario: Any,
+    simulator: Simulator,
+    device: str,
+    turn_timeout_s: float = DEFAULT_TURN_TIMEOUT_S,
+    agent_id: str | None = None,
+    keep: Callable[[Transcript], None] | None = None,
+    session: OpenedSession | None = None,
+) -> Transcript:
+    """Run ``scenario`` against the Agent UI in ``box`` and return what happened, turn by turn.
+
+    ``keep`` is handed the transcript as soon as the session exists, and it grows in place turn
+    by turn: when the conversation is cut short (timeout, dead container, any error) the caller
+    still has the turns done so far.
+
+    ``agent_id`` is the GAIA agent the session runs, as ``AgentRegistry.resolve`` picked it
+    from the scenario's ``agent_type``; without one, the scenario's own ``agent_type`` (or our
+    reference agent) is sent as written.
+
+    ``session``: the scenario's session made ahead (``open_session``), used when it was made
+    for this scenario, agent and device; otherwise the conversation makes its own.
+    """
+    from fastmcp import Client  # imported late: fastmcp is slow to import
+    from fastmcp.client.transports import StreamableHttpTransport
+
+    connecting = time.perf_counter()
+    transport = StreamableHttpTransport(box.mcp_url, headers=dict(box.mcp_headers))
+    async with Client(transport) as client:
+        gaia = _Gaia(client)
+        agent_id = session_agent(scenario, agent_id)
+        made_for = (f"trialbox: {scenario.id}", agent_id, device)
+        fits = session is not None and (session.title, session.agent_id, session.device) == made_for
+        opened = session if session is not None and fits else await _open(gaia, box, scenario, agent_id, device)
+        status, created = opened.status, opened.session
+        transcript = Transcript(
+            scenario_id=scenario.id,
+            session_id=created["id"],
+            agent_model=created.get("effective_model") or status.get("default_model_name"),
+            agent_id=str(created.get("agent_type") or agent_id),
+            gaia_version=status.get("version"),  # the Agent UI's own amd-gaia version
+            device=opened.device,
+        )
+        if keep is not None:
+            keep(transcript)
+        current = created  # GAIA's record of the session the turns go to
+        # The session's set-up counts from connecting to the bridge: that too is time before
+        # the first turn that the agent under test does not spend.
+        indexing = time.perf_counter()
+        for document in scenario.setup.index_documents:
+            transcript.indexed.append(await _index(gaia, box, current["id"], document))
+        transcript.setup = SetupTimings(
+            session_s=round(indexing - connecting, 3),
+            indexing_s=round(time.perf_counter() - indexing, 3),
+        )
+        await _prepare_memory(gaia, scenario)
+        for turn in scenario.turns:
+            if getattr(turn, "new_session", False):
+                current = await _new_session(gaia, box, scenario, agent_id, device)
+            said = as_user_message(await simulator.user_message(scenario, turn, list(transcript.turns)))
+            record = await _run_turn(gaia, box, current["id"], turn.turn, said.text, turn_timeout_s)
+            record.user_message_source = said.source
+            record.simulator_model = said.model
+            transcript.turns.append(record)
+    return transcript
+
+
+async def _prepare_memory(gaia: _Gaia, scenario: Any) -> None:
+    """``setup.memory_clear`` / ``setup.memory_seed`` through GAIA's own admin MCP tools, as
+    GAIA's simulator calls them (a memory sandbox sets GAIA_MEMORY_ADMIN=1 on UI and bridge).
+    A seed item written as a bare string becomes ``{"content": ...}``, the row GAIA stores."""
+    setup = scenario.setup
+    if setup.memory_clear:
+        reply = await gaia.call("memory_clear", scope="all")
+        if _failed(reply) or "error" in reply:
+            raise TargetError(f"memory_clear failed for {scenario.id}: {_detail(reply)}")
+    if setup.memory_seed:
+        items = [{"content": item} if isinstance(item, str) else item for item in setup.memory_seed]
+        reply = await gaia.call("memory_seed", items=items)
+        if _failed(reply) or "error" in reply or reply.get("count") != len(items):
+            raise TargetError(f"memory_seed failed for {scenario.id}: {_detail(reply)}")
+
+
+async def _new_session(
+    gaia: _Gaia, box: Sandbox, scenario: Any, agent_id: str, device: str
+) -> dict[str, Any]:
+    """A turn with ``new_session: true`` opens a fresh chat session in the same sandbox (same
+    memory store, no chat history, no indexed documents): recall across sessions."""
+    session = await gaia.call("create_session", title=f"trialbox: {scenario.id} (new session)",
+                              agent_type=agent_id)
+    if _failed(session) or not session.get("id"):
+        raise TargetError(f"create_session (new session) failed for {scenario.id}: "
+                          f"{_detail(session)}")
+    await _switch_device(box, session, device)
+    return session
+
+
+def as_user_message(said: UserMessage | str) -> UserMessage:
+    """The simulator's reply as a UserMessage.
+
+    The Simulator protocol is moving from ``str`` to ``UserMessage`` (runner/conversation/simulate.py is
+    being changed at the same time as this module); until every simulator returns a
+    UserMessage, a bare string is accepted and recorded as the scenario's words, verbatim.
+    """
+    if isinstance(said, UserMessage):
+        return said
+    return UserMessage(text=str(said), source="verbatim")
+
+
+class _Gaia:
+    """Calls GAIA MCP tools and returns their JSON result as a dict (errors included)."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    async def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
+        result = await self.client.call_tool(tool, arguments, raise_on_error=False)
+        if result.is_error:
+            text = " ".join(getattr(c, "text", "") for c in result.content)
+            return {"status": "error", "detail": f"MCP tool {tool} failed: {text[:500]}"}
+        data = result.structured_content or {}
+        # GAIA's tools return Dict[str, Any]; the MCP SDK wraps such results as {"result": ...}.
+        if set(data) == {"result"} and isinstance(data["result"], dict):
+            data = data["result"]
+        return data
+
+
+def _failed(reply: dict[str, Any]) -> bool:
+    return reply.get("status") == "error"
+
+
+def _detail(reply: dict[str, Any]) -> str:
+    return str(reply.get("detail") or reply.get("error") or reply)[:500]
+
+
+async def _switch_device(box: Sandbox, session: dict[str, Any], device: str) -> str:
+    """Put the session on ``device`` the way the UI's device picker does (no MCP tool exists).
+
+    Through ``box.ui_request``: a Docker sandbox's UI port is reachable by nobody but its own
+    bridge, so the request is made from inside the sandbox (``docker exec``)."""
+    if session.get("device") == device:
+        return device
+    response = await box.ui_request("PUT", f"/api/sessions/{session['id']}", {"device": device})
+    if response.status != 200:
+        raise TargetError(
+            f"switching session {session['id']} to device {device!r} failed: "
+            f"HTTP {response.status} {response.text[:300]}"
+        )
+    data = response.json()
+    return str((data.get("device") if isinstance(data, dict) else None) or device)
+
+
+async def _index(gaia: _Gaia, box: Sandbox, session_id: str, document: Any) -> IndexedDocument:
+    """Index one setup document into the session; failures are recorded, not raised."""
+    path = str(PurePath(box.corpus_root) / document.relative_path)  # GAIA repo-relative and captured paths too
+    started = time.perf_counter()
+    reply = await gaia.call("index_document", filepath=path, session_id=session_id)
+    if reply.get("indexing_status") in ("pending", "indexing") and reply.get("id"):
+        reply = await _wait_for_indexing(gaia, str(reply["id"]), reply)
+    record = IndexedDocument(
+        corpus_doc=getattr(document, "corpus_doc", None),
+        path=document.path,
+        chunks=int(reply.get("chunk_count") or 0),
+        duration_s=round(time.perf_counter() - started, 3),
+    )
+    if _failed(reply):
+        record.error = _detail(reply)
+    elif reply.get("indexing_status") not in (None, "complete"):
+        record.error = f"indexing {reply.get('indexing_status')}: {reply.get('last_error') or ''}"
+    elif record.chunks == 0:
+        record.error = reply.get("last_error") or "indexing produced 0 chunks"
+    elif reply.get("linked_to_session") != session_id:
+        record.error = "indexed, but GAIA did not link the document to the session"
+    return record
+
+
+async def _wait_for_indexing(gaia: _Gaia, doc_id: str, reply: dict[str, Any]) -> dict[str, Any]:
+    """Large files index in the background: poll the library until this one settles."""
+    deadline = time.monotonic() + INDEX_TIMEOUT_S
+    while time.monotonic() < deadline:
+        await asyncio.sleep(1.0)
+        library = await gaia.call("list_documents")
+        for entry in library.get("documents", []):
+            if entry.get("id") == doc_id and entry.get("indexing_status") not in (
+                "pending",
+                "indexing",
+            ):
+                return {**entry, "linked_to_session": reply.get("linked_to_session")}
+    return {"status": "error", "detail": f"indexing did not finish within {INDEX_TIMEOUT_S:.0f} s"}
+
+
+async def _run_turn(
+    gaia: _Gaia, box: Sandbox, session_id: str, number: int, message: str, timeout_s: float
+) -> TurnRecord:
+    started = time.perf_counter()
+    since = time.time()  # the front door's records of this turn arrive from now on
+    reply = await gaia.call("start_message", session_id=session_id, message=message)
+    if _failed(reply):
+        return _errored(number, message, started, f"start_message: {_detail(reply)}")
+    error = await _wait_until_idle(gaia, box, session_id, started + timeout_s)
+    wall_s = time.perf_counter() - started
+    view = await gaia.call("turn_view", session_id=session_id)
+    metrics = await gaia.call("turn_metrics", session_id=session_id)
+    records = await fetch_meter(box.llm_url, getattr(box, "llm_client", None), since,
+                                getattr(box, "llm_token", None))
+    if view.get("outcome") == "error" and not error:
+        error = f"the Agent UI reported an error: {view.get('error')}"
+    return TurnRecord(
+        turn=number,
+        user_message=message,
+        answer=str(view.get("content") or ""),
+        tool_calls=tool_calls_from_steps(view.get("steps") or [], view.get("denials") or []),
+        performance=_performance(wall_s, metrics, records),
+        error=error,
+    )
+
+
+def _errored(number: int, message: str, started: float, error: str) -> TurnRecord:
+    wall_s = time.perf_counter() - started
+    return TurnRecord(
+        turn=number, user_message=message, answer="",
+        performance=TurnPerformance(wall_s=round(wall_s, 3)), error=error,
+    )  # fmt: skip
+
+
+async def _wait_until_idle(
+    gaia: _Gaia, box: Sandbox, session_id: str, deadline: float
+) -> str | None:
+    """Block until the turn ends, answering prompts on the way; an error text or None."""
+    answered: set[str] = set()  # prompt/question ids already answered once
+    while True:
+        remaining_ms = int((deadline - time.perf_counter()) * 1000)
+        if remaining_ms <= 0:
+            await gaia.call("stop_turn", session_id=session_id)
+            await gaia.call("wait_for_turn", session_id=session_id, until="idle", timeout_ms=30_000)
+            return "turn ran past its time budget; stopped it"
+        state = await gaia.call(
+            "wait_for_turn", session_id=session_id, until="attention",
+            timeout_ms=min(WAIT_SLICE_MS, remaining_ms),
+        )  # fmt: skip
+        if state.get("timed_out"):
+            continue
+        if state.get("ended") or state.get("state") == "idle":
+            return None
+        if _failed(state):
+            return f"wait_for_turn: {_detail(state)}"
+        pending = await _answer_pending(gaia, box, session_id, state, answered)
+        if pending in answered:
+            # GAIA still shows a prompt we answered: give its event a moment instead of spinning.
+            await asyncio.sleep(0.5)
+        answered.add(pending)
+
+
+async def _answer_pending(
+    gaia: _Gaia, box: Sandbox, session_id: str, state: dict[str, Any], answered: set[str]
+) -> str:
+    """Answer the pending prompt or question once; its id ('' when nothing was pending)."""
+    if prompt := state.get("pending_prompt"):
+        confirm_id = str(prompt.get("confirm_id", ""))
+        if confirm_id not in answered:
+            decision = permission_decision(prompt, box.corpus_root)
+            await gaia.call(
+                "answer_prompt", session_id=session_id, confirm_id=confirm_id, decision=decision
+            )
+        return confirm_id
+    if question := state.get("pending_question"):
+        request_id = str(question.get("request_id", ""))
+        if request_id not in answered:
+            await gaia.call(
+                "answer_question", session_id=session_id,
+                request_id=request_id, value=_question_reply(question),
+            )  # fmt: skip
+        return request_id
+    return ""
+
+
+def _question_reply(question: dict[str, Any]) -> str:
+    if question.get("allow_free_text", True):
+        return QUESTION_REPLY
+    options = question.get("options") or []
+    first = options[0] if options else ""
+    return str(first.get("value", "") if isinstance(first, dict) else first)
+
+
+def permission_decision(prompt: dict[str, Any], corpus_root: PurePath) -> str:
+    """``allow_once`` for a read-only tool whose every path lies inside the corpus, else ``deny``.
+
+    The simulated user is a careful one: it lets the agent read the documents it was given and
+    refuses anything else (writes, shell commands, paths outside the corpus).
+    """
+    tool = str(prompt.get("tool") or "")
+    if not tool.startswith(READ_TOOL_PREFIXES):
+        return "deny"
+    arguments = prompt.get("args") or {}
+    paths = [v for k, v in arguments.items() if _PATH_KEY.search(k) and isinstance(v, str) and v]
+    if not paths:
+        return "deny"  # a read prompt that names no path is not one we can vet
+    # Lexical on purpose: the paths live in the Agent UI's filesystem (a container's, perhaps),
+    # not the runner's, so nothing here may consult the local disk.
+    root = posixpath.normpath(str(corpus_root))
+    for value in paths:
+        candidate = posixpath.normpath(posixpath.join(root, value))  # join keeps absolute values
+        if posixpath.commonpath([root, candidate]) != root:
+            return "deny"
+    return "allow_once"
+
+
+def tool_calls_from_steps(
+    steps: list[dict[str, Any]], denials: list[dict[str, Any]]
+) -> list[ToolCall]:
+    """The turn's tool calls, in order, from GAIA's folded activity list (``turn_view``)."""
+    denied = {str(d.get("tool")): str(d.get("message") or d.get("reason") or "") for d in denials}
+    calls = []
+    for step in steps:
+        if step.get("type") != "tool" or not step.get("tool"):
+            continue
+        name = str(step["tool"])
+        result = str(step.get("result") or "")
+        error = None
+        if step.get("success") is False:
+            error = result[:RESULT_SUMMARY_CHARS] or "tool reported failure"
+        if name in denied:
+            error = f"permission denied: {denied[name]}".strip()
+        calls.append(
+            ToolCall(
+                name=name,
+                arguments=parse_tool_detail(str(step.get("detail") or "")),
+                result_summary=result[:RESULT_SUMMARY_CHARS],
+                error=error,
+            )
+        )
+    return calls
+
+
+_ARG_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*): (.*)$", re.DOTALL)
+_ARG_FLAG = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def parse_tool_detail(detail: str) -> dict[str, Any]:
+    """Recover a tool call's arguments from the text GAIA shows for them.
+
+    GAIA's SSE stream formats arguments as ``key: value`` parts — joined with ", " when there
+    are at most two and none contains ", ", else one per line — and a bare ``key`` for True
+    (``gaia.ui.sse_handler._format_tool_args``). Values come back as strings (long ones are cut
+    at 150 chars by GAIA). Text in no such shape (a tool label) is kept under ``_detail``.
+    """
+    detail = detail.strip()
+    if not detail:
+        return {}
+    parts = detail.split("\n") if "\n" in detail else detail.split(", ")
+    arguments: dict[str, Any] = {}
+    for part in parts:
+        if match := _ARG_LINE.match(part.strip()):
+            arguments[match.group(1)] = match.group(2)
+        elif _ARG_FLAG.match(part.strip()):
+            arguments[part.strip()] = True
+        else:
+            return {"_detail": detail}
+    return arguments
+
+
+def _is_generation(record: dict[str, Any]) -> bool:
+    """A chat/completion request (embeddings and reranking are metered too, not turn speed)."""
+    route = str(record.get("route") or "")
+    return route.endswith(("/chat/completions", "/completions", "/responses"))
+
+
+def turn_performance_from_meter(records: list[dict[str, Any]], wall_s: float) -> TurnPerformance:
+    """A turn's speed from *all* of its own requests at the front door (`trialbox_llm.meter`):
+    TTFT of the first call, decode rate over every call (tokens after each first token over
+    the time after it, summed), tokens summed. Non-streamed calls have no front-door TTFT:
+    when no call streamed, the server's self-reported figures are used and labelled so."""
+    done = sorted((r for r in records if r.get("status") == 200 and _is_generation(r)),
+                  key=lambda r: r["started_at"])
+    base = TurnPerformance(wall_s=round(wall_s, 3), source="not_measured", llm_calls=len(done))
+    if not done:
+        return base
+
+    def total(key: str) -> int | None:
+        values = [r.get(key) for r in done]
+        known = [v for v in values if isinstance(v, int)]
+        return sum(known) if known else None
+
+    base.input_tokens, base.output_tokens = total("prompt_tokens"), total("completion_tokens")
+    base.queue_wait_s = round(sum(float(r.get("queue_wait_s") or 0.0) for r in done), 6)
+    streamed = [r for r in done if r.get("time_to_first_token_s") is not None]
+    if streamed:
+        base.source = "front_door"
+        base.time_to_first_token_s = float(streamed[0]["time_to_first_token_s"])
+        timed = [r for r in streamed if r.get("decode_s") and r.get("completion_tokens")]
+        seconds = sum(float(r["decode_s"]) for r in timed)
+        tokens = sum(int(r["completion_tokens"]) - 1 for r in timed)
+        base.tokens_per_s = round(tokens / seconds, 3) if seconds > 0 and tokens > 0 else None
+        return base
+    reported = [r["self_reported"] for r in done if isinstance(r.get("self_reported"), dict)]
+    if reported:
+        base.source = "self_reported"
+        base.time_to_first_token_s = reported[0].get("time_to_first_token")
+        rates = [x["tokens_per_second"] for x in reported if x.get("tokens_per_second")]
+        base.tokens_per_s = round(sum(rates) / len(rates), 3) if rates else None
+    return base
+
+
+def _performance(
+    wall_s: float, metrics: dict[str, Any], records: list[dict[str, Any]] | None = None
+) -> TurnPerformance:
+    """Speed of one turn from the front door's records of this sandbox's requests; GAIA's own
+    figures are kept beside them as reported by GAIA, and used (labelled so) only when the
+    LLM has no front door to ask (`records` None)."""
+
+    def number(*keys: str) -> float | None:
+        for key in keys:
+            value = metrics.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                return float(value)
+        return None
+
+    tokens_in = number("turn_input_tokens", "tokens_in")
+    tokens_out = number("turn_output_tokens", "tokens_out")
+    gaia = GaiaReportedPerformance(
+        time_to_first_token_s=number("time_to_first_token_s"),
+        tokens_per_s=number("tokens_per_second"),
+        input_tokens=int(tokens_in) if tokens_in is not None else None,
+        output_tokens=int(tokens_out) if tokens_out is not None else None,
+    )
+    if records is not None:
+        measured = turn_performance_from_meter(records, wall_s)
+        measured.reported_by_gaia = gaia
+        return measured
+    return TurnPerformance(
+        wall_s=round(wall_s, 3), **gaia.model_dump(),
+        source="gaia_turn_metrics" if any(gaia.model_dump().values()) else "not_measured",
+        reported_by_gaia=gaia,
+    )

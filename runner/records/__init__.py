@@ -1,0 +1,1 @@
+"""The vocabulary every layer shares: statuses, transcripts, check outcomes, judgments, evidence."""

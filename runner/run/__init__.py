@@ -1,0 +1,1 @@
+"""One run from settings to scorecard: launch, engine, progress, exit codes, cleanup."""

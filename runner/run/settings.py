@@ -1,0 +1,153 @@
+"""The settings of one run, saved as ``run.json`` so ``--resume`` repeats them exactly."""
+
+from __future__ import annotations
+
+import secrets
+from datetime import UTC, datetime
+from enum import Enum
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from runner.system.bounded_read import SETTINGS_BYTES, read_bounded_text
+
+
+class Backend(str, Enum):
+    DOCKER = "docker"  # one container pair per scenario (the default)
+    LOCAL = "local"  # host processes, for development and fast tests
+
+
+class Selection(BaseModel):
+    """Which scenarios to run; empty lists mean 'no filter'."""
+
+    ids: list[str] = Field(default_factory=list, description="scenario ids (-s)")
+    categories: list[str] = Field(default_factory=list, description="categories (--category)")
+    tags: list[str] = Field(default_factory=list, description="scenarios with any of these tags")
+    exclude_tags: list[str] = Field(
+        default_factory=list, description="scenarios with any of these tags are left out"
+    )
+
+
+class RunSettings(BaseModel):
+    """Everything that decides what a run does. API keys are never part of it."""
+
+    run_id: str = Field(description="the run's id (UTC timestamp plus four hex digits)")
+    suite_paths: list[Path] = Field(description="scenario files or folders, as given")
+    corpus_root: Path = Field(description="the corpus folder (manifest.json and documents)")
+    results_root: Path = Field(default=Path("results"), description="results/<run_id> goes here")
+    selection: Selection = Field(default_factory=Selection, description="which scenarios run")
+    backend: Backend = Field(default=Backend.DOCKER, description="docker | local")
+    device: str = Field(
+        default="cpu",
+        description="the device GAIA sessions are switched to (what is really present)",
+    )
+    device_reason: str = Field(default="", description="why --device auto picked it")
+    llm_url: str = Field(default="http://127.0.0.1:13305", description="the LLM server's origin")
+    llm_container: str | None = Field(
+        default=None, description="docker backend: the running LLM server's container"
+    )
+    concurrency: int = Field(default=1, ge=1, le=16, description="sandboxes at the same time")
+    warm_pool: bool = Field(default=True, description=(
+        "prepare sandboxes ahead (up to concurrency + 1) while scenarios run; each is still "
+        "used once and destroyed"))
+    trials: int = Field(default=1, ge=1, le=50, description="runs of each scenario")
+    rejudge: int = Field(default=1, ge=1, le=20, description="judgments of each transcript")
+    timeout_s: float | None = Field(
+        default=None, description="overrides GAIA's per-scenario timeout formula when set"
+    )
+    budget_usd: float | None = Field(
+        default=None, description="judge spend allowed per scenario, US dollars"
+    )
+    min_pass_rate: float | None = Field(
+        default=None, description="exit 1 below this decided pass rate (0-1)"
+    )
+    allow_incomplete: bool = Field(
+        default=False,
+        description="--min-pass-rate leaves out scenarios without a verdict (TIMEOUT, ERRORED, "
+        "INFRA_ERROR, ...); by default (--require-complete) they count as not passed",
+    )
+    judge_provider: str = Field(default="none", description="anthropic | openai | none")
+    judge_model: str | None = Field(default=None, description="the judge's model")
+    judge_url: str | None = Field(default=None, description="the judge's endpoint (openai)")
+    simulator_mode: str = Field(
+        default="scripted", description="scripted (offline user turns) | llm (hosted)"
+    )
+    simulator_model: str | None = Field(default=None, description="the hosted simulator's model")
+    simulator_url: str | None = Field(default=None, description="the hosted simulator's endpoint")
+    max_identical_infra_errors: int = Field(
+        default=3, description="stop the run after this many identical infrastructure errors"
+    )
+    # The agent under test (a GAIA user's own agents and Agent UI).
+    agent_dirs: list[Path] = Field(
+        default_factory=list, description="folders of <id>/agent.py, mounted read-only"
+    )
+    agent: str | None = Field(default=None, description="agent id for scenarios without agent_type")
+    agent_map: dict[str, str] = Field(
+        default_factory=dict, description="GAIA agent_type -> agent id (--agent-map)"
+    )
+    agent_model: str | None = Field(
+        default=None, description="the chat model the Agent UI asks the LLM server for"
+    )
+    gaia_spec: str | None = Field(
+        default=None, description="amd-gaia version, wheel or source dir for the Agent UI image"
+    )
+    target_url: str | None = Field(
+        default=None, description="attach to a running Agent UI (its MCP bridge URL): no sandbox"
+    )
+    strict: bool = Field(
+        default=False, description="any rejected scenario file stops the run before it starts"
+    )
+    derived_checks: bool = Field(
+        default=True, description="exact checks derived from numeric/short expected answers"
+    )
+    retry_errors: bool = Field(
+        default=False, description="--resume also re-runs infrastructure statuses"
+    )
+    allow_device_fallback: bool = Field(
+        default=False, description=(
+            "run although the LLM server reports serving on another device than --device asked "
+            "for, or cannot open the device nodes (the summary headline then says so)"))
+    allow_model_change: bool = Field(
+        default=False, description=(
+            "--resume goes on although the LLM server serves another model than the run "
+            "started with (the scorecard then mixes two models and says so)"))
+    repeatable_decoding: bool = Field(
+        default=False, description=(
+            "the LLM's front door forced greedy decoding and a fixed seed on every sandbox's chat "
+            "requests (a speed comparison: trials repeat the same conversation); False: the "
+            "agent's own sampling settings passed as sent"))
+    baseline: Path | None = Field(
+        default=None, description="compare against this scorecard at the end of the run"
+    )
+    save_baseline: Path | None = Field(
+        default=None, description="copy the finished scorecard (+ meta.json) here"
+    )
+
+    @property
+    def run_dir(self) -> Path:
+        return self.results_root / self.run_id
+
+    def save(self, run_dir: Path) -> None:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        tmp = run_dir / "run.json.tmp"
+        tmp.write_text(self.model_dump_json(indent=2))
+        tmp.replace(run_dir / "run.json")
+
+    @classmethod
+    def load(cls, run_dir: Path) -> RunSettings:
+        # Bounded (a ValueError when refused): run.json may come from another machine.
+        return cls.model_validate_json(read_bounded_text(run_dir / "run.json", SETTINGS_BYTES))
+
+
+#: What `--resume` may change: how fast the rest runs, and what is done with the results at the
+#: end. Every other setting decides what a result means, so the resumed run keeps its own.
+RESUME_MAY_CHANGE = frozenset({
+    "concurrency", "warm_pool", "retry_errors", "min_pass_rate", "allow_incomplete",
+    "baseline", "save_baseline",
+})
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    """Sortable and unique: a UTC timestamp plus four random hex digits."""
+    now = now or datetime.now(UTC)
+    return f"{now:%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"

@@ -1,0 +1,1 @@
+"""From evidence to verdicts, purely: exact checks, scoring rules, trials, prices."""
