@@ -1,4 +1,4 @@
-"""``trialbox fix``: the typer command (the lead registers it: ``app.command("fix")(fix_command)``).
+"""`trialbox fix`: parse the fixer's options, check its image, then run → fix → re-run → compare.
 
 Exit codes as every trialbox command: 0 the loop reached the target pass rate (or nothing
 fails), 1 it ended below the target, 2 usage or configuration error, 3 infrastructure failure.
@@ -10,84 +10,52 @@ import math
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from runner.cli.options import (
-    AgentId,
-    AgentModel,
-    BackendName,
-    Categories,
-    DeviceName,
-    ExcludeTags,
-    LlmContainer,
-    LlmUrl,
-    ScenarioIds,
-    Strict,
-    Tags,
-)
+from runner.cli._shared import check_numbers, exit_codes, fail, new_run_settings, or_fail, say
+from runner.cli.options import RunOptions, with_run_options
+from runner.run.errors import EXIT_INFRA, EXIT_OK, EXIT_QUALITY, EXIT_USAGE
 
 if TYPE_CHECKING:  # for the annotations only: the functions import their machinery when called
     from runner.fix import FixerOptions, FixerSpec, Scope
     from runner.run.settings import RunSettings
 
-EXIT_OK, EXIT_BELOW_TARGET, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
 
-#: ``cli.fail``: print the message and exit with the code.
-Fail = Callable[[str, int], NoReturn]
-
-
+@with_run_options
 def fix_command(
-    paths: Annotated[list[Path] | None, typer.Argument(help="scenario files or folders [default: eval/scenarios]")] = None,
-    corpus: Annotated[Path | None, typer.Option("--corpus", help="corpus root (holds manifest.json) [default: found beside the tree]")] = None,
-    scenario: ScenarioIds = None,
-    category: Categories = None,
-    tag: Tags = None,
-    exclude_tag: ExcludeTags = None,
-    strict: Strict = False,
-    backend: BackendName = "docker",
-    device: DeviceName = "auto",
-    llm_url: LlmUrl = "http://127.0.0.1:13305",
-    llm_container: LlmContainer = None,
+    options: RunOptions,
     agent_dir: Annotated[Path | None, typer.Option(
         help="the folder of GAIA agents (<id>/agent.py) to run and to patch — only ever read "
              "[default with --from: the run's one --agent-dir]")] = None,
-    agent: AgentId = None,
-    agent_map: Annotated[list[str] | None, typer.Option(help="map GAIA agent types to agent ids: doc=ID,chat=ID")] = None,
-    agent_model: AgentModel = None,
-    gaia: Annotated[str | None, typer.Option(help="amd-gaia version, wheel or source folder for the Agent UI image")] = None,
-    concurrency: Annotated[int, typer.Option(min=1, max=16)] = 1,
-    timeout: Annotated[float | None, typer.Option(help="seconds per scenario, > 0 [default: GAIA's formula]")] = None,
-    derived_checks: Annotated[bool, typer.Option(help="derive exact checks from numeric or short expected answers")] = True,
-    judge_provider: Annotated[str, typer.Option(help="auto | anthropic | openai | none")] = "auto",
-    judge_model: Annotated[str | None, typer.Option()] = None,
-    judge_url: Annotated[str | None, typer.Option(help="OpenAI-compatible judge base URL")] = None,
-    simulator: Annotated[str, typer.Option(help="auto | local | scripted | anthropic | openai")] = "auto",
-    simulator_model: Annotated[str | None, typer.Option()] = None,
-    simulator_url: Annotated[str | None, typer.Option()] = None,
-    results: Annotated[Path, typer.Option(help="results root")] = Path("results"),
-    from_run: Annotated[Path | None, typer.Option("--from", help="start from this finished run (RUN_DIR) instead of phase A")] = None,
-    scope: Annotated[str, typer.Option(help="agent: the agent directory; gaia: also GAIA's package source")] = "agent",
+    from_run: Annotated[Path | None, typer.Option(
+        "--from", help="start from this finished run (RUN_DIR) instead of phase A")] = None,
+    scope: Annotated[str, typer.Option(
+        help="agent: the agent directory; gaia: also GAIA's package source")] = "agent",
     fixer: Annotated[str, typer.Option(help="command | claude-code | openai")] = "command",
-    fixer_cmd: Annotated[str | None, typer.Option(help="--fixer command: run with sh -c in /workspace; a host file as first word is copied in")] = None,
-    fixer_model: Annotated[str | None, typer.Option(help="the fixer's model (openai: required; claude-code: --model)")] = None,
-    fixer_url: Annotated[str | None, typer.Option(help="the fixer's model endpoint: the only host:port the fix sandbox reaches (http://llm:13305/api/v1 = the stack's own LLM server)")] = None,
-    max_iterations: Annotated[int, typer.Option(min=1, max=20, help="fix → re-run iterations at most")] = 3,
-    target_pass_rate: Annotated[float, typer.Option(help="stop when this rate (0-1) is reached")] = 0.90,
+    fixer_cmd: Annotated[str | None, typer.Option(
+        help="--fixer command: run with sh -c in /workspace; a host file as first word is "
+             "copied in")] = None,
+    fixer_model: Annotated[str | None, typer.Option(
+        help="the fixer's model (openai: required; claude-code: --model)")] = None,
+    fixer_url: Annotated[str | None, typer.Option(
+        help="the fixer's model endpoint: the only host:port the fix sandbox reaches "
+             "(http://llm:13305/api/v1 = the stack's own LLM server)")] = None,
+    max_iterations: Annotated[int, typer.Option(
+        min=1, max=20, help="fix → re-run iterations at most")] = 3,
+    target_pass_rate: Annotated[float, typer.Option(
+        help="stop when this rate (0-1) is reached")] = 0.90,
     fixer_timeout: Annotated[float, typer.Option(help="seconds one fixer run may take")] = 1800.0,
     fixer_budget_usd: Annotated[float, typer.Option(help="claude-code: dollars per iteration")] = 2.0,
-    fixer_max_steps: Annotated[int, typer.Option(min=1, max=500, help="openai: model calls per iteration")] = 30,
+    fixer_max_steps: Annotated[int, typer.Option(
+        min=1, max=500, help="openai: model calls per iteration")] = 30,
 ) -> None:
     """Repair failing scenarios in an isolated fix sandbox: run → fix → re-run → compare; the
     agent directory is never written, the result is a patch under results/<run>/fix/."""
-    from runner.cli import app as cli
     from runner.fix import FixerConfigError, FixerOptions, fixer_spec
-    from runner.run.errors import InfraError, UsageError
-    from runner.run.launch import resume_settings
-    from runner.run.settings import Backend, RunSettings, Selection, new_run_id
+    from runner.run.resume import resume_settings
 
-    fail, say = cli.fail, cli.say
     if not (0.0 <= target_pass_rate <= 1.0):
         fail(f"--target-pass-rate {target_pass_rate}: give a rate between 0 and 1 (0.9 = 90%)", EXIT_USAGE)
     if not (math.isfinite(fixer_timeout) and fixer_timeout > 0):
@@ -100,14 +68,14 @@ def fix_command(
             chosen_scope = scope
         case _:
             fail(f"--scope {scope!r}: choose agent or gaia", EXIT_USAGE)
-    options = FixerOptions(kind=fixer, command=fixer_cmd, model=fixer_model, url=fixer_url,
-                           budget_usd=fixer_budget_usd, max_steps=fixer_max_steps)
+    fixer_options = FixerOptions(kind=fixer, command=fixer_cmd, model=fixer_model, url=fixer_url,
+                                 budget_usd=fixer_budget_usd, max_steps=fixer_max_steps)
     try:
-        spec = fixer_spec(options)
+        spec = fixer_spec(fixer_options)
     except (FixerConfigError, ValueError, RuntimeError) as exc:
         fail(str(exc), EXIT_USAGE)
     if from_run is not None:
-        settings = cli._or_fail(lambda: resume_settings(from_run))
+        settings = or_fail(lambda: resume_settings(from_run))
         if agent_dir is None:
             if len(settings.agent_dirs) != 1:
                 fail(f"--from {from_run}: the run had {len(settings.agent_dirs)} --agent-dir folder(s); "
@@ -117,46 +85,21 @@ def fix_command(
     else:
         if agent_dir is None:
             fail("--agent-dir DIR is required: the folder of GAIA agents (<id>/agent.py) to run and patch", EXIT_USAGE)
-        if backend not in ("docker", "local"):
-            fail(f"--backend {backend!r}: choose docker or local", EXIT_USAGE)
-        _check_timeout(timeout, fail)
-        from runner.run.launch import SESSION_DEVICE
-
-        choice = cli._device(device)
-        suite_paths, corpus_root = cli.suite_and_corpus(paths, corpus)
-        settings = RunSettings(
-            run_id=new_run_id(), suite_paths=suite_paths, corpus_root=corpus_root, results_root=results,
-            selection=Selection(ids=scenario or [], categories=category or [], tags=tag or [],
-                                exclude_tags=exclude_tag or []),
-            backend=Backend(backend), device=SESSION_DEVICE[choice.device], device_reason=choice.reason,
-            llm_url=llm_url, llm_container=llm_container or cli._stack_llm_container(backend),
-            concurrency=concurrency, timeout_s=timeout, judge_provider=judge_provider,
-            judge_model=judge_model, judge_url=judge_url, simulator_mode=simulator,
-            simulator_model=simulator_model, simulator_url=simulator_url, strict=strict,
-            derived_checks=derived_checks, agent_dirs=[agent_dir], agent=agent,
-            agent_map=cli._agent_map(agent_map or []), agent_model=agent_model, gaia_spec=gaia)
+        check_numbers(timeout=options.timeout)
+        settings = new_run_settings(options, agent_dirs=[agent_dir])
     if not agent_dir.is_dir():
         fail(f"--agent-dir {agent_dir}: no such folder (give the folder holding <id>/agent.py)", EXIT_USAGE)
     if chosen_scope == "gaia" and (agent_dir / "gaia_src").exists():
         fail(f"--scope gaia: {agent_dir}/gaia_src exists, but that is where GAIA's source goes in "
              "/workspace; rename that folder or use --scope agent", EXIT_USAGE)
-    _preflight(fixer, fail)
-    try:
-        code = run_fix(settings, agent_dir, chosen_scope, options, spec, max_iterations, target_pass_rate,
-                       fixer_timeout, from_run, say)
-    except UsageError as exc:
-        fail(str(exc), EXIT_USAGE)
-    except InfraError as exc:
-        fail(str(exc), EXIT_INFRA)
+    _preflight(fixer)
+    with exit_codes():
+        code = run_fix(settings, agent_dir, chosen_scope, fixer_options, spec, max_iterations,
+                       target_pass_rate, fixer_timeout, from_run, say)
     raise typer.Exit(code)
 
 
-def _check_timeout(timeout: float | None, fail: Fail) -> None:
-    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
-        fail(f"--timeout {timeout}: give a number of seconds greater than 0", EXIT_USAGE)
-
-
-def _preflight(fixer: str, fail: Fail) -> None:
+def _preflight(fixer: str) -> None:
     """The fixer image (with Claude Code for claude-code) must exist before phase A spends time."""
     from runner.fix import FIXER_IMAGE
     from runner.stack.fixer_image import image_has_claude
@@ -177,7 +120,8 @@ def run_fix(settings: RunSettings, agent_dir: Path, scope: Scope, options: Fixer
             say: Callable[[str], None]) -> int:
     """Phase A (unless --from), then the loop; returns the exit code."""
     from runner.fix import FixLoop, FixPlan, FixSandbox, check_imports, gaia_source
-    from runner.run.launch import agent_ui_image, run_blocking
+    from runner.run.backend import agent_ui_image
+    from runner.run.launch import run_blocking
     from runner.sandbox.docker import AGENT_UI_IMAGE
 
     started = time.perf_counter()
@@ -205,4 +149,4 @@ def run_fix(settings: RunSettings, agent_dir: Path, scope: Scope, options: Fixer
     best = next((it for it in report.iterations if it.iteration == report.best_iteration), None)
     final = best.pass_rate if best is not None else report.baseline_pass_rate
     reached = final is not None and final >= target_pass_rate
-    return EXIT_OK if reached or report.stop_reason == "nothing fails" else EXIT_BELOW_TARGET
+    return EXIT_OK if reached or report.stop_reason == "nothing fails" else EXIT_QUALITY

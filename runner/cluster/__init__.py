@@ -5,13 +5,19 @@ source that runs each job on a node; `run_on_cluster`/`run_per_node` are `trialb
 --cluster` and `--per-node`. Only this package imports ray.
 """
 
-from runner.cluster._conversations import ClusterError, parse_on
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from runner.cluster._node import NodeConfig, NodeError, NodeState, join, leave, load_node_config
-from runner.cluster._run import run_blocking, run_on_cluster, run_per_node
+from runner.cluster._placements import ClusterError, ClusterLog, parse_on
+
+if TYPE_CHECKING:
+    from runner.cluster._conversations import ClusterConversations
+    from runner.cluster._run import PerNodeResult, run_blocking, run_on_cluster, run_per_node
 
 # Importing these imports ray; `node join` and `node leave` only need the `ray` command.
-_LAZY = {"ClusterConversations": "_conversations", "ClusterError": "_conversations",
-         "parse_on": "_conversations", "run_on_cluster": "_run", "run_per_node": "_run",
+_LAZY = {"ClusterConversations": "_conversations", "run_on_cluster": "_run", "run_per_node": "_run",
          "PerNodeResult": "_run", "run_blocking": "_run"}
 
 
@@ -24,10 +30,13 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
+    "ClusterConversations",
     "ClusterError",
+    "ClusterLog",
     "NodeConfig",
     "NodeError",
     "NodeState",
+    "PerNodeResult",
     "join",
     "leave",
     "load_node_config",

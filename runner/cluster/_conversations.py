@@ -26,8 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
-
 try:
     import ray
 except ModuleNotFoundError as missing:  # the optional extra: say how to get it
@@ -43,17 +41,22 @@ from runner.cluster._node import (
     QUIET_RAY_ENV,
     SLOT_RESOURCE,
 )
+from runner.cluster._placements import (
+    SELECTORS,
+    Attempt,
+    ClusterError,
+    ClusterLog,
+    ClusterNode,
+    Placement,
+)
 from runner.cluster._remote import JobReport, Shipment, run_job_here
 from runner.cluster._ship import pack
 from runner.records.status import Status
-from runner.run.engine import Job, Outcome
 from runner.run.errors import first_line
+from runner.run.jobs import Job, Outcome
 from runner.run.settings import RunSettings
 from runner.system.bounded_read import SCORECARD_BYTES, read_bounded_text
 
-# What `--on KEY=VALUE` may select on, and the node label each key reads.
-SELECTORS = {"device": DEVICE_LABEL, "fingerprint": FINGERPRINT_LABEL, "driver": DRIVER_LABEL,
-             "node": NODE_LABEL}
 # How often a job waiting for a slot looks at the cluster again (a node may have joined).
 CAPACITY_POLL_S = 2.0
 # How long a cancelled job waits for its node to tear the sandbox down before the run ends.
@@ -62,51 +65,6 @@ CANCEL_GRACE_S = 60.0
 LOST = (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError,
         ray.exceptions.LocalRayletDiedError, ray.exceptions.ObjectLostError,
         ray.exceptions.OwnerDiedError)
-
-
-class ClusterError(RuntimeError):
-    """The cluster cannot run this selection; the message names the cause and the fix."""
-
-
-class ClusterNode(BaseModel):
-    """A node as the controller saw it when the run started."""
-
-    node_id: str = Field(description="Ray node id")
-    name: str = Field(description="the node's name (label trialbox-node)")
-    device: str = Field(description="the node's stack device (label trialbox-device)")
-    slots: int = Field(description="its `trialbox` resource: sandboxes at once")
-    fingerprint_id: str = Field(description="its hardware fingerprint label")
-    driver: str = Field(description="its driver build label")
-
-
-class Attempt(BaseModel):
-    attempt: int = Field(description="1, or 2 for the retry")
-    node_id: str | None = Field(default=None, description="where it ran (None: lost before it started)")
-    node_name: str | None = Field(default=None, description="that node's name")
-    lost: bool = Field(description="the node or its worker died before the job returned")
-    error: str | None = Field(default=None, description="Ray's description of the loss")
-
-
-class Placement(BaseModel):
-    """Where one job ran and what the cluster cost it."""
-
-    key: str = Field(description="the job key (scenario id, plus __trialN)")
-    node_name: str | None = Field(default=None, description="the node that returned the result")
-    device: str | None = Field(default=None, description="that node's device")
-    fingerprint_id: str | None = Field(default=None, description="that node's fingerprint label")
-    attempts: list[Attempt] = Field(default_factory=list, description="every try, in order")
-    converse_s: float | None = Field(default=None, description="seconds on the node")
-    round_trip_s: float | None = Field(default=None, description="seconds from submit to result")
-    overhead_s: float | None = Field(default=None, description="round trip minus node time: Ray's cost")
-
-
-class ClusterLog(BaseModel):
-    """cluster.json: the nodes a run saw and where each job ran."""
-
-    selector: dict[str, str] = Field(default_factory=dict, description="the --on selection")
-    pinned_node: str | None = Field(default=None, description="--per-node: the one node used")
-    nodes: list[ClusterNode] = Field(default_factory=list, description="matching nodes at start")
-    jobs: dict[str, Placement] = Field(default_factory=dict, description="job key → placement")
 
 
 @ray.remote(num_cpus=0)
@@ -153,18 +111,6 @@ def connect(address: str) -> None:
         except (ConnectionError, ValueError, RuntimeError) as exc:
             raise ClusterError(f"cannot reach the Ray cluster at {address} ({exc}) — start a head "
                                "with `ray start --head` and pass its address to --cluster") from None
-
-
-def parse_on(values: list[str]) -> dict[str, str]:
-    """`--on device=rocm --on driver=…` → {"device": "rocm", …}; unknown keys are refused."""
-    on: dict[str, str] = {}
-    for value in values:
-        key, sep, wanted = value.partition("=")
-        if not sep or key not in SELECTORS or not wanted:
-            raise ClusterError(f"--on {value!r}: use KEY=VALUE with KEY one of "
-                               f"{', '.join(SELECTORS)} (e.g. --on device=rocm)")
-        on[key] = wanted
-    return on
 
 
 def matching_nodes(on: dict[str, str]) -> list[ClusterNode]:

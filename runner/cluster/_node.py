@@ -147,7 +147,7 @@ def ensure_stack(device: str, say: Callable[[str], None]) -> tuple[str, str, str
     (stack device, container, URL)."""
     from rich.console import Console
 
-    from runner.bench.make_bench import build_images, ensure_engine, start_llm
+    from runner.run.stack_up import build_images, ensure_engine, start_llm
     from runner.stack.hardware import DeviceError, detect_device
 
     try:

@@ -30,7 +30,7 @@ from runner.report import NodeIdentity, served_model_of
 if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
 
-    from runner.run.engine import Job
+    from runner.run.jobs import Job
     from runner.sandbox import Sandbox, SandboxBackend
 
 
@@ -103,7 +103,7 @@ def run_job_here(job: Job, shipment: Shipment, attempt: int, node_id: str) -> tu
 def describe_node(node: NodeConfig, node_id: str) -> NodeIdentity:
     """This node as a scenario row records it. The served model is asked when the job ends:
     the model that answered it, even if the node's server was changed since the run began."""
-    from runner.run.launch import llm_identity
+    from runner.run.llm_server import llm_identity
 
     return NodeIdentity(name=node.name, node_id=node_id, host=socket.gethostname(),
                         device=node.device, fingerprint_id=node.fingerprint_id, driver=node.driver,
@@ -113,13 +113,9 @@ def describe_node(node: NodeConfig, node_id: str) -> NodeIdentity:
 
 async def _converse(job: Job, shipment: Shipment, node: NodeConfig, attempt: int,
                     scratch: Path) -> tuple[JobReport, dict[str, bytes]]:
-    from runner.run.engine import LiveConversations
-    from runner.run.launch import (
-        SESSION_DEVICE,
-        llm_health_probe,
-        make_backend,
-        served_capabilities,
-    )
+    from runner.run.backend import make_backend
+    from runner.run.conversations import LiveConversations
+    from runner.run.llm_server import SESSION_DEVICE, llm_health_probe, served_capabilities
     from runner.run.settings import Backend, RunSettings
 
     controller = RunSettings.model_validate_json(shipment.settings_json)

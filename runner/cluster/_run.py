@@ -18,14 +18,9 @@ from typing import Any, TypeVar
 import ray
 from pydantic import BaseModel, Field
 
-from runner.cluster._conversations import (
-    ClusterConversations,
-    ClusterError,
-    ClusterNode,
-    connect,
-    matching_nodes,
-)
+from runner.cluster._conversations import ClusterConversations, connect, matching_nodes
 from runner.cluster._node import NodeConfig, load_node_config
+from runner.cluster._placements import ClusterError, ClusterNode
 from runner.cluster._remote import sweep_here
 from runner.report import (
     DeviceMismatchError,
@@ -39,17 +34,17 @@ from runner.report import (
 )
 from runner.run.engine import Engine
 from runner.run.errors import InfraError, ModelChanged, UsageError, first_line
-from runner.run.launch import (
+from runner.run.launch import open_writer
+from runner.run.lock import is_owned, owning
+from runner.run.prepare import (
     REJECTED_WARNING,
     agent_registry,
     check_results_root,
-    open_writer,
     prepare_judge,
     resolve_providers,
-    resume_settings,
     selected_scenarios,
 )
-from runner.run.lock import is_owned, owning
+from runner.run.resume import resume_settings
 from runner.run.settings import RESUME_MAY_CHANGE, RunSettings, new_run_id
 from runner.system.bounded_read import SCORECARD_BYTES, SETTINGS_BYTES, read_bounded_text
 
@@ -364,7 +359,7 @@ def _card(run_dir: Path) -> Scorecard:
 @ray.remote(num_cpus=0)
 def _node_config() -> tuple[str, dict[str, Any]]:
     """Run on the node: its config and its LLM server's identity (only the node can reach it)."""
-    from runner.run.launch import llm_identity
+    from runner.run.llm_server import llm_identity
 
     config = load_node_config()
     return config.model_dump_json(), llm_identity(config.llm_url)

@@ -15,8 +15,6 @@ is what the browser's device picker does. We do that openly, and record the devi
 from __future__ import annotations
 
 import asyncio
-import posixpath
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,19 +22,19 @@ from pathlib import PurePath
 from typing import Any
 
 from runner.conversation.agents import DEFAULT_AGENT_ID
-from runner.conversation.simulate import Simulator
+from runner.conversation.prompts import permission_decision, question_reply
+from runner.conversation.simulator_config import Simulator
+from runner.conversation.tool_calls import tool_calls_from_steps
+from runner.conversation.turn_speed import turn_performance
 from runner.records.transcript import (
-    GaiaReportedPerformance,
     IndexedDocument,
     SetupTimings,
-    ToolCall,
     Transcript,
     TurnPerformance,
     TurnRecord,
     UserMessage,
 )
-from runner.sandbox import Sandbox
-from runner.sandbox._collect import fetch_meter
+from runner.sandbox import Sandbox, fetch_meter
 
 #: Longest a single wait_for_turn call may block (GAIA caps it at 10 minutes).
 WAIT_SLICE_MS = 60_000
@@ -44,14 +42,6 @@ WAIT_SLICE_MS = 60_000
 DEFAULT_TURN_TIMEOUT_S = 600.0
 #: Longest a background indexing job (files > 5 MB) is polled before giving up.
 INDEX_TIMEOUT_S = 900.0
-RESULT_SUMMARY_CHARS = 300
-#: Said to the agent when it asks the user a mid-turn question: the simulated user has no
-#: channel for it, so it is told to proceed rather than left waiting until the turn times out.
-QUESTION_REPLY = "Please continue with your best judgement."
-#: Tools whose permission prompt may be allowed: they only read, and only inside the corpus.
-READ_TOOL_PREFIXES = ("read_", "search_", "query_", "list_", "index_", "preview_", "browse_",
-                      "summarize_", "get_", "find_")  # fmt: skip
-_PATH_KEY = re.compile(r"path|file|dir|folder", re.IGNORECASE)
 
 
 class TargetError(RuntimeError):
@@ -315,7 +305,7 @@ async def _run_turn(
         user_message=message,
         answer=str(view.get("content") or ""),
         tool_calls=tool_calls_from_steps(view.get("steps") or [], view.get("denials") or []),
-        performance=_performance(wall_s, metrics, records),
+        performance=turn_performance(wall_s, metrics, records),
         error=error,
     )
 
@@ -373,167 +363,7 @@ async def _answer_pending(
         if request_id not in answered:
             await gaia.call(
                 "answer_question", session_id=session_id,
-                request_id=request_id, value=_question_reply(question),
+                request_id=request_id, value=question_reply(question),
             )  # fmt: skip
         return request_id
     return ""
-
-
-def _question_reply(question: dict[str, Any]) -> str:
-    if question.get("allow_free_text", True):
-        return QUESTION_REPLY
-    options = question.get("options") or []
-    first = options[0] if options else ""
-    return str(first.get("value", "") if isinstance(first, dict) else first)
-
-
-def permission_decision(prompt: dict[str, Any], corpus_root: PurePath) -> str:
-    """``allow_once`` for a read-only tool whose every path lies inside the corpus, else ``deny``.
-
-    The simulated user is a careful one: it lets the agent read the documents it was given and
-    refuses anything else (writes, shell commands, paths outside the corpus).
-    """
-    tool = str(prompt.get("tool") or "")
-    if not tool.startswith(READ_TOOL_PREFIXES):
-        return "deny"
-    arguments = prompt.get("args") or {}
-    paths = [v for k, v in arguments.items() if _PATH_KEY.search(k) and isinstance(v, str) and v]
-    if not paths:
-        return "deny"  # a read prompt that names no path is not one we can vet
-    # Lexical on purpose: the paths live in the Agent UI's filesystem (a container's, perhaps),
-    # not the runner's, so nothing here may consult the local disk.
-    root = posixpath.normpath(str(corpus_root))
-    for value in paths:
-        candidate = posixpath.normpath(posixpath.join(root, value))  # join keeps absolute values
-        if posixpath.commonpath([root, candidate]) != root:
-            return "deny"
-    return "allow_once"
-
-
-def tool_calls_from_steps(
-    steps: list[dict[str, Any]], denials: list[dict[str, Any]]
-) -> list[ToolCall]:
-    """The turn's tool calls, in order, from GAIA's folded activity list (``turn_view``)."""
-    denied = {str(d.get("tool")): str(d.get("message") or d.get("reason") or "") for d in denials}
-    calls = []
-    for step in steps:
-        if step.get("type") != "tool" or not step.get("tool"):
-            continue
-        name = str(step["tool"])
-        result = str(step.get("result") or "")
-        error = None
-        if step.get("success") is False:
-            error = result[:RESULT_SUMMARY_CHARS] or "tool reported failure"
-        if name in denied:
-            error = f"permission denied: {denied[name]}".strip()
-        calls.append(
-            ToolCall(
-                name=name,
-                arguments=parse_tool_detail(str(step.get("detail") or "")),
-                result_summary=result[:RESULT_SUMMARY_CHARS],
-                error=error,
-            )
-        )
-    return calls
-
-
-_ARG_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*): (.*)$", re.DOTALL)
-_ARG_FLAG = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def parse_tool_detail(detail: str) -> dict[str, Any]:
-    """Recover a tool call's arguments from the text GAIA shows for them.
-
-    GAIA's SSE stream formats arguments as ``key: value`` parts — joined with ", " when there
-    are at most two and none contains ", ", else one per line — and a bare ``key`` for True
-    (``gaia.ui.sse_handler._format_tool_args``). Values come back as strings (long ones are cut
-    at 150 chars by GAIA). Text in no such shape (a tool label) is kept under ``_detail``.
-    """
-    detail = detail.strip()
-    if not detail:
-        return {}
-    parts = detail.split("\n") if "\n" in detail else detail.split(", ")
-    arguments: dict[str, Any] = {}
-    for part in parts:
-        if match := _ARG_LINE.match(part.strip()):
-            arguments[match.group(1)] = match.group(2)
-        elif _ARG_FLAG.match(part.strip()):
-            arguments[part.strip()] = True
-        else:
-            return {"_detail": detail}
-    return arguments
-
-
-def _is_generation(record: dict[str, Any]) -> bool:
-    """A chat/completion request (embeddings and reranking are metered too, not turn speed)."""
-    route = str(record.get("route") or "")
-    return route.endswith(("/chat/completions", "/completions", "/responses"))
-
-
-def turn_performance_from_meter(records: list[dict[str, Any]], wall_s: float) -> TurnPerformance:
-    """A turn's speed from *all* of its own requests at the front door (`trialbox_llm.meter`):
-    TTFT of the first call, decode rate over every call (tokens after each first token over
-    the time after it, summed), tokens summed. Non-streamed calls have no front-door TTFT:
-    when no call streamed, the server's self-reported figures are used and labelled so."""
-    done = sorted((r for r in records if r.get("status") == 200 and _is_generation(r)),
-                  key=lambda r: r["started_at"])
-    base = TurnPerformance(wall_s=round(wall_s, 3), source="not_measured", llm_calls=len(done))
-    if not done:
-        return base
-
-    def total(key: str) -> int | None:
-        values = [r.get(key) for r in done]
-        known = [v for v in values if isinstance(v, int)]
-        return sum(known) if known else None
-
-    base.input_tokens, base.output_tokens = total("prompt_tokens"), total("completion_tokens")
-    base.queue_wait_s = round(sum(float(r.get("queue_wait_s") or 0.0) for r in done), 6)
-    streamed = [r for r in done if r.get("time_to_first_token_s") is not None]
-    if streamed:
-        base.source = "front_door"
-        base.time_to_first_token_s = float(streamed[0]["time_to_first_token_s"])
-        timed = [r for r in streamed if r.get("decode_s") and r.get("completion_tokens")]
-        seconds = sum(float(r["decode_s"]) for r in timed)
-        tokens = sum(int(r["completion_tokens"]) - 1 for r in timed)
-        base.tokens_per_s = round(tokens / seconds, 3) if seconds > 0 and tokens > 0 else None
-        return base
-    reported = [r["self_reported"] for r in done if isinstance(r.get("self_reported"), dict)]
-    if reported:
-        base.source = "self_reported"
-        base.time_to_first_token_s = reported[0].get("time_to_first_token")
-        rates = [x["tokens_per_second"] for x in reported if x.get("tokens_per_second")]
-        base.tokens_per_s = round(sum(rates) / len(rates), 3) if rates else None
-    return base
-
-
-def _performance(
-    wall_s: float, metrics: dict[str, Any], records: list[dict[str, Any]] | None = None
-) -> TurnPerformance:
-    """Speed of one turn from the front door's records of this sandbox's requests; GAIA's own
-    figures are kept beside them as reported by GAIA, and used (labelled so) only when the
-    LLM has no front door to ask (`records` None)."""
-
-    def number(*keys: str) -> float | None:
-        for key in keys:
-            value = metrics.get(key)
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                return float(value)
-        return None
-
-    tokens_in = number("turn_input_tokens", "tokens_in")
-    tokens_out = number("turn_output_tokens", "tokens_out")
-    gaia = GaiaReportedPerformance(
-        time_to_first_token_s=number("time_to_first_token_s"),
-        tokens_per_s=number("tokens_per_second"),
-        input_tokens=int(tokens_in) if tokens_in is not None else None,
-        output_tokens=int(tokens_out) if tokens_out is not None else None,
-    )
-    if records is not None:
-        measured = turn_performance_from_meter(records, wall_s)
-        measured.reported_by_gaia = gaia
-        return measured
-    return TurnPerformance(
-        wall_s=round(wall_s, 3), **gaia.model_dump(),
-        source="gaia_turn_metrics" if any(gaia.model_dump().values()) else "not_measured",
-        reported_by_gaia=gaia,
-    )

@@ -17,6 +17,7 @@ import docker
 from docker.errors import APIError, ContainerError, ImageNotFound
 
 from runner.fix._sandbox import FixSandboxError
+from runner.stack.labels import ROLE_LABEL, RUN_LABEL
 
 CHECK_MOUNT = "/opt/trialbox/check"
 GAIA_PACKAGE = "/opt/venv/lib/python3.11/site-packages/gaia"
@@ -52,7 +53,7 @@ def check_imports(tree: Path, files: list[str], image: str, label: str,
         output = client.containers.run(
             image, entrypoint=["python", "-c", _IMPORT, CHECK_MOUNT, *files], remove=True,
             network_mode="none", volumes={str(tree.resolve()): {"bind": CHECK_MOUNT, "mode": "ro"}},
-            labels={"trialbox.run": label, "trialbox.role": "import-check"},
+            labels={RUN_LABEL: label, ROLE_LABEL: "import-check"},
             cap_drop=["ALL"], security_opt=["no-new-privileges:true"], mem_limit="1g", pids_limit=128,
             stdout=True, stderr=False)
     except ImageNotFound:
@@ -72,7 +73,7 @@ def gaia_source(image: str, dest: Path, label: str, client: docker.DockerClient 
     client = client or docker.from_env()
     try:
         container = client.containers.create(image, entrypoint=["true"],
-                                             labels={"trialbox.run": label, "trialbox.role": "gaia-source"})
+                                             labels={RUN_LABEL: label, ROLE_LABEL: "gaia-source"})
     except ImageNotFound:
         raise FixSandboxError(f"image {image} is missing — `trialbox images`") from None
     try:

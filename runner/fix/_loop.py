@@ -38,7 +38,7 @@ from runner.fix._summary import render_summary
 from runner.records.status import Status
 from runner.report import ScenarioResult, Scorecard, atomic_write, compare, read_any_scorecard
 from runner.run.settings import RunSettings, Selection, new_run_id
-from runner.verdict.scoring import UNMEASURED
+from runner.verdict import UNMEASURED
 
 GAIA_SRC = "gaia_src"  # --scope gaia: GAIA's package under /workspace/gaia_src/gaia
 

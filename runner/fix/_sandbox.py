@@ -5,7 +5,8 @@ Per fixer run:
 
 - an *internal* bridge network holds the fixer container and (when the fixer needs a model)
   the egress proxy under the alias ``egress``; the host firewall drops what that network sends
-  to the host itself (``_firewall.isolate_network``: internal networks only stop forwarding);
+  to the host itself (``runner.sandbox.isolate_network``: internal networks only stop
+  forwarding);
 - the proxy (``_proxy.py``, same image) also sits on a second, ordinary bridge network, its only
   way out, and forwards to exactly the configured ``host:port``; a loopback model URL on the
   host is reached as ``host.docker.internal`` (Docker's host-gateway);
@@ -37,7 +38,8 @@ from docker.models.networks import Network
 from docker.types import LogConfig
 
 from runner.fix._patch import pack, unpack
-from runner.sandbox._firewall import FirewallError, isolate_network, release_network
+from runner.sandbox import FirewallError, isolate_network, release_network
+from runner.stack.labels import ROLE_LABEL, RUN_LABEL
 
 FIXER_IMAGE = "trialbox/fixer:dev"
 FIXER_UID = 10003
@@ -123,7 +125,7 @@ class FixSandbox:
         self.llm_container = llm_container
         self.image = image
         self.client = client or docker.from_env()
-        self.labels = {"trialbox.run": label, "trialbox.role": "fixer"}
+        self.labels = {RUN_LABEL: label, ROLE_LABEL: "fixer"}
         self.memory, self.pids, self.cpus = memory, pids, cpus
 
     def _name(self, key: str) -> str:
@@ -211,7 +213,7 @@ class FixSandbox:
             network=outer.name, read_only=True, extra_hosts={HOST_ALIAS: "host-gateway"},
             environment={"TRIALBOX_EGRESS_ALLOW": f"{allow[0]}:{allow[1]}",
                          "TRIALBOX_EGRESS_PORT": str(PROXY_PORT)},
-            labels=self.labels | {"trialbox.role": "egress-proxy"},
+            labels=self.labels | {ROLE_LABEL: "egress-proxy"},
             **self._hardening("128m", 64, 0.5))
         created.append(proxy)
         inner.connect(proxy, aliases=[PROXY_ALIAS])

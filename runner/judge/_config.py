@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from runner.conversation.simulate import SimulatorConfig
+from runner.conversation import SimulatorConfig
 from runner.judge._anthropic import DEFAULT_MODEL, AnthropicBackend
 from runner.judge._cache import JudgeCache
 from runner.judge._calibration import DEFAULT_DEADLINE_S, CalibratedJudge, calibrated

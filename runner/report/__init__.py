@@ -17,8 +17,8 @@ from runner.report._compare import (
     ComparisonEntry,
     compare,
 )
-from runner.report._driver import (
-    SAMPLED_DECODING,
+from runner.report._driver import driver_report
+from runner.report._driver_models import (
     Change,
     DecodingMismatchError,
     DeviceMismatchError,
@@ -27,11 +27,12 @@ from runner.report._driver import (
     MetricDelta,
     OutcomeDelta,
     ScenarioQuality,
-    driver_report,
 )
 from runner.report._driver_render import render_driver_html, render_driver_md
+from runner.report._driver_setup import SAMPLED_DECODING
+from runner.report._folder import GAIA_SCORECARD, atomic_write, read_scorecard
+from runner.report._from_gaia import gaia_to_scorecard
 from runner.report._gaia import BaselineMeta, GaiaScorecard
-from runner.report._gaia_convert import gaia_json, gaia_to_scorecard, scorecard_to_gaia
 from runner.report._html import render_html
 from runner.report._identity import served_model_of
 from runner.report._inspect import InspectUnavailable, export_run
@@ -41,8 +42,6 @@ from runner.report._models import (
     SCHEMA_VERSION,
     Cost,
     NodeIdentity,
-    Performance,
-    PerformanceStats,
     RunConfig,
     ScenarioResult,
     Scorecard,
@@ -50,14 +49,10 @@ from runner.report._models import (
     TurnResult,
 )
 from runner.report._performance import percentile
+from runner.report._performance_models import Performance, PerformanceStats
 from runner.report._summary_md import render_summary_md
-from runner.report._writer import (
-    GAIA_SCORECARD,
-    RunWriter,
-    atomic_write,
-    declared_order,
-    read_scorecard,
-)
+from runner.report._to_gaia import gaia_json, scorecard_to_gaia
+from runner.report._writer import RunWriter, declared_order
 
 __all__ = [
     "BaselineMeta",

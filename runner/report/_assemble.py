@@ -16,7 +16,7 @@ from runner.records.status import Status
 from runner.records.transcript import SetupTimings, Transcript, TurnRecord
 from runner.report._models import Cost, RunConfig, ScenarioResult, Scorecard, Trace, TurnResult
 from runner.report._performance import RESCORED_FROM, performance_of
-from runner.verdict.scoring import ScenarioOutcome, judgings_cost_usd, scenario_status, summarize
+from runner.verdict import ScenarioOutcome, judgings_cost_usd, scenario_status, summarize
 from runner.verdict.trials import JudgeAgreement, TrialStats, trial_stats
 
 

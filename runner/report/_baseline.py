@@ -16,11 +16,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from runner.report._folder import GAIA_SCORECARD, SCORECARD, atomic_write
 from runner.report._gaia import BaselineMeta
-from runner.report._gaia_convert import agent_model_of, gaia_json
 from runner.report._load import BASELINE_META, ScorecardError, read_any_scorecard
 from runner.report._models import Scorecard
-from runner.report._writer import GAIA_SCORECARD, SCORECARD, atomic_write
+from runner.report._to_gaia import agent_model_of, gaia_json
 
 
 def _now() -> datetime:

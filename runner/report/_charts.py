@@ -13,8 +13,9 @@ import math
 from collections.abc import Sequence
 from html import escape
 
-from runner.report._models import Performance, ScenarioResult
-from runner.verdict.scoring import CategorySummary, Summary
+from runner.report._models import ScenarioResult
+from runner.report._performance_models import Performance
+from runner.verdict import CategorySummary, Summary
 
 WIDTH = 760
 LABEL_W = 190  # room for category / scenario names left of horizontal bars

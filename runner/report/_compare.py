@@ -39,8 +39,8 @@ from pydantic import BaseModel, Field
 
 from runner.records.status import JUDGED, Status
 from runner.report._fold import fold_trials, group_trials, has_trials
-from runner.report._gaia_convert import agent_model_of
 from runner.report._models import ScenarioResult, Scorecard
+from runner.report._to_gaia import agent_model_of
 
 SCORE_REGRESSION = 2.0  # a drop of at least this much is a score regression
 TIME_REGRESSION_FACTOR = 2.0  # more than twice as slow (median over trials) is a time regression

@@ -11,15 +11,9 @@ import math
 from collections.abc import Sequence
 from html import escape
 
-from runner.report._driver import (
-    Change,
-    DriverReport,
-    MetricDelta,
-    OutcomeDelta,
-    detectable_text,
-    differing_settings,
-    scope_text,
-)
+from runner.report._driver import detectable_text, scope_text
+from runner.report._driver_models import Change, DriverReport, MetricDelta, OutcomeDelta
+from runner.report._driver_setup import differing_settings
 
 _COLOURS = {
     Change.FASTER: "#1a7f37",

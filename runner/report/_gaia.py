@@ -113,6 +113,10 @@ class GaiaScenario(_Gaia):
     )
 
 
+#: Where our RunConfig rides inside GAIA's config (GAIA keeps keys it does not know).
+TRIALBOX_CONFIG_KEY = "trialbox"
+
+
 class GaiaConfig(_Gaia):
     """GAIA's run `config`. `model` is the Claude model that drove and judged the run."""
 

@@ -26,7 +26,7 @@ from runner.report._performance import (
     pool_text,
 )
 from runner.report._summary_md import TURN_JUDGING_ON, agent_text, user_messages_text
-from runner.verdict.scoring import (
+from runner.verdict import (
     CHECKS_PASSED_NOT_JUDGED,
     checks_passed_not_judged,
     decided_pass_rate,

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from runner.records.status import Status
+from runner.report._folder import SCORECARD, read_scorecard
 from runner.report._models import ScenarioResult, Scorecard
 
 if TYPE_CHECKING:
@@ -199,8 +200,6 @@ def export_run(run_dir: Path, out_dir: Path | None = None) -> Path:
     """`trialbox export inspect`: RUN_DIR/scorecard.json → OUT_DIR/<run_id>.eval (default: the
     run folder's own inspect.eval)."""
     _require_inspect()
-    from runner.report._writer import SCORECARD, read_scorecard
-
     card = read_scorecard(run_dir / SCORECARD)
     target = run_dir / INSPECT_LOG if out_dir is None else out_dir / f"{card.run_id}.eval"
     return write_inspect_log(card, target, suite=suite_name(run_dir))

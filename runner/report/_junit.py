@@ -15,7 +15,7 @@ import xml.etree.ElementTree as ET
 
 from runner.records.status import Status
 from runner.report._models import ScenarioResult, Scorecard
-from runner.verdict.scoring import CategorySummary, check_note, checks_passed_not_judged
+from runner.verdict import CategorySummary, check_note, checks_passed_not_judged
 
 # XML 1.0 forbids most control characters; agent answers may contain them (ANSI colours...).
 _NOT_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")

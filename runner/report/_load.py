@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from runner.report._from_gaia import gaia_to_scorecard
 from runner.report._gaia import BaselineMeta, GaiaScorecard
-from runner.report._gaia_convert import gaia_to_scorecard
 from runner.report._models import Scorecard, Trace
 from runner.system.bounded_read import (
     SCORECARD_BYTES,

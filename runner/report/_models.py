@@ -4,6 +4,7 @@
 opening traces. `Trace` is everything about one scenario run, for an engineer chasing a failure.
 A scenario is named here only by id/name/category/severity strings, so this package does not
 depend on how scenarios are loaded.
+The scorecard's speed block (`Performance`) is in runner/report/_performance_models.py.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from runner.records.judgments import ClaimJudgment, DimensionScores, JudgeUsage, Judgments
 from runner.records.outcomes import CheckResult
@@ -23,18 +24,15 @@ from runner.records.transcript import (
     TurnPerformance,
     UserMessageSource,
 )
-from runner.verdict.scoring import Decider, QualityGates, Summary
+from runner.report._base import StrictModel
+from runner.report._performance_models import Performance
+from runner.verdict import Decider, QualityGates, Summary
 from runner.verdict.trials import JudgeAgreement, TrialStats
 
 SCHEMA_VERSION = 1
 
 
-class _Model(BaseModel):
-    # Files written by one version must be read back exactly; a typo'd field is an error.
-    model_config = ConfigDict(extra="forbid")
-
-
-class TurnResult(_Model):
+class TurnResult(StrictModel):
     """One turn of a scenario run: what was said, what was done, how it was scored."""
 
     turn: int = Field(description="1-based turn number, as in the scenario")
@@ -76,7 +74,7 @@ class TurnResult(_Model):
     )
 
 
-class NodeIdentity(_Model):
+class NodeIdentity(StrictModel):
     """The cluster node a scenario ran on (`trialbox run --cluster`), as the node described
     itself when the job ended: a row's figures are that machine's and that LLM server's."""
 
@@ -117,7 +115,7 @@ def node_differences(rows: list[ScenarioResult]) -> str | None:
             "`--per-node` runs and compares each node")
 
 
-class ScenarioResult(_Model):
+class ScenarioResult(StrictModel):
     """One row of the scorecard: one scenario (one trial of it) and its verdict."""
 
     id: str = Field(description="the scenario's id")
@@ -195,7 +193,7 @@ class ScenarioResult(_Model):
         return [c for t in self.turns for c in t.claims] + self.claims
 
 
-class RunConfig(_Model):
+class RunConfig(StrictModel):
     """Every choice that shaped a run, including the ones made automatically."""
 
     judge_provider: str | None = Field(
@@ -259,7 +257,7 @@ class RunConfig(_Model):
         return self.judge_provider not in (None, "", "none")
 
 
-class Cost(_Model):
+class Cost(StrictModel):
     """What judging the run cost (estimates for priced models; local models cost 0)."""
 
     estimated_total_usd: float = Field(default=0.0, description="sum over scenarios, US dollars")
@@ -270,133 +268,7 @@ class Cost(_Model):
     judge_cache_write_tokens: int = Field(default=0, description="prompt tokens written to cache")
 
 
-class PerformanceStats(_Model):
-    """Speed over a set of turns. None = not measured (never a guess)."""
-
-    wall_s: float | None = Field(
-        default=None, description="scenario wall clock (sum over scenarios in totals), s"
-    )
-    turns: int = Field(default=0, description="turns measured")
-    turn_wall_s_mean: float | None = Field(default=None, description="mean turn wall time, s")
-    turn_wall_s_p50: float | None = Field(default=None, description="median turn wall time, s")
-    turn_wall_s_p90: float | None = Field(
-        default=None, description="90th percentile turn wall time, s"
-    )
-    agent_turn_s: float | None = Field(
-        default=None,
-        description="agent turn time: the sum of the measured turns' wall times, s; None when "
-        "no turn was measured",
-    )
-    agent_indexing_s: float | None = Field(
-        default=None,
-        description="the agent's own indexing of the setup documents inside the Agent UI "
-        "(embedding them), s: agent time, not harness time (in totals: the sum over the "
-        "scenarios that timed it); None when not measured",
-    )
-    overhead_ratio: float | None = Field(
-        default=None,
-        description="this run's scenario wall ÷ agent time, agent time being agent_turn_s + "
-        "agent_indexing_s (in totals: the sum of wall_s over the sum of agent time, over the "
-        "scenarios that have both a wall and a timed turn); 1.0 means nothing but the agent "
-        "took time; None when either is missing or the wall clock is a rescore's. The harness "
-        "overhead against the agent alone is scripts/bench-harness --vs-attached's figure",
-    )
-    ttft_s_mean: float | None = Field(default=None, description="mean time to first token, s")
-    tokens_per_s_mean: float | None = Field(
-        default=None, description="mean decode speed, tokens/s"
-    )
-    input_tokens: int = Field(default=0, description="prompt tokens, all turns")
-    output_tokens: int = Field(default=0, description="generated tokens, all turns")
-    figure_sources: dict[str, int] = Field(
-        default_factory=dict,
-        description="turns counted by where their TTFT/tokens/s came from (TurnPerformance."
-        "source: front_door, self_reported, gaia_turn_metrics, not_measured; unrecorded for "
-        "traces written before sources were)")
-    setup: SetupTimings | None = Field(
-        default=None,
-        description="the scenario's set-up phases (always None in totals: see Performance.setup); "
-        "None when not recorded",
-    )
-
-
-class PhaseStats(_Model):
-    """One set-up phase over the run's scenarios that measured it."""
-
-    measured: int = Field(default=0, description="scenarios that measured this phase")
-    median_s: float | None = Field(
-        default=None, description="median over those scenarios, s; None when none measured it"
-    )
-    p90_s: float | None = Field(
-        default=None, description="90th percentile over those scenarios, s; None when none did"
-    )
-
-
-class SetupStats(_Model):
-    """Where the run's set-up time went, phase by phase (see runner.records.transcript.SetupTimings)."""
-
-    scenarios: int = Field(
-        default=0, description="scenarios whose set-up timings were recorded"
-    )
-    pool_hits: int = Field(
-        default=0,
-        description="scenarios whose sandbox the warm pool had already prepared when asked for",
-    )
-    pool_known: int = Field(
-        default=0, description="scenarios that recorded whether their sandbox was a pool hit"
-    )
-    waited_s: PhaseStats = Field(
-        default_factory=PhaseStats,
-        description="visible set-up: what a scenario waited for a ready sandbox",
-    )
-    container_create_s: PhaseStats = Field(
-        default_factory=PhaseStats, description="creating the sandbox's network and containers"
-    )
-    gaia_import_s: PhaseStats = Field(
-        default_factory=PhaseStats, description="Agent UI process start to GAIA imported"
-    )
-    ui_ready_s: PhaseStats = Field(
-        default_factory=PhaseStats, description="containers created to the Agent UI answering"
-    )
-    mcp_ready_s: PhaseStats = Field(
-        default_factory=PhaseStats, description="containers created to the MCP bridge answering"
-    )
-    session_s: PhaseStats = Field(
-        default_factory=PhaseStats, description="creating the chat session"
-    )
-    indexing_s: PhaseStats = Field(
-        default_factory=PhaseStats,
-        description="the agent indexing the setup documents (agent time, not harness time)",
-    )
-    teardown_s: PhaseStats = Field(
-        default_factory=PhaseStats,
-        description="collecting and removing the used sandbox, after the result was recorded "
-        "(off the scenario's clock)",
-    )
-
-    def phase(self, name: str) -> PhaseStats:
-        """The phase called `name` (a SetupTimings field other than pool_hit)."""
-        stats = getattr(self, name)
-        if not isinstance(stats, PhaseStats):
-            raise KeyError(f"{name!r} is not a set-up phase")
-        return stats
-
-
-class Performance(_Model):
-    """Speed of the whole run and of each scenario."""
-
-    totals: PerformanceStats = Field(
-        default_factory=PerformanceStats, description="over every turn of the run"
-    )
-    scenarios: dict[str, PerformanceStats] = Field(
-        default_factory=dict, description="by result key (id, or id__trial<k>)"
-    )
-    setup: SetupStats = Field(
-        default_factory=SetupStats,
-        description="set-up phases over the run (all zero counts when no scenario recorded them)",
-    )
-
-
-class Scorecard(_Model):
+class Scorecard(StrictModel):
     """scorecard.json: the run's settings, verdicts, summary, speed and cost."""
 
     schema_version: int = Field(default=SCHEMA_VERSION, description="version of this format")
@@ -421,7 +293,7 @@ class Scorecard(_Model):
     warnings: list[str] = Field(default_factory=list, description="things a reader must know")
 
 
-class Trace(_Model):
+class Trace(StrictModel):
     """Everything about one scenario run: traces/<id>.json (or <id>__trial<k>.json)."""
 
     schema_version: int = Field(default=SCHEMA_VERSION, description="version of this format")

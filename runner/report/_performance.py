@@ -18,14 +18,8 @@ from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 from runner.records.transcript import SetupTimings, TurnPerformance
-from runner.report._models import (
-    Performance,
-    PerformanceStats,
-    PhaseStats,
-    ScenarioResult,
-    Scorecard,
-    SetupStats,
-)
+from runner.report._models import ScenarioResult, Scorecard
+from runner.report._performance_models import Performance, PerformanceStats, PhaseStats, SetupStats
 
 # The set-up phases, in the order a reader should see them (field of SetupTimings and of
 # SetupStats → label). `waited_s` first: it is the only one a scenario sees with a warm pool.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from runner.records.status import Status
 from runner.report._identity import model_line
-from runner.report._models import PerformanceStats, ScenarioResult, Scorecard, node_differences
+from runner.report._models import ScenarioResult, Scorecard, node_differences
 from runner.report._performance import (
     BENCHMARK_OVERHEAD,
     SETUP_PHASES,
@@ -12,7 +12,8 @@ from runner.report._performance import (
     overhead_text,
     pool_text,
 )
-from runner.verdict.scoring import (
+from runner.report._performance_models import PerformanceStats
+from runner.verdict import (
     CHECKS_PASSED_NOT_JUDGED,
     UserMessageCounts,
     check_note,

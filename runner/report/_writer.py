@@ -14,9 +14,7 @@ crash) never sees half a file.
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -25,7 +23,15 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from runner.report._assemble import build_scorecard
-from runner.report._gaia_convert import gaia_json
+from runner.report._folder import (
+    GAIA_SCORECARD,
+    HTML,
+    JUNIT,
+    SCORECARD,
+    SUMMARY,
+    atomic_write,
+    read_scorecard,
+)
 from runner.report._html import render_html
 from runner.report._inspect import (
     INSPECT_LOG,
@@ -37,63 +43,13 @@ from runner.report._inspect import (
 from runner.report._junit import render_junit
 from runner.report._models import RunConfig, ScenarioResult, Scorecard, Trace
 from runner.report._summary_md import render_summary_md
-from runner.system.bounded_read import (
-    SCORECARD_BYTES,
-    TRACE_BYTES,
-    BoundedReadError,
-    read_bounded_text,
-)
+from runner.report._to_gaia import gaia_json
+from runner.system.bounded_read import TRACE_BYTES, BoundedReadError, read_bounded_text
 from runner.verdict.trials import JudgeAgreement
-
-SCORECARD = "scorecard.json"
-GAIA_SCORECARD = "scorecard.gaia.json"
-SUMMARY = "summary.md"
-JUNIT = "junit.xml"
-HTML = "report.html"
-
-
-def atomic_write(path: Path, text: str) -> None:
-    """Replace `path` with `text` in one step: readers see the old file or the new, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.chmod(tmp, 0o644)  # mkstemp makes 0600; results are for whoever reads the folder
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _utc_now() -> datetime:
     return datetime.now(UTC)
-
-
-def read_scorecard(path: Path) -> Scorecard:
-    """Load a scorecard.json, with one clear error naming the file when it is not valid."""
-    try:
-        return Scorecard.model_validate_json(read_bounded_text(path, SCORECARD_BYTES))
-    except BoundedReadError as exc:
-        if not os.path.lexists(path):
-            raise FileNotFoundError(
-                f"{path}: no scorecard here; pass the run folder's scorecard.json") from None
-        raise ValueError(f"{exc}; pass the scorecard.json a run wrote") from None
-    except RecursionError:
-        raise ValueError(f"{path}: JSON nested too deeply to be a scorecard") from None
-    except FileNotFoundError:
-        raise FileNotFoundError(
-            f"{path}: no scorecard here; pass the run folder's scorecard.json"
-        ) from None
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        raise ValueError(
-            f"{path}: field {field}: {first['msg']}; the file is not a trialbox scorecard "
-            f"(schema runner/report/schemas/scorecard.schema.json) or is from another version"
-        ) from None
 
 
 def _note_on_stderr(text: str) -> None:

@@ -17,7 +17,8 @@ from docker.errors import APIError, NotFound
 from docker.models.containers import Container
 from docker.models.networks import Network
 
-RUN_LABEL = "trialbox.run"
+from runner.stack.labels import RUN_LABEL
+
 #: The label value of the shared stack (`trialbox up`, runner/stack/compose.py's default).
 STACK_RUN_ID = "stack"
 #: What Docker Compose puts on what it made: the stack, never a run's sandboxes.
@@ -122,11 +123,10 @@ def _name(thing: Container | Network) -> str:
 
 def _sweep_firewall(run_id: str | None, report: CleanupReport) -> None:
     """Host firewall rules a crashed run left for its sandbox networks (they carry its label)."""
-    from runner.sandbox._firewall import FirewallError, sweep
-    from runner.sandbox.docker import _slug
+    from runner.sandbox import FirewallError, safe_name, sweep_firewall
 
     try:
-        sweep(_slug(run_id) if run_id is not None else None)
+        sweep_firewall(safe_name(run_id) if run_id is not None else None)
     except FirewallError as exc:
         report.failures.append(f"firewall rules: {exc}")
 

@@ -73,6 +73,9 @@ from typing import Any
 
 IPTABLES = "iptables"
 CHAIN = "INPUT"
+# The run label's spelling (runner/stack/labels.py RUN_LABEL), written out: the helper runs this
+# file on its own (``python -I``), and importing the runner's packages there would cost each
+# rule change their start-up.
 COMMENT_PREFIX = "trialbox.run="
 #: iptables' own lock: wait this long rather than fail when Docker edits rules at the same time.
 LOCK_WAIT_S = 10
@@ -272,6 +275,8 @@ class HelperFirewall:
         import docker
         from docker.errors import APIError, DockerException, ImageNotFound
 
+        from runner.stack.labels import ROLE_LABEL, RUN_LABEL
+
         try:
             client = self._client or docker.from_env()
             helper = client.containers.create(
@@ -282,7 +287,7 @@ class HelperFirewall:
                 pids_limit=32, mem_limit="128m", memswap_limit="128m",
                 volumes={"/": {"bind": HOST_ROOT, "mode": "ro"}},
                 environment={HOST_ROOT_ENV: HOST_ROOT, "TRIALBOX_IN_CONTAINER": "0"},
-                labels={"trialbox.run": label or "firewall", "trialbox.role": "firewall"},
+                labels={RUN_LABEL: label or "firewall", ROLE_LABEL: "firewall"},
             )  # fmt: skip
         except ImageNotFound:
             raise FirewallError(f"image {self.image} (the firewall helper) is missing — build it "

@@ -46,158 +46,72 @@ its bridge.
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
-import math
-import re
 import secrets
-import threading
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import Any, cast
-from urllib.parse import urlsplit
 
 import docker
 from docker.errors import APIError, DockerException, NotFound
 from docker.models.containers import Container
 from docker.models.networks import Network
 
-from runner.sandbox._collect import Collector, llm_admin_token, save_llm_stats
+from runner.sandbox._box import DockerSandbox, DockerStart, _Made
+from runner.sandbox._collect import llm_admin_token
 from runner.sandbox._configure import set_agent_model
-from runner.sandbox._firewall import FirewallError, isolate_network, release_network
-from runner.sandbox._hardening import (
-    ROLES,
-    Role,
-    claimed_cpu,
-    container_options,
-    limits_for,
-    read_file,
+from runner.sandbox._container import (
+    AGENT_DIRS_MOUNT,
+    AGENT_UI_IMAGE,
+    BRIDGE_ENDED_EXIT,
+    BRIDGE_PREFIX,
+    CORPUS_MOUNT,
+    LLM_PORT,
+    MCP_PORT,
+    MCP_TOKEN_ENV,
+    UI_PORT,
+    death_of,
 )
+from runner.sandbox._firewall import FirewallError, isolate_network
+from runner.sandbox._hardening import ROLES, Role, claimed_cpu, container_options, limits_for
+from runner.sandbox._logs import logged_at, split_log
 from runner.sandbox._protocol import SandboxError
+from runner.sandbox._readiness import READY_POLL_S, gaia_import_s, wait_ready
+from runner.sandbox._teardown import (
+    release_sandbox_network,
+    remove_job,
+    repair_llm_networks,
+    sweep_run,
+)
 from runner.sandbox._threads import finish_in_thread
-from runner.sandbox._ui import UiReply
+from runner.sandbox.names import safe_name, sandbox_name
+from runner.stack.labels import ROLE_LABEL, RUN_LABEL, SCENARIO_LABEL
 
-AGENT_UI_IMAGE = "trialbox/agent-ui:dev"
-UI_PORT = 4200
-MCP_PORT = 8765
-#: The container's exit code when its bridge ended first, and what starts each of the bridge's
-#: lines in the container's log (images/agent-ui/entrypoint.py BRIDGE_ENDED_EXIT and
-#: BRIDGE_PREFIX; a unit test keeps them equal).
-BRIDGE_ENDED_EXIT = 70
-BRIDGE_PREFIX = b"[mcp] "
-LLM_PORT = 13305
-CORPUS_MOUNT = "/corpus"
-# Where the user's --agent-dir folders are mounted (read-only), one numbered folder each; the
-# entrypoint links their <id> sub-folders into $GAIA_HOME/agents, where GAIA loads agents.
-AGENT_DIRS_MOUNT = "/opt/trialbox/agent-dirs"
-# Where the agent-ui image keeps GAIA's state; the chat DB is collected from here.
-GAIA_HOME = "/home/gaia/.gaia"
-# GAIA's bridge accepts a non-loopback bind only with a bearer token of 32+ characters.
-MCP_TOKEN_ENV = "GAIA_AGENT_UI_MCP_TOKEN"
-#: Longest one ``docker exec`` request to the UI may take (a device switch answers in < 1 s).
-UI_REQUEST_TIMEOUT_S = 30
+# What the Docker backend's callers (the run, the bench scripts, the tests) import from here,
+# though its parts live in the private modules beside it.
+__all__ = [
+    "AGENT_UI_IMAGE",
+    "BRIDGE_ENDED_EXIT",
+    "BRIDGE_PREFIX",
+    "CORPUS_MOUNT",
+    "LLM_PORT",
+    "MCP_PORT",
+    "MCP_TOKEN_ENV",
+    "RUN_LABEL",
+    "UI_PORT",
+    "DockerBackend",
+    "DockerSandbox",
+    "DockerStart",
+    "engine_error_hint",
+    "logged_at",
+    "repair_llm_networks",
+    "sandbox_name",
+    "split_log",
+]
+
 #: How often a running sandbox's containers are checked for death (a Docker API call each).
 WATCH_INTERVAL_S = 2.0
-#: Pause between readiness probes while a sandbox starts (each costs a refused connection).
-READY_POLL_S = 0.05
-#: How often a starting sandbox's containers are checked for death (a Docker API call each).
-LIVENESS_INTERVAL_S = 0.5
-#: Both of those while a sandbox made ahead yields the CPU: its start may be starved for as long
-#: as a turn runs, and polling it at the usual pace would cost the turn in flight the engine's
-#: CPU (a refused connection, a Docker API call). Its job claiming it ends the pause at once.
-YIELDING_POLL_S = 0.5
-#: Longest wait for the UI's "listening" log line before probing it once more anyway.
-UI_EVENT_WAIT_S = 1.0
-RUN_LABEL = "trialbox.run"
-#: The shape docker-py's ``list(filters=...)`` takes.
-_Filters = dict[str, str | list[str] | bool]
-JOB_LABEL = "trialbox.scenario"
-
-
-def sandbox_name(run_id: str, job_key: str) -> str:
-    """Container and network names: a short hash of run + job makes them unique whatever the
-    id's length (a cut prefix made two long ids collide), and a readable part helps `docker ps`."""
-    digest = hashlib.sha256(f"{run_id}\0{job_key}".encode()).hexdigest()[:12]
-    return f"tbx-{digest}-{_slug(job_key)[:30]}"
-
-
-def _slug(text: str) -> str:
-    """Docker names allow [a-zA-Z0-9_.-]; scenario ids are snake_case but be safe."""
-    return re.sub(r"[^a-zA-Z0-9_.-]", "-", text)[:60]
-
-
-@dataclass
-class DockerSandbox:
-    """A running sandbox. ``mcp_url`` and ``llm_url`` are valid from wherever the engine runs;
-    ``ui_url`` names where the UI listens inside its container (reach it with ``ui_request``)."""
-
-    scenario_id: str
-    ui_url: str
-    mcp_url: str
-    llm_url: str
-    corpus_root: PurePosixPath
-    ui: Container  # the sandbox's one container: the Agent UI, its bridge forked inside it
-    mcp_headers: dict[str, str] = field(default_factory=dict)
-    timings: dict[str, float] = field(default_factory=dict)
-    died: str | None = None  # set by the backend's watchdog when a container died mid-scenario
-    # The UI's address on its sandbox network: how the LLM front door names this sandbox's
-    # requests (trialbox_llm/meter.py); the token lets the engine read them.
-    llm_client: str | None = None
-    llm_token: str | None = field(default=None, repr=False)
-    opened_at: float = field(default_factory=time.time)
-
-    async def ui_request(self, method: str, path: str, body: dict[str, Any] | None = None) -> UiReply:
-        """One request to the Agent UI from inside its own container (its port is loopback-only)."""
-        return await asyncio.to_thread(_exec_ui_request, self.ui, method, path, body)
-
-    async def collect(self, dest: Path) -> list[str]:
-        """Copy the chat DB, the UI's and the bridge's logs and the LLM server's stats into
-        dest; what could not be collected is returned and written to ``collect-errors.txt``."""
-        collector = Collector(dest)
-        state = await asyncio.to_thread(_state_of, self.ui)
-        if state is None:
-            await collector.step("gaia_chat.db", lambda: asyncio.to_thread(_snapshot_chat_db, self.ui, dest))
-        else:
-            collector.note("gaia_chat.db", f"the Agent UI container {state}; the chat database lived "
-                                           "on its tmpfs and went with it")
-        await collector.step("agent-ui.log, mcp.log", partial(asyncio.to_thread, _save_logs, self.ui, dest))
-        await collector.step("llm-stats.json", lambda: self._save_llm_stats(dest))
-        return collector.finish()
-
-    async def _save_llm_stats(self, dest: Path) -> None:
-        await save_llm_stats(dest, self.llm_url, self.llm_client, self.opened_at, self.llm_token)
-
-
-def _state_of(container: Container) -> str | None:
-    """None while the container runs, else what happened to it, in words."""
-    try:
-        container.reload()
-    except NotFound:
-        return "was removed"
-    if container.status == "running":
-        return None
-    state = container.attrs.get("State", {})
-    killed = " (killed: out of memory)" if state.get("OOMKilled") else ""
-    return f"is {container.status} (exit code {state.get('ExitCode')}){killed}"
-
-
-def _death_of(box: DockerSandbox) -> str | None:
-    """How the sandbox's container ended, in words; None while it runs."""
-    state = _state_of(box.ui)
-    if state is None:
-        return None
-    return f"the Agent UI container {box.ui.name} {state}{_whose_end(box.ui)} mid-scenario"
-
-
-def _whose_end(container: Container) -> str:
-    """Which of its two processes ended the container, when its exit code says so."""
-    if container.attrs.get("State", {}).get("ExitCode") == BRIDGE_ENDED_EXIT:
-        return ": its MCP bridge ended, and the Agent UI with it"
-    return ""
 
 
 def _claim_cpu(containers: list[Container], *, capped: bool) -> None:
@@ -206,153 +120,9 @@ def _claim_cpu(containers: list[Container], *, capped: bool) -> None:
     say how it ended."""
     for container in containers:
         try:
-            container.update(**claimed_cpu(cast(Role, container.labels["trialbox.role"]), capped=capped))
+            container.update(**claimed_cpu(cast(Role, container.labels[ROLE_LABEL]), capped=capped))
         except (NotFound, APIError):
             pass
-
-
-def _save_logs(container: Container, dest: Path) -> None:
-    """The container's log, split again into the UI's (agent-ui.log) and the bridge's (mcp.log)."""
-    ui, bridge = split_log(container.logs(stdout=True, stderr=True))
-    (dest / "agent-ui.log").write_bytes(ui)
-    (dest / "mcp.log").write_bytes(bridge)
-
-
-def split_log(log: bytes) -> tuple[bytes, bytes]:
-    """A pair's log as (the UI's lines, the bridge's lines without their prefix)."""
-    ui: list[bytes] = []
-    bridge: list[bytes] = []
-    for line in log.splitlines(keepends=True):
-        if line.startswith(BRIDGE_PREFIX):
-            bridge.append(line[len(BRIDGE_PREFIX):])
-        else:
-            ui.append(line)
-    return b"".join(ui), b"".join(bridge)
-
-
-# GAIA's chat DB runs in WAL mode: copying the file alone can miss committed rows, so take a
-# consistent snapshot with SQLite's backup API inside the container, then copy that out.
-_SNAPSHOT = (
-    "import sqlite3, sys, os\n"
-    "src = sys.argv[1]\n"
-    "if os.path.exists(src):\n"
-    "    out = sqlite3.connect('/tmp/gaia_chat.db')\n"
-    "    sqlite3.connect(src).backup(out)\n"
-    "    out.close()\n"
-)
-
-
-def _snapshot_chat_db(container: Container, dest: Path) -> None:
-    result = container.exec_run(["python", "-c", _SNAPSHOT, f"{GAIA_HOME}/chat/gaia_chat.db"])
-    if result.exit_code != 0:
-        (dest / "gaia_chat.db.error").write_bytes(cast(bytes, result.output))  # not streamed: bytes
-        raise SandboxError(f"the chat database snapshot failed (exit {result.exit_code}); "
-                           "see gaia_chat.db.error")
-    # /tmp is a tmpfs in a hardened sandbox: `docker cp` cannot see into it on Docker 20.10.
-    data = read_file(container, "/tmp/gaia_chat.db")
-    if data is not None:
-        (dest / "gaia_chat.db").write_bytes(data)
-
-
-# One request to the UI on the container's loopback (urllib: the image has no curl). Proxies
-# are ignored on purpose: the UI is in this very network namespace. Prints {"status", "body"};
-# exit 4 when nothing answers at all.
-_UI_REQUEST = (
-    "import json, sys, urllib.error, urllib.request\n"
-    "method, url, body, timeout = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])\n"
-    "opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))\n"
-    "request = urllib.request.Request(url, method=method, data=body.encode() if body else None,\n"
-    "    headers={'X-Gaia-UI': '1', 'Content-Type': 'application/json'})\n"
-    "try:\n"
-    "    reply = opener.open(request, timeout=timeout)\n"
-    "    status, data = reply.status, reply.read()\n"
-    "except urllib.error.HTTPError as error:\n"
-    "    status, data = error.code, error.read()\n"
-    "except OSError as error:\n"
-    "    sys.stderr.write(str(error))\n"
-    "    sys.exit(4)\n"
-    "sys.stdout.write(json.dumps({'status': status, 'body': data.decode('utf-8', 'replace')}))\n"
-)
-
-def _exec_ui_request(ui: Container, method: str, path: str, body: dict[str, Any] | None) -> UiReply:
-    url = f"http://127.0.0.1:{UI_PORT}{path}"
-    payload = json.dumps(body) if body is not None else ""
-    try:
-        result = ui.exec_run(["python", "-c", _UI_REQUEST, method, url, payload, str(UI_REQUEST_TIMEOUT_S)],
-                             demux=True)
-    except (APIError, NotFound) as exc:
-        raise SandboxError(f"cannot reach the Agent UI in {ui.name}: {_state_of(ui) or exc}") from exc
-    # demux=True: (stdout, stderr) bytes or None each (docker-py's stubs say otherwise).
-    stdout, stderr = cast("tuple[bytes | None, bytes | None]", result.output)
-    if result.exit_code != 0:
-        state = _state_of(ui)
-        if state is not None:  # the container died under the request: say that, not "exit 137"
-            raise SandboxError(f"the Agent UI container {ui.name} {state} (during {method} {path})")
-        why = (stderr or b"").decode(errors="replace").strip()[-300:]
-        raise SandboxError(f"the Agent UI in {ui.name} did not answer {method} {path} "
-                           f"(exit {result.exit_code}): {why}")
-    reply = json.loads(stdout or b"{}")
-    return UiReply(status=int(reply["status"]), text=str(reply["body"]))
-
-
-async def _listening(url: str) -> bool:
-    """Whether the bridge's port accepts a connection yet. Probed before an MCP client is made:
-    building one costs ~10 ms of the engine's CPU (httpx loads the CA bundle into a new SSL
-    context, even for http://), and a client per 50 ms poll cost a 6-scenario run ~6 s of it."""
-    parts = urlsplit(url)
-    try:
-        _, writer = await asyncio.wait_for(asyncio.open_connection(parts.hostname, parts.port), 2.0)
-    except (OSError, TimeoutError):
-        return False
-    writer.close()
-    return True
-
-
-async def _ui_answers_through(client: Any) -> bool:
-    """True once GAIA's bridge reaches the UI: ``system_status`` is not the bridge's error
-    reply (it turns a refused connection into ``{"status": "error", ...}``)."""
-    result = await client.call_tool("system_status", {}, raise_on_error=False)
-    if result.is_error:
-        return False
-    data = result.structured_content or {}
-    if set(data) == {"result"} and isinstance(data["result"], dict):
-        data = data["result"]
-    return bool(data) and data.get("status") != "error"
-
-
-@dataclass
-class _Made:
-    """What a sandbox start has created so far. The worker thread records each object the
-    moment Docker returns it, so teardown knows it even when the start was cancelled."""
-
-    network: Network | None = None
-    containers: list[Container] = field(default_factory=list)
-
-
-@dataclass
-class DockerStart:
-    """A sandbox being made by ``DockerBackend.start``: what exists so far and, once its
-    containers run, the sandbox itself (not yet ready)."""
-
-    scenario_id: str
-    memory: bool
-    made: _Made
-    started: float  # time.perf_counter() when the start began
-    box: DockerSandbox | None = None
-    stopped: bool = False
-    # Made ahead of its job (the warm pool): its containers run at SPARE_CPU_SHARES and their
-    # start cap until ``hand_over`` (then ``handed_at``, time.monotonic()) gives them the
-    # sandbox's weight — and its cap, once ``ready`` has also returned (``readied``).
-    ahead: bool = False
-    handed_at: float | None = None
-    readied: bool = False
-    handed: asyncio.Event = field(default_factory=asyncio.Event)  # set by ``hand_over``
-
-    @property
-    def sandbox(self) -> DockerSandbox:
-        if self.box is None:
-            raise SandboxError(f"the sandbox for {self.scenario_id} was never created")
-        return self.box
 
 
 class DockerBackend:
@@ -433,14 +203,15 @@ class DockerBackend:
     async def ready(self, begun: DockerStart) -> DockerSandbox:
         """Wait until the bridge and, through it, the UI answer; set the agent's model."""
         box = begun.sandbox
-        await self._wait_ready(box, begun)
+        await wait_ready(box, begun, timeout_s=self.ready_timeout_s, poll_s=self.ready_poll_s,
+                         by_event=self.ready_by_event)
         begun.readied = True
         if begun.ahead and begun.handed_at is not None:  # claimed while it started: cap it now
             await asyncio.to_thread(_claim_cpu, list(begun.made.containers), capped=True)
         if self.agent_model:
             await set_agent_model(box, self.agent_model)
         box.timings["cold_start_s"] = time.perf_counter() - begun.started
-        imported = await asyncio.to_thread(_gaia_import_s, box.ui)
+        imported = await asyncio.to_thread(gaia_import_s, box.ui)
         if imported is not None:
             box.timings["gaia_import_s"] = imported
         return box
@@ -463,7 +234,7 @@ class DockerBackend:
         except Exception as exc:
             # What the conversation saw of a death (the bridge's connection dropping with its
             # container) before the watchdog looked: the death is what went wrong.
-            died = await asyncio.to_thread(_death_of, box)
+            died = await asyncio.to_thread(death_of, box.ui)
             if died is not None:
                 raise SandboxError(died) from exc
             raise
@@ -471,7 +242,7 @@ class DockerBackend:
             watchdog.cancel()
         # The watchdog looks every few seconds; a container that died since then (the bridge
         # answers "cannot connect" at once when the UI is killed) is still what went wrong.
-        died = await asyncio.to_thread(_death_of, box)
+        died = await asyncio.to_thread(death_of, box.ui)
         if died is not None:
             raise SandboxError(died)
 
@@ -492,8 +263,8 @@ class DockerBackend:
         return self._start(scenario_id, network, made, memory, spare)
 
     def _job_labels(self, scenario_id: str, role: str | None = None) -> dict[str, str]:
-        labels = self.labels | {JOB_LABEL: scenario_id}
-        return labels | {"trialbox.role": role} if role else labels
+        labels = self.labels | {SCENARIO_LABEL: scenario_id}
+        return labels | {ROLE_LABEL: role} if role else labels
 
     def _create_network(self, scenario_id: str, made: _Made) -> Network:
         name = f"{sandbox_name(self.run_id, scenario_id)}-net"
@@ -505,7 +276,7 @@ class DockerBackend:
             network.connect(self.llm_container, aliases=["llm"])
             # The host's firewall keeps the sandbox from the host itself (internal networks
             # only stop forwarding) — in the runner container too, through its helper.
-            isolate_network(str(network.id), _slug(self.run_id))
+            isolate_network(str(network.id), safe_name(self.run_id))
         except FirewallError as exc:
             raise SandboxError(f"could not isolate sandbox network {name}: {exc}") from exc
         except NotFound as exc:
@@ -586,89 +357,13 @@ class DockerBackend:
             self._cached_llm_token = llm_admin_token(self.llm_container)
         return self._cached_llm_token
 
-    async def _wait_ready(self, box: DockerSandbox, begun: DockerStart) -> None:
-        """Ready means the MCP bridge lists its tools and, through it, the UI answers
-        ``system_status`` — all over the bridge's HTTP port, so readiness costs no ``docker
-        exec`` (a process in the sandbox's CPU quota) while GAIA is still importing.
-
-        The UI, the slower of the two, is awaited by event: the line uvicorn prints once it
-        listens, read from Docker's followed log stream (``_printed``), so no poll interval
-        adds to the start; the short polls that remain cost a refused connection each."""
-        from fastmcp import Client  # imported late: fastmcp is slow to import
-        from fastmcp.client.transports import StreamableHttpTransport
-
-        started = time.monotonic()
-
-        def yielding() -> bool:
-            return begun.ahead and begun.handed_at is None
-
-        def deadline() -> float:
-            # A sandbox made ahead and still yielding is starved, not stuck: its deadline
-            # starts when its job claims it.
-            if yielding():
-                return math.inf
-            return max(started, begun.handed_at or started) + self.ready_timeout_s
-
-        checked = started
-        ui_serving = asyncio.ensure_future(_printed(box.ui, _UI_SERVING_MARKER)) if self.ready_by_event else None
-
-        async def pause(for_ui: bool = False) -> None:
-            nonlocal checked
-            every = YIELDING_POLL_S if yielding() else LIVENESS_INTERVAL_S
-            if time.monotonic() - checked >= every:  # a Docker API call: not every poll
-                await asyncio.to_thread(self._check_alive, box, deadline())
-                checked = time.monotonic()
-            if for_ui and ui_serving is not None and not ui_serving.done():
-                # Ends the moment the line is printed; a bounded wait, so a UI that prints
-                # another line (another GAIA) is still found by the probe, a second later.
-                await asyncio.wait({ui_serving}, timeout=UI_EVENT_WAIT_S)
-            elif yielding():
-                handed = asyncio.ensure_future(begun.handed.wait())
-                await asyncio.wait({handed}, timeout=YIELDING_POLL_S)
-                handed.cancel()
-            else:
-                await asyncio.sleep(self.ready_poll_s)
-
-        try:
-            while True:
-                try:
-                    if not await _listening(box.mcp_url):
-                        await pause()
-                        continue
-                    transport = StreamableHttpTransport(box.mcp_url, headers=box.mcp_headers)
-                    async with Client(transport, timeout=5) as client:
-                        await client.list_tools()
-                        box.timings.setdefault("mcp_ready_s", time.monotonic() - started)
-                        while not await _ui_answers_through(client):
-                            await pause(for_ui=True)
-                    box.timings["ui_ready_s"] = time.monotonic() - started
-                    return
-                except SandboxError:
-                    raise
-                except Exception:  # noqa: BLE001 — any other failure here means "not ready yet"
-                    await pause()
-        finally:
-            if ui_serving is not None:
-                ui_serving.cancel()
-
-    def _check_alive(self, box: DockerSandbox, deadline: float) -> None:
-        state = _state_of(box.ui)
-        if state is not None and box.ui.status != "created":
-            tail = "" if state == "was removed" else box.ui.logs(tail=15).decode(errors="replace")
-            raise SandboxError(f"{box.ui.name} {state}{_whose_end(box.ui)} during start-up:\n{tail}")
-        if time.monotonic() > deadline:
-            raise SandboxError(
-                f"sandbox for {box.scenario_id} was not ready within {self.ready_timeout_s:.0f} s "
-                f"(MCP {box.mcp_url}); see `docker logs {box.ui.name}`"
-            )
-
     async def _watch(self, box: DockerSandbox, task: asyncio.Task[Any]) -> None:
         """While the scenario runs: a dead Agent UI or bridge cancels it at once, with the
         reason in ``box.died``. Without this a killed UI (OOM, `docker kill`) leaves the bridge
         without its network namespace and every MCP call hanging until its read timeout."""
         while True:
             await asyncio.sleep(self.watch_interval_s)
-            died = await asyncio.to_thread(_death_of, box)
+            died = await asyncio.to_thread(death_of, box.ui)
             if died is not None:
                 box.died = died
                 task.cancel()
@@ -678,101 +373,21 @@ class DockerBackend:
 
     def _teardown(self, scenario_id: str, made: _Made) -> None:
         """Remove what this job made — recorded, or found by its labels — and free the LLM."""
-        job: _Filters = {"label": [f"{RUN_LABEL}={self.run_id}", f"{JOB_LABEL}={scenario_id}"]}
-        containers = {c.id: c for c in made.containers}
-        for found in self._listed(lambda: self.client.containers.list(all=True, filters=job)):
-            containers.setdefault(found.id, found)
-        for container in containers.values():
-            try:
-                container.remove(force=True)
-            except (NotFound, APIError):
-                pass  # gone already; a failure is swept by label at the end of the run
-        networks = {made.network.id: made.network} if made.network is not None else {}
-        for found in self._listed(lambda: self.client.networks.list(filters=job)):
-            networks.setdefault(found.id, found)
-        for network in networks.values():
-            self.release(network)
-
-    @staticmethod
-    def _listed(listing: Callable[[], list[Any]]) -> list[Any]:
-        try:
-            return listing()
-        except (APIError, NotFound):
-            return []
+        remove_job(self.client, self.llm_container, self.run_id, scenario_id, made)
 
     def release(self, network: Network) -> None:
-        """Detach everything from a sandbox network, remove it and its firewall rules.
-
-        The LLM container is force-disconnected by name first, running or not: a stopped
-        container is not listed among the network's endpoints, yet keeps a reference that
-        would make its next `docker start` fail once the network is gone.
-        """
-        try:
-            self.client.api.disconnect_container_from_network(self.llm_container, str(network.id), force=True)
-        except (NotFound, APIError):
-            pass  # not attached (or the LLM container is gone)
-        try:
-            network.reload()
-            for attached in network.containers:
-                try:
-                    network.disconnect(attached, force=True)
-                except (NotFound, APIError):
-                    pass
-            network.remove()
-        except (NotFound, APIError):
-            pass
-        finally:
-            try:
-                release_network(str(network.id))
-            except FirewallError:
-                pass  # a sweep by label removes them (`trialbox clean`)
+        """Detach everything from a sandbox network, remove it and its firewall rules."""
+        release_sandbox_network(self.client, self.llm_container, network)
 
     def sweep(self) -> int:
         """Remove everything labelled with this run (a crashed or killed run's leftovers):
         containers, then networks (LLM detached first), then their firewall rules. Returns how
         many Docker objects were removed. Safe while no sandbox of this run is open."""
-        run: _Filters = {"label": f"{RUN_LABEL}={self.run_id}"}
-        removed = 0
-        for container in self._listed(lambda: self.client.containers.list(all=True, filters=run)):
-            if container.labels.get("trialbox.role") == "llm":
-                continue  # a run's own LLM server (tests label theirs) is not a sandbox's
-            try:
-                container.remove(force=True)
-                removed += 1
-            except (NotFound, APIError):
-                pass
-        for network in self._listed(lambda: self.client.networks.list(filters=run)):
-            self.release(network)
-            removed += 1
-        repair_llm_networks(self.client, self.llm_container)
-        return removed
-
-
-def repair_llm_networks(client: docker.DockerClient, llm_container: str) -> list[str]:
-    """Drop the LLM container's references to networks that no longer exist (left by a run
-    killed outright, or by an older trialbox), so `docker start` works again. Returns them."""
-    try:
-        container = client.containers.get(llm_container)
-    except (NotFound, APIError):
-        return []
-    dropped = []
-    for name, settings in (container.attrs["NetworkSettings"].get("Networks") or {}).items():
-        try:
-            client.networks.get(settings.get("NetworkID") or name)
-            continue
-        except NotFound:
-            pass
-        except APIError:
-            continue
-        try:
-            client.api.disconnect_container_from_network(str(container.id), name, force=True)
-            dropped.append(name)
-        except (NotFound, APIError):
-            pass
-    return dropped
+        return sweep_run(self.client, self.llm_container, self.run_id)
 
 
 def _address(container: Container, network_name: str) -> str:
+    """The container's address on the network (how the engine reaches a sandbox's bridge)."""
     container.reload()
     address = container.attrs["NetworkSettings"]["Networks"][network_name]["IPAddress"]
     if not address:
@@ -787,85 +402,3 @@ def engine_error_hint(exc: DockerException) -> str:
         return "no Docker engine answers — run `scripts/ensure-docker` (or `make bench`, which does)"
     return text
 
-
-#: What GAIA's Agent UI prints once its modules are imported, just before uvicorn starts
-#: (gaia/ui/server.py ``main``): the end of the "GAIA import" phase of a sandbox's start-up.
-_UI_IMPORTED_MARKER = b"Starting GAIA Agent UI server on"
-
-
-#: What uvicorn prints once GAIA's Agent UI listens: the UI is up.
-_UI_SERVING_MARKER = b"Uvicorn running on"
-
-
-async def _printed(container: Container, marker: bytes) -> bool:
-    """True once ``container`` prints ``marker``; False when its log ends first (it stopped)
-    or cannot be read. Follows Docker's log stream — an event, no polling — in a daemon thread
-    of its own: the shared executor has few workers and this wait may last seconds."""
-    loop = asyncio.get_running_loop()
-    outcome: asyncio.Future[bool] = loop.create_future()
-    streams: list[Any] = []
-
-    def settle(found: bool) -> None:
-        if not outcome.done():
-            outcome.set_result(found)
-
-    def follow() -> None:
-        found = False
-        try:
-            stream = container.logs(stream=True, follow=True, stdout=True, stderr=True)
-            streams.append(stream)
-            pending = b""
-            for chunk in stream:
-                # Whole lines, so the bridge's own (prefixed) uvicorn line is told apart.
-                *lines, pending = (pending + chunk).split(b"\n")
-                pending = pending[-4096:]
-                if any(marker in line and not line.startswith(BRIDGE_PREFIX) for line in lines):
-                    found = True
-                    break
-        except Exception:  # noqa: BLE001, S110 — closed by the waiter, or the container went: not found
-            pass
-        try:
-            loop.call_soon_threadsafe(settle, found)
-        except RuntimeError:
-            pass  # the event loop is gone: nobody waits any more
-
-    threading.Thread(target=follow, name=f"log follower {container.name}", daemon=True).start()
-    try:
-        return await outcome
-    finally:
-        for stream in streams:
-            stream.close()  # ends the follower's read if it still waits
-
-
-def _gaia_import_s(ui: Container) -> float | None:
-    """Seconds from the Agent UI container's process start to GAIA imported, from Docker's
-    own clock on both ends (``State.StartedAt`` and the log line's timestamp); None when
-    either is unknown. Measured inside the sandbox, so the engine's polling does not count."""
-    try:
-        ui.reload()
-        started = _docker_time(str(ui.attrs["State"]["StartedAt"]))
-        imported = logged_at(ui, _UI_IMPORTED_MARKER)
-    except (APIError, NotFound, KeyError, ValueError):
-        return None
-    return None if imported is None else round(imported - started, 3)
-
-
-def logged_at(container: Container, marker: bytes, *, bridge: bool = False) -> float | None:
-    """When (Docker's timestamp) the UI's — or with ``bridge``, the bridge's prefixed — first log
-    line holding ``marker`` was written; None if no such line or no readable time."""
-    for line in container.logs(stdout=True, stderr=True, timestamps=True).splitlines():
-        stamp, _, text = line.partition(b" ")
-        if marker in text and text.startswith(BRIDGE_PREFIX) == bridge:
-            try:
-                return _docker_time(stamp.decode())
-            except ValueError:
-                return None
-    return None
-
-
-def _docker_time(text: str) -> float:
-    """Docker's RFC 3339 timestamps carry nanoseconds; datetime takes microseconds."""
-    from datetime import datetime
-
-    stamp = re.sub(r"(\.\d{6})\d*", r"\1", text.strip()).replace("Z", "+00:00")
-    return datetime.fromisoformat(stamp).timestamp()

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import shutil
 import signal
 import sqlite3
@@ -35,6 +34,7 @@ from runner.sandbox._environment import sandbox_environment
 from runner.sandbox._protocol import SandboxError
 from runner.sandbox._threads import finish_in_thread
 from runner.sandbox._ui import UiReply, http_ui_request
+from runner.sandbox.names import safe_name
 from runner.system.ports import free_port
 from runner.system.processes import is_alive
 
@@ -104,10 +104,6 @@ async def _llm_stats(llm_url: str) -> str:
         return json.dumps({"error": f"{type(exc).__name__}: {exc}"})
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^a-zA-Z0-9_.-]", "-", text)[:40]
-
-
 class LocalBackend:
     """Starts sandboxes as host processes next to an already running LLM server."""
 
@@ -142,7 +138,7 @@ class LocalBackend:
     @asynccontextmanager
     async def open(self, scenario_id: str, *, memory: bool = False) -> AsyncIterator[LocalSandbox]:
         started = time.perf_counter()
-        state = Path(tempfile.mkdtemp(prefix=f"trialbox-{_slug(scenario_id)}-"))
+        state = Path(tempfile.mkdtemp(prefix=f"trialbox-{safe_name(scenario_id)[:40]}-"))
         processes: list[subprocess.Popen[bytes]] = []
         box = LocalSandbox(
             scenario_id=scenario_id,

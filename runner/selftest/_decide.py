@@ -23,7 +23,16 @@ from runner.records.transcript import (
     TurnPerformance,
     TurnRecord,
 )
-from runner.scenarios import Manifest, Scenario, Turn
+from runner.scenarios import (
+    AnswerContains,
+    AnswerNumber,
+    Manifest,
+    Scenario,
+    ToolCalled,
+    ToolsExact,
+    ToolsInOrder,
+    Turn,
+)
 from runner.selftest._genuine import genuine_answer, genuine_calls
 from runner.selftest._report import (
     ScenarioSelftest,
@@ -33,17 +42,7 @@ from runner.selftest._report import (
     Verdict,
 )
 from runner.selftest._wrong import wrong_answers
-from runner.verdict.checks import (
-    AnswerContains,
-    AnswerNumber,
-    Planned,
-    ToolCalled,
-    ToolsExact,
-    ToolsInOrder,
-    planned_checks,
-    run_scenario_checks,
-    run_turn_checks,
-)
+from runner.verdict import Planned, planned_checks, run_scenario_checks, run_turn_checks
 
 __all__ = ["decides", "selftest_scenario", "selftest_suite"]
 

@@ -7,19 +7,24 @@ import re
 from typing import Any
 
 from runner.records.transcript import ToolCall
-from runner.scenarios import Scenario, Turn
-from runner.verdict.checks import (
+from runner.scenarios import (
     AnswerContains,
     AnswerNumber,
     ArgumentMatcher,
-    Planned,
+    Scenario,
     ToolCalled,
     ToolsExact,
     ToolsInOrder,
     ToolStep,
-    has_expected_answer,
+    Turn,
 )
-from runner.verdict.literals import literal_in
+from runner.verdict import (
+    Planned,
+    find_numbers,
+    has_expected_answer,
+    literal_in,
+    relative_deviation,
+)
 
 __all__ = ["UNKNOWN", "expected_text", "genuine_answer", "genuine_calls", "render_number"]
 
@@ -71,8 +76,6 @@ def genuine_answer(turn: Turn, planned: list[Planned]) -> str:
 
 
 def _states(answer: str, check: AnswerNumber) -> bool:
-    from runner.verdict.checks import find_numbers, relative_deviation
-
     return any(relative_deviation(found.value, check.value) <= check.tolerance + 1e-12
                for found in find_numbers(answer))
 

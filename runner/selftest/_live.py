@@ -21,12 +21,12 @@ from pydantic import BaseModel, Field
 from runner.records.outcomes import CheckResult
 from runner.records.transcript import ToolCall
 from runner.report import ScenarioResult
-from runner.scenarios import Manifest, Scenario
+from runner.scenarios import Manifest, MaxToolCalls, Scenario, ToolsExact
 from runner.selftest._decide import decides
 from runner.selftest._genuine import genuine_answer, genuine_calls
 from runner.selftest._wrong import wrong_answers
 from runner.system.paths import eval_root
-from runner.verdict.checks import MaxToolCalls, ToolsExact, planned_checks
+from runner.verdict import planned_checks
 
 __all__ = ["ADVERSARY", "ORACLE", "LiveResult", "PlanTurn", "agent_source", "live_lines",
            "live_results", "live_sound", "remove_agents", "write_agents"]

@@ -11,11 +11,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from runner.scenarios import CorpusDocument, Manifest, Scenario, Turn
+from runner.scenarios import AnswerContains, AnswerNumber, CorpusDocument, Manifest, Scenario, Turn
 from runner.selftest._genuine import UNKNOWN, expected_text, render_number
-from runner.verdict.checks import AnswerContains, AnswerNumber, Planned
-from runner.verdict.literals import DATES, literal_in
-from runner.verdict.numbers import NUMBER, value_of
+from runner.verdict import DATES, NUMBER, Planned, literal_in, value_of
 
 __all__ = ["OFF_BY", "WrongAnswer", "wrong_answers"]
 

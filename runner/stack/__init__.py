@@ -32,6 +32,13 @@ from runner.stack.images import (
     image_tag,
     prepare_context,
 )
+from runner.stack.llm_container import (
+    LlmContainer,
+    LlmContainerError,
+    find_llm_container,
+    start_llm_container,
+    stop_llm_container,
+)
 
 __all__ = [
     "BASE_IMAGE",
@@ -44,6 +51,8 @@ __all__ = [
     "EngineProblem",
     "HardwareFingerprint",
     "ImageBuildError",
+    "LlmContainer",
+    "LlmContainerError",
     "LlmStack",
     "build_image",
     "check_compose",
@@ -52,12 +61,15 @@ __all__ = [
     "detect_device",
     "down",
     "ensure_base_image",
+    "find_llm_container",
     "format_checks",
     "hardware_fingerprint",
     "image_tag",
     "port_in_use",
     "prepare_context",
     "run_checks",
+    "start_llm_container",
+    "stop_llm_container",
     "up_llm",
     "wait_healthy",
 ]

@@ -24,8 +24,10 @@ from pathlib import Path
 
 import docker
 from docker.errors import DockerException
+from docker.models.containers import Container
 
 from runner.stack.hardware import DEVICES
+from runner.stack.labels import ROLE_LABEL
 from trialbox_llm.admin import ADMIN_TOKEN_ENV, AdminTokenError, token_from_environment
 
 LLM_SERVICE = "llm"
@@ -90,17 +92,19 @@ def admin_token_of(container: str, client: docker.DockerClient | None = None) ->
     return None
 
 
+def _running_llm(project: str, client: docker.DockerClient) -> list[Container]:
+    """This compose project's running LLM containers (none, or the one)."""
+    return client.containers.list(filters={
+        "label": [f"com.docker.compose.project={project}", f"{ROLE_LABEL}=llm"], "status": "running",
+    })  # fmt: skip
+
+
 def running_admin_token(project: str) -> str | None:
     """The token of this compose project's running LLM container, if one runs."""
     try:
         client = docker.from_env()
         try:
-            found = client.containers.list(
-                filters={
-                    "label": [f"com.docker.compose.project={project}", "trialbox.role=llm"],
-                    "status": "running",
-                }
-            )
+            found = _running_llm(project, client)
             return admin_token_of(str(found[0].id), client) if found else None
         finally:
             client.close()
@@ -186,13 +190,7 @@ def _our_llm_running(project: str) -> bool:
     try:
         client = docker.from_env()
         try:
-            found = client.containers.list(
-                filters={
-                    "label": [f"com.docker.compose.project={project}", "trialbox.role=llm"],
-                    "status": "running",
-                }
-            )
-            return bool(found)
+            return bool(_running_llm(project, client))
         finally:
             client.close()
     except DockerException:

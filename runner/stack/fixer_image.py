@@ -19,7 +19,8 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from runner.stack.images import BuiltImage, ImageBuildError, _build, image_labels, repo_root
+from runner.stack.image_build import BuiltImage, build_dockerfile
+from runner.stack.image_store import ImageBuildError, image_labels, repo_root
 
 FIXER = "fixer"
 CLAUDE_PACKAGE = "@anthropic-ai/claude-code-linux-x64"
@@ -88,7 +89,7 @@ def build_fixer_image(root: Path | None = None, base: str | None = None,
     claude = claude_wanted(root) if claude is None else claude
     _link_claude(root, fetch_claude(root) if claude else None)
     try:
-        return _build(FIXER, root, base, labels={CLAUDE_LABEL: CLAUDE_VERSION if claude else "none"})
+        return build_dockerfile(FIXER, root, base, labels={CLAUDE_LABEL: CLAUDE_VERSION if claude else "none"})
     finally:
         _link_claude(root, None)  # 400 MB must not ride along in the other images' contexts
 

@@ -1,10 +1,10 @@
 """Whole-token matching of a short expected literal against an answer.
 
-A derived literal check (runner/verdict/checks.py) asks "does the answer say this name, code, date or
-value?", not "does this string occur somewhere": "NOTICE" must not pass on "keep the copyright
-notices", and "8 September 2026" must pass on "September 8, 2026". Both sides are read into
-tokens the same way — case folded, punctuation dropped, thousands separators and scale words
-read as one value ("$1,150,000" = "$1.15 million"), currency signs and words dropped, dates
+A derived literal check (runner/verdict/answer_checks.py) asks "does the answer say this name,
+code, date or value?", not "does this string occur somewhere": "NOTICE" must not pass on "keep
+the copyright notices", and "8 September 2026" must pass on "September 8, 2026". Both sides are
+read into tokens the same way — case folded, punctuation dropped, thousands separators and scale
+words read as one value ("$1,150,000" = "$1.15 million"), currency signs and words dropped, dates
 written one way — and every significant token of the literal must be a whole token of the
 answer (order and filler words such as "with" are a paraphrase's freedom).
 """

@@ -1,7 +1,8 @@
 """Reading numbers out of text: "$14.2 million", "14,200,000" and "14.2M" are one value.
 
-Used by the answer checks (runner/verdict/checks.py) and by literal matching (runner/verdict/literals.py),
-so a figure reads the same whichever check meets it.
+Used by the answer checks (runner/verdict/answer_checks.py), the checks derived from ground truth
+(runner/verdict/derived.py) and literal matching (runner/verdict/literals.py), so a figure reads
+the same whichever check meets it.
 """
 
 from __future__ import annotations

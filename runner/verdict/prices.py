@@ -6,8 +6,8 @@ substring: a local model whose name happens to contain "opus" is not Claude Opus
 this table does not name (an OpenAI-compatible server, a local model, an Anthropic model newer
 than the table) costs 0 and is reported as "unpriced" rather than priced by a guess.
 
-It lives outside `runner.judge` so that `runner.verdict.scoring` (pure, imported by the report) can use
-it without importing the judge providers' SDKs.
+It lives outside `runner.judge` so that `runner.verdict` (pure, imported by the engine and the
+report) can hand it out without importing the judge providers' SDKs.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
-"""GAIA's scoring rules plus Goa-AI's gates, as pure functions (no I/O, no clock).
+"""The verdict rules: a scenario's status, score and gates from its checks and judgments.
 
-Why pure: the judge's arithmetic is never trusted (DESIGN 1.5), so every number in a scorecard
-must be reproducible from the dimension scores, check results and claim labels alone. The
-engine feeds judgments in; the report writes what comes out.
+GAIA's scoring rules plus Goa-AI's gates, as pure functions (no I/O, no clock). Why pure: the
+judge's arithmetic is never trusted (DESIGN 1.5), so every number in a scorecard must be
+reproducible from the dimension scores, check results and claim labels alone. The engine feeds
+judgments in; the report writes what comes out.
 
 Rules (DESIGN 2.1):
 - turn score = Σ clamp(dimension, 0, 10) · weight; a turn passes when correctness ≥ 4 and its
@@ -15,15 +16,16 @@ Rules (DESIGN 2.1):
   no score is given); every check passed → NOT_JUDGED, counted as "checks passed, not judged";
   no check at all → plain NOT_JUDGED (no score is invented);
 - infrastructure statuses pass through; a finished transcript can itself show one (a failed
-  turn; GAIA's rule: a setup document indexed into 0 chunks), see `transcript_problem`.
+  turn; GAIA's rule: a setup document indexed into 0 chunks), see runner/verdict/classify.py.
+
+The run summary is runner/verdict/summary.py, the quality gate runner/verdict/gate.py.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Literal, Protocol
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -37,13 +39,6 @@ from runner.records.judgments import (
 )
 from runner.records.outcomes import CheckResult
 from runner.records.status import JUDGED, Status
-from runner.records.transcript import Transcript
-from runner.scenarios import Manifest, Scenario
-
-# Judge cost: the one price table (exact model ids) is runner/verdict/prices.py; re-exported because the
-# engine's budget check and the report ask scoring for a scenario's cost.
-from runner.verdict.prices import judge_cost_usd as judge_cost_usd
-from runner.verdict.prices import judgings_cost_usd as judgings_cost_usd
 
 WEIGHTS: Mapping[str, float] = MappingProxyType(
     {
@@ -63,22 +58,6 @@ MIN_CORRECTNESS = 4.0
 FAIL_SCORE_CAP = 5.99  # a FAIL never lifts an average above the pass line (GAIA)
 RECOMPUTE_TOLERANCE = 0.25  # a judge total further off than this is reported
 SCORE_DECIMALS = 4  # float noise must not decide the 6.0 boundary (6 · Σw = 6.000000000000001)
-
-INFRA_BUCKETS: Mapping[Status, str] = MappingProxyType(
-    {
-        Status.TIMEOUT: "timeout",
-        Status.BUDGET_EXCEEDED: "budget_exceeded",
-        Status.INFRA_ERROR: "infra_error",
-        Status.SETUP_ERROR: "infra_error",  # GAIA counts setup failures as infra errors
-        Status.SKIPPED_NO_DOCUMENT: "skipped",
-        Status.SKIPPED_NO_MODEL: "skipped",
-        Status.NOT_RUN: "not_run",
-        Status.NOT_JUDGED: "not_judged",
-        Status.ERRORED: "errored",
-    }
-)
-"""Which summary counter each non-judged status increments."""
-
 
 def clamp(value: float, low: float = 0.0, high: float = 10.0) -> float:
     return max(low, min(high, value))
@@ -281,27 +260,6 @@ def _unjudged(
     return ScenarioOutcome(status=Status.NOT_JUDGED, gates=gates, notes=[note])
 
 
-def transcript_problem(
-    scenario: Scenario, transcript: Transcript, manifest: Manifest | None
-) -> tuple[Status, str] | None:
-    """The infrastructure status a finished transcript shows, with why; None when it shows none.
-
-    A failed turn is INFRA_ERROR. GAIA's rule: a setup document indexed into 0 chunks is a
-    SETUP_ERROR — unless the scenario is adversarial or the document is one of the manifest's
-    adversarial documents (empty, corrupt: 0 chunks is what they are for)."""
-    failed_turns = [t for t in transcript.turns if t.error]
-    if failed_turns:
-        first = failed_turns[0]
-        return Status.INFRA_ERROR, f"turn {first.turn}: {first.error}"
-    empty = [d for d in transcript.indexed if d.chunks == 0
-             and not (manifest and d.corpus_doc and manifest.is_adversarial(d.corpus_doc))]
-    if empty and scenario.category != "adversarial":
-        doc = empty[0]
-        why = f": {doc.error}" if doc.error else ""
-        return Status.SETUP_ERROR, f"setup document {doc.path} indexed 0 chunks{why}"
-    return None
-
-
 def scenario_status(
     judgments: Judgments | None,
     checks: Sequence[CheckResult],
@@ -364,325 +322,3 @@ def scenario_status(
         notes=notes,
         decided_by="judge" if status in JUDGED else None,
     )
-
-
-# --- run summary -------------------------------------------------------------------------
-
-
-class SourcedTurn(Protocol):
-    """What the user-message counts need from a turn (report.TurnResult has these)."""
-
-    @property
-    def user_message_source(self) -> str | None: ...
-
-    @property
-    def simulator_model(self) -> str | None: ...
-
-
-class Scored(Protocol):
-    """What summarize() needs from a scenario result (report.ScenarioResult has these)."""
-
-    @property
-    def turns(self) -> Sequence[SourcedTurn]: ...
-
-    @property
-    def category(self) -> str: ...
-
-    @property
-    def status(self) -> Status: ...
-
-    @property
-    def score(self) -> float | None: ...
-
-    @property
-    def gates(self) -> QualityGates: ...
-
-    @property
-    def decided_by(self) -> Decider | None: ...
-
-
-class StatusCounts(_Record):
-    """GAIA's counters, plus ours (not_judged). Every scenario is in exactly one of them."""
-
-    passed: int = Field(default=0, description="PASS")
-    failed: int = Field(
-        default=0, description="every FAIL, judged or decided by checks (see checks_failed)"
-    )
-    blocked: int = Field(default=0, description="BLOCKED_BY_ARCHITECTURE")
-    timeout: int = Field(default=0, description="TIMEOUT")
-    budget_exceeded: int = Field(default=0, description="BUDGET_EXCEEDED")
-    infra_error: int = Field(default=0, description="INFRA_ERROR and SETUP_ERROR (as GAIA)")
-    skipped: int = Field(default=0, description="SKIPPED_NO_DOCUMENT and SKIPPED_NO_MODEL")
-    not_run: int = Field(default=0, description="NOT_RUN (a stopped or interrupted run)")
-    errored: int = Field(default=0, description="ERRORED")
-    not_judged: int = Field(
-        default=0, description="every NOT_JUDGED (see checks_passed_not_judged)"
-    )
-
-
-class Totals(StatusCounts):
-    """Counts and rates shared by the whole run and each category."""
-
-    judged: int = Field(
-        default=0, description="PASS + FAIL + BLOCKED decided by a judge: judged_pass_rate's base"
-    )
-    checks_failed: int = Field(
-        default=0, description="FAILs decided by exact checks alone, no judge (inside `failed`)"
-    )
-    checks_passed_not_judged: int = Field(
-        default=0,
-        description="NOT_JUDGED scenarios whose exact checks (at least one) all passed "
-        "(inside `not_judged`)",
-    )
-    checked: int = Field(
-        default=0,
-        description="scenarios whose conversation completed and had at least one exact check: "
-        "checks_pass_rate's base (infrastructure statuses are left out)",
-    )
-    checks_all_passed: int = Field(
-        default=0, description="of `checked`, the scenarios whose exact checks all passed"
-    )
-    judged_pass_rate: float | None = Field(
-        default=None, description="passed / judged; None when nothing was judged"
-    )
-    checks_pass_rate: float | None = Field(
-        default=None, description="checks_all_passed / checked; None when no check ran"
-    )
-    avg_score: float | None = Field(
-        default=None, description="mean score of judge-scored scenarios, FAIL capped at 5.99"
-    )
-
-
-class CategorySummary(Totals):
-    """The counters and rates of one category."""
-
-    total: int = Field(default=0, description="rows in this category (trials count)")
-
-
-class UserMessageCounts(_Record):
-    """Where the user turns of a run came from (offline runs have no hosted simulator)."""
-
-    verbatim: int = Field(default=0, description="turns sent as the scenario's user_message")
-    extracted: int = Field(
-        default=0, description="turns sent as the one question quoted in the turn's objective"
-    )
-    simulated: int = Field(
-        default=0, description="turns a simulator model wrote from the objective and persona"
-    )
-    not_recorded: int = Field(
-        default=0,
-        description="turns whose source is not recorded (a GAIA scorecard, an older scorecard)",
-    )
-    simulated_by: dict[str, int] = Field(
-        default_factory=dict,
-        description="simulated turns per simulator model ('unknown' when none was recorded)",
-    )
-
-    @property
-    def total(self) -> int:
-        return self.verbatim + self.extracted + self.simulated + self.not_recorded
-
-
-UNKNOWN_SIMULATOR = "unknown"
-
-
-def count_user_messages(results: Iterable[Scored]) -> UserMessageCounts:
-    """Count every turn of every result (every trial) by where its user message came from."""
-    counts = UserMessageCounts()
-    by_model: dict[str, int] = {}
-    for result in results:
-        for turn in result.turns:
-            source = turn.user_message_source
-            if source == "verbatim":
-                counts.verbatim += 1
-            elif source == "extracted":
-                counts.extracted += 1
-            elif source == "simulated":
-                counts.simulated += 1
-                model = turn.simulator_model or UNKNOWN_SIMULATOR
-                by_model[model] = by_model.get(model, 0) + 1
-            else:
-                counts.not_recorded += 1
-    counts.simulated_by = dict(sorted(by_model.items()))
-    return counts
-
-
-class Summary(Totals):
-    """GAIA's summary fields (scorecard.json `summary`) plus judged/checks/infrastructure totals."""
-
-    total_scenarios: int = Field(default=0, description="rows in the scorecard (trials count)")
-    infrastructure: int = Field(
-        default=0, description="every status that is not PASS/FAIL/BLOCKED: never quality"
-    )
-    pass_rate: float = Field(default=0.0, description="passed / total_scenarios")
-    by_category: dict[str, CategorySummary] = Field(
-        default_factory=dict, description="the same counters per category"
-    )
-    user_messages: UserMessageCounts = Field(
-        default_factory=UserMessageCounts,
-        description="turns by where their user message came from: verbatim, extracted from "
-        "the objective, or simulated (and by which model)",
-    )
-
-
-_JUDGED_BUCKETS = {Status.PASS: "passed", Status.FAIL: "failed"}
-_JUDGED_BUCKETS[Status.BLOCKED_BY_ARCHITECTURE] = "blocked"
-_CONVERSATION_COMPLETED = JUDGED | {Status.NOT_JUDGED}
-
-
-def bucket_of(status: Status) -> str:
-    return _JUDGED_BUCKETS.get(status) or INFRA_BUCKETS[status]
-
-
-def decided_by_checks(result: Scored) -> bool:
-    """A FAIL that exact checks decided without a judge."""
-    return result.status is Status.FAIL and result.decided_by == "checks"
-
-
-def checks_passed_not_judged(result: Scored) -> bool:
-    return (
-        result.status is Status.NOT_JUDGED
-        and result.gates.checks_run > 0
-        and result.gates.checks_ok
-    )
-
-
-@dataclass
-class _Tally:
-    counts: dict[str, int]
-    scores: list[float]
-    total: int = 0
-    judged: int = 0
-    checks_failed: int = 0
-    checks_passed_not_judged: int = 0
-    checked: int = 0
-    checks_all_passed: int = 0
-
-    @classmethod
-    def empty(cls) -> _Tally:
-        return cls(counts={name: 0 for name in StatusCounts.model_fields}, scores=[])
-
-    def add(self, result: Scored) -> None:
-        self.total += 1
-        self.counts[bucket_of(result.status)] += 1
-        if decided_by_checks(result):
-            self.checks_failed += 1
-        elif result.status in JUDGED:
-            # A result from before `decided_by` existed (None) was judged: nothing else
-            # could give PASS/FAIL/BLOCKED then.
-            self.judged += 1
-            if result.score is not None:
-                self.scores.append(capped_score(result.status, result.score))
-        if checks_passed_not_judged(result):
-            self.checks_passed_not_judged += 1
-        if result.status in _CONVERSATION_COMPLETED and result.gates.checks_run > 0:
-            self.checked += 1
-            self.checks_all_passed += result.gates.checks_ok
-
-    def totals(self) -> dict[str, object]:
-        return dict(
-            **self.counts,
-            judged=self.judged,
-            checks_failed=self.checks_failed,
-            checks_passed_not_judged=self.checks_passed_not_judged,
-            checked=self.checked,
-            checks_all_passed=self.checks_all_passed,
-            judged_pass_rate=self.counts["passed"] / self.judged if self.judged else None,
-            checks_pass_rate=self.checks_all_passed / self.checked if self.checked else None,
-            avg_score=round(sum(self.scores) / len(self.scores), 2) if self.scores else None,
-        )
-
-
-def summarize(results: Iterable[Scored]) -> Summary:
-    """GAIA's summary over a run: counts per status bucket, rates, averages, by category."""
-    results = list(results)  # read twice: the tallies and the user-message counts
-    overall = _Tally.empty()
-    categories: dict[str, _Tally] = {}
-    for result in results:
-        overall.add(result)
-        categories.setdefault(result.category, _Tally.empty()).add(result)
-    by_category = {
-        name: CategorySummary.model_validate({**tally.totals(), "total": tally.total})
-        for name, tally in sorted(categories.items())
-    }
-    quality = overall.counts["passed"] + overall.counts["failed"] + overall.counts["blocked"]
-    return Summary.model_validate(
-        {
-            **overall.totals(),
-            "total_scenarios": overall.total,
-            "infrastructure": overall.total - quality,
-            "pass_rate": overall.counts["passed"] / overall.total if overall.total else 0.0,
-            "by_category": by_category,
-            "user_messages": count_user_messages(results),
-        }
-    )
-
-
-def decided_pass_rate(summary: Summary) -> tuple[float | None, str]:
-    """The pass rate a quality gate (`--min-pass-rate`) applies to, and its name.
-
-    The judged pass rate when a judge decided any scenario; else the checks pass rate (a run
-    without a judge is still gated on what code verified); None when nothing was decided
-    (no judge and no check ran) — the caller must not read that as 0% or 100%.
-    """
-    if summary.judged and summary.judged_pass_rate is not None:
-        return summary.judged_pass_rate, "judged pass rate"
-    if summary.checked and summary.checks_pass_rate is not None:
-        return summary.checks_pass_rate, "checks pass rate"
-    return None, "no pass rate (no judge decided a scenario and no exact check ran)"
-
-
-# Statuses with no verdict because the run did not measure the scenario (the harness, the clock,
-# the budget or a stop got in the way). NOT_JUDGED is not one: its conversation completed, and
-# without a judge its exact checks are what decides (see gate_pass_rate).
-UNMEASURED = frozenset({
-    Status.TIMEOUT, Status.INFRA_ERROR, Status.SETUP_ERROR, Status.ERRORED,
-    Status.BUDGET_EXCEEDED, Status.SKIPPED_NO_DOCUMENT, Status.SKIPPED_NO_MODEL, Status.NOT_RUN,
-})
-
-
-def unmeasured_count(summary: Summary) -> int:
-    """Rows that produced no verdict (UNMEASURED), from the summary's counters."""
-    return (summary.timeout + summary.infra_error + summary.errored + summary.budget_exceeded
-            + summary.skipped + summary.not_run)
-
-
-class GateRate(_Record):
-    """The rate `--min-pass-rate` is held against, and what it was made of."""
-
-    rate: float | None = Field(
-        description="passed / (decided + unmeasured), or passed / decided with "
-        "--allow-incomplete; None when there is nothing to divide by")
-    name: str = Field(description="which rate: judged pass rate or checks pass rate")
-    passed: int = Field(description="the numerator: PASSes (judge) or all-checks-passed (no judge)")
-    decided: int = Field(description="scenarios the rate's own base holds (judged, or checked)")
-    unmeasured: int = Field(
-        description="scenarios with no verdict (TIMEOUT, INFRA_ERROR, SETUP_ERROR, ERRORED, "
-        "BUDGET_EXCEEDED, SKIPPED_*, NOT_RUN)")
-    counted_unmeasured: bool = Field(
-        description="whether the unmeasured scenarios count against the rate (the default; "
-        "--allow-incomplete leaves them out)")
-
-
-def gate_pass_rate(summary: Summary, *, allow_incomplete: bool = False) -> GateRate:
-    """The rate a quality gate applies: `decided_pass_rate`'s, with every unmeasured scenario
-    counted as not passed unless `allow_incomplete`.
-
-    Why: a gate that divides by verdicts alone passes a run of one PASS and nine TIMEOUTs at
-    100%; a scenario the run did not measure is not evidence that the agent works. A NOT_JUDGED
-    scenario without any exact check (no judge, nothing to verify) is in neither base: its
-    conversation completed, and judging it was switched off on purpose.
-    """
-    _, name = decided_pass_rate(summary)
-    if summary.judged:
-        passed, decided = summary.passed, summary.judged
-    elif summary.checked:
-        passed, decided = summary.checks_all_passed, summary.checked
-    else:
-        passed, decided = 0, 0
-    unmeasured = unmeasured_count(summary)
-    base = decided if allow_incomplete else decided + unmeasured
-    if not decided and base:
-        name = "pass rate (nothing was decided; every scenario unmeasured)"
-    return GateRate(rate=passed / base if base else None, name=name, passed=passed, decided=decided,
-                    unmeasured=unmeasured, counted_unmeasured=not allow_incomplete)

@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 from local_cluster import ROOT, LocalCluster
 
-from runner.cluster import run_on_cluster
-from runner.cluster._conversations import ClusterLog
+from runner.cluster import ClusterLog, run_on_cluster
 from runner.records.status import Status
 from runner.report import Scorecard
 from runner.run.launch import run as local_run

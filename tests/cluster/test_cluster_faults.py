@@ -25,15 +25,15 @@ import docker
 import pytest
 from local_cluster import SUITE, LocalCluster
 
-from runner.cluster import run_on_cluster
-from runner.cluster._conversations import ClusterLog
+from runner.cluster import ClusterLog, run_on_cluster
 from runner.cluster._node import DEVICE_LABEL, NODE_CONFIG_ENV, QUIET_RAY_ENV, make_config
 from runner.records.status import Status
 from runner.report import Scorecard
 from runner.run.cleanup import label_filter
 from runner.run.errors import EXIT_INFRA, EXIT_OK, ModelChanged, UsageError
-from runner.run.launch import exit_code, resume_settings
+from runner.run.gate import exit_code
 from runner.run.lock import is_owned, owning
+from runner.run.resume import resume_settings
 
 pytestmark = [pytest.mark.containers, pytest.mark.timeout(1800)]
 TRIALBOX = Path(sys.executable).with_name("trialbox")

@@ -14,15 +14,21 @@ import docker
 import pytest
 from local_cluster import LocalCluster
 
-from runner.cluster import ClusterError, parse_on, run_on_cluster, run_per_node
-from runner.cluster._conversations import ClusterConversations, ClusterLog
+from runner.cluster import (
+    ClusterConversations,
+    ClusterError,
+    ClusterLog,
+    parse_on,
+    run_on_cluster,
+    run_per_node,
+)
 from runner.cluster._node import load_node_config
 from runner.cluster._run import PER_NODE_FILE
 from runner.records.status import Status
 from runner.report import Scorecard
 from runner.run.errors import UsageError
-from runner.run.launch import resume_settings
 from runner.run.launch import run as local_run
+from runner.run.resume import resume_settings
 
 pytestmark = [pytest.mark.containers, pytest.mark.timeout(2400)]
 MEASURED = Path("/tmp/trialbox-cluster-measurements.jsonl")

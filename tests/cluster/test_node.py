@@ -140,7 +140,7 @@ def test_join_to_an_address_without_a_head_fails_clearly(tmp_path: Path) -> None
 
 def test_per_node_without_a_matching_node_stops_before_anything_runs(head: Cluster, tmp_path: Path) -> None:
     from runner.cluster import run_per_node
-    from runner.run.launch import InfraError
+    from runner.run.errors import InfraError
     from runner.run.settings import RunSettings
 
     settings = RunSettings(run_id="20261130-000000-abcd", suite_paths=[SUITE / "scenarios"],

@@ -42,7 +42,7 @@ def trialbox(llm: LlmCpu, results: Path, *args: str) -> Path:
     container, url = llm.name, llm.url
     env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "TRIALBOX_JUDGE_URL")}
     done = subprocess.run(
-        [sys.executable, "-m", "runner.cli.app", "run", *args, "--corpus", str(CORPUS), "--device", "cpu",
+        [sys.executable, "-m", "runner.cli", "run", *args, "--corpus", str(CORPUS), "--device", "cpu",
          "--llm-url", url, "--llm-container", container, "--judge-provider", "none",
          "--simulator", "scripted", "--results", str(results), "--json"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=1400,
@@ -68,7 +68,7 @@ def test_a_docker_sandbox_session_round_trips(llm_cpu: LlmCpu, tmp_path: Path) -
     assert data["setup"]["index_documents"] == ["documents/orchard_report.md"]
     assert [t.get("expected_tools") for t in data["turns"]] == [["query_documents"]] * 2
 
-    validated = subprocess.run([sys.executable, "-m", "runner.cli.app", "validate", str(tree), "--corpus",
+    validated = subprocess.run([sys.executable, "-m", "runner.cli", "validate", str(tree), "--corpus",
                                 str(CORPUS)], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert validated.returncode == 0, validated.stdout + validated.stderr
 

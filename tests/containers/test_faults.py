@@ -67,7 +67,7 @@ def llm() -> Iterator[Any]:
 
 
 def command(llm: Any, results: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "runner.cli.app", "run", str(SUITE / "scenarios"), "--corpus", str(SUITE / "corpus"),
+    return [sys.executable, "-m", "runner.cli", "run", str(SUITE / "scenarios"), "--corpus", str(SUITE / "corpus"),
             "--backend", "docker", "--device", "cpu", "--llm-container", llm.name, "--llm-url", llm.url,
             "--judge-provider", "none", "--simulator", "scripted", "--results", str(results), *args]  # fmt: skip
 
@@ -84,7 +84,7 @@ def finish(process: subprocess.Popen[bytes], log: Path, timeout_s: float = 900) 
 
 
 def resume(run_dir: Path, log: Path, *args: str) -> tuple[int, str]:
-    argv = [sys.executable, "-m", "runner.cli.app", "run", "--resume", str(run_dir), *args]
+    argv = [sys.executable, "-m", "runner.cli", "run", "--resume", str(run_dir), *args]
     return finish(start(argv, log), log)
 
 
@@ -341,7 +341,7 @@ def test_a_timeout_keeps_the_turns_done_before_it_and_the_artifacts(
     import asyncio
 
     from runner.conversation.simulate import ScriptedSimulator
-    from runner.run import engine, launch
+    from runner.run import conversations, launch
 
     deadlines: list[asyncio.Timeout] = []
     real_timeout = asyncio.timeout
@@ -360,7 +360,7 @@ def test_a_timeout_keeps_the_turns_done_before_it_and_the_artifacts(
             await asyncio.sleep(600)
         return await speak(self, scenario, turn, history)
 
-    monkeypatch.setattr(engine.asyncio, "timeout", recorded)
+    monkeypatch.setattr(conversations.asyncio, "timeout", recorded)
     monkeypatch.setattr(ScriptedSimulator, "user_message", stall_at_turn_2)
     settings = _settings_in_process(llm, tmp_path / "results", "orchard_followup")
     settings.timeout_s = 577

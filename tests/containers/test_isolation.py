@@ -428,14 +428,14 @@ def test_gaia_agent_ui_and_bridge_serve_under_the_hardening(setup: Setup, harden
     from fastmcp import Client
     from fastmcp.client.transports import StreamableHttpTransport
 
-    from runner.sandbox.docker import _ui_answers_through
+    from runner.sandbox._readiness import ui_answers_through
 
     async def tools_once_the_ui_answers() -> list[str] | None:
         url = f"http://{address_on(box, setup.sandbox_net.name)}:{MCP_PORT}/mcp"
         transport = StreamableHttpTransport(url, headers={"Authorization": f"Bearer {token}"})
         async with Client(transport, timeout=10) as client:
             names = [tool.name for tool in await client.list_tools()]
-            return names if await _ui_answers_through(client) else None
+            return names if await ui_answers_through(client) else None
 
     deadline = time.monotonic() + 90
     while True:

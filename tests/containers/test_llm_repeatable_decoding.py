@@ -47,7 +47,7 @@ def test_trials_repeat_the_same_conversation_with_repeatable_decoding(
 ) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "TRIALBOX_JUDGE_URL")}
     done = subprocess.run(
-        [sys.executable, "-m", "runner.cli.app", "run", str(SUITE / "scenarios"), "-s", "orchard_followup",
+        [sys.executable, "-m", "runner.cli", "run", str(SUITE / "scenarios"), "-s", "orchard_followup",
          "--trials", "2", "--repeatable-decoding", "--corpus", str(SUITE / "corpus"),
          "--device", "cpu", "--llm-url", llm_cpu.url, "--llm-container", llm_cpu.name,
          "--judge-provider", "none", "--simulator", "scripted", "--results", str(tmp_path),

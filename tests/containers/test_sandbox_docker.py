@@ -52,7 +52,7 @@ def engine_and_images() -> None:
 
 def run(results: Path, llm: LlmCpu, *args: str) -> subprocess.CompletedProcess[str]:
     command = [
-        sys.executable, "-m", "runner.cli.app", "run", str(SUITE / "scenarios"),
+        sys.executable, "-m", "runner.cli", "run", str(SUITE / "scenarios"),
         "--corpus", str(SUITE / "corpus"), "--backend", "docker", "--device", "cpu",
         "--llm-container", llm.name, "--llm-url", llm.url, "--judge-provider", "none",
         "--simulator", "scripted", "--results", str(results), *args,

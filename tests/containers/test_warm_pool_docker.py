@@ -29,7 +29,8 @@ import pytest
 from runner.records.status import Status
 from runner.records.transcript import TurnRecord, UserMessage
 from runner.report import RunConfig, RunWriter, declared_order
-from runner.run.engine import Engine, LiveConversations
+from runner.run.conversations import LiveConversations
+from runner.run.engine import Engine
 from runner.run.settings import Backend, RunSettings, Selection, new_run_id
 from runner.sandbox._hardening import (
     ROLES,

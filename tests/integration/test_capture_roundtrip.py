@@ -40,7 +40,7 @@ def forced_llm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "TRIALBOX_JUDGE_URL")}
-    return subprocess.run([sys.executable, "-m", "runner.cli.app", *args], cwd=ROOT, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "runner.cli", *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=600, env=env)
 
 

@@ -18,8 +18,10 @@ from runner.conversation.simulate import ScriptedSimulator
 from runner.records.judgments import DimensionScores, Judgments, ScenarioVerdict, TurnJudgment
 from runner.records.transcript import Transcript
 from runner.report import RunConfig, RunWriter, read_scorecard
-from runner.run.engine import Engine, LiveConversations
-from runner.run.launch import rescore, selected_scenarios
+from runner.run.conversations import LiveConversations
+from runner.run.engine import Engine
+from runner.run.launch import rescore
+from runner.run.prepare import selected_scenarios
 from runner.run.settings import Backend, RunSettings, Selection, new_run_id
 from runner.sandbox.local import LocalBackend
 

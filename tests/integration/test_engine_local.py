@@ -31,7 +31,7 @@ DECLARED = ["orchard_followup", "lighthouse_fuel", "orchard_apples"]  # suite or
 
 def trialbox(results: Path, llm_url: str, *args: str) -> list[str]:
     return [
-        sys.executable, "-m", "runner.cli.app", "run", str(SUITE / "scenarios"),
+        sys.executable, "-m", "runner.cli", "run", str(SUITE / "scenarios"),
         "--corpus", str(SUITE / "corpus"), "--backend", "local", "--device", "cpu",
         "--llm-url", llm_url, "--judge-provider", "none", "--simulator", "scripted",
         "--results", str(results), *args,
@@ -139,7 +139,7 @@ def test_resume_runs_only_what_is_missing(three_scenarios: Path, tmp_path: Path,
     # test_report_writer.py).
     for trace in (run_dir / "traces").glob("orchard_apples*.json"):
         trace.unlink()
-    done = subprocess.run([sys.executable, "-m", "runner.cli.app", "run", "--resume", str(run_dir)],
+    done = subprocess.run([sys.executable, "-m", "runner.cli", "run", "--resume", str(run_dir)],
                           cwd=ROOT, capture_output=True, text=True, timeout=900, env=_env())
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     ran = re.findall(r"^[A-Z_]+ +(\S+)  \(", done.stdout, flags=re.MULTILINE)  # progress lines

@@ -21,7 +21,7 @@ import httpx
 import pytest
 from conftest import ROOT, free_port, wait_live
 
-from runner.conversation.target import turn_performance_from_meter
+from runner.conversation import turn_performance_from_meter
 from trialbox_llm.admin import ADMIN_TOKEN_ENV
 
 TOKEN = "a" * 40

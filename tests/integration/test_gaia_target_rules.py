@@ -12,7 +12,7 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from runner.conversation.target import parse_tool_detail, permission_decision, tool_calls_from_steps
+from runner.conversation import parse_tool_detail, permission_decision, tool_calls_from_steps
 
 FORMAT_WITH_GAIA = """
 import json, sys

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.conversation.simulate import LLMSimulator
+from runner.conversation import LLMSimulator
 from runner.judge import (
     CalibrationSet,
     JudgeCache,

@@ -20,8 +20,9 @@ from runner.cli.app import app
 from runner.records.transcript import Transcript, TurnPerformance, TurnRecord
 from runner.report import RunConfig, RunWriter, declared_order
 from runner.report._identity import served_model_of
-from runner.run.engine import Engine, Job, Outcome
-from runner.run.launch import llm_identity
+from runner.run.engine import Engine
+from runner.run.jobs import Job, Outcome
+from runner.run.llm_server import llm_identity
 from runner.run.settings import Backend, RunSettings, new_run_id
 from runner.scenarios import load_suite
 

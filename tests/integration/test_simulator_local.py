@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from runner.conversation.simulate import LocalSimulator, SimulatorUnavailable, make_simulator
+from runner.conversation import LocalSimulator, SimulatorUnavailable, make_simulator
 from runner.judge import from_env_and_flags
 from runner.records.transcript import TurnPerformance, TurnRecord, UserMessage
 from runner.scenarios import Scenario

@@ -18,15 +18,17 @@ from runner.records.transcript import (
     TurnPerformance,
     TurnRecord,
 )
-from runner.scenarios import CHECK_TYPES, Level, Scenario, Turn, load_scenario_file
-from runner.scenarios._checks import CHECK_MODELS
-from runner.verdict.checks import (
+from runner.scenarios import (
+    CHECK_TYPES,
     Check,
+    Level,
+    Scenario,
     ToolsExact,
-    run_all_checks,
-    run_scenario_checks,
-    run_turn_checks,
+    Turn,
+    load_scenario_file,
 )
+from runner.scenarios._checks import CHECK_MODELS
+from runner.verdict.checks import run_all_checks, run_scenario_checks, run_turn_checks
 
 CHECKS = TypeAdapter(list[Check])
 

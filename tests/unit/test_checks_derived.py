@@ -9,16 +9,9 @@ import pytest
 
 from runner.records.outcomes import CheckResult
 from runner.records.transcript import ToolCall, Transcript, TurnPerformance, TurnRecord
-from runner.scenarios import Scenario, Turn
-from runner.verdict.checks import (
-    EXPECTED_TOOLS,
-    AnswerContains,
-    AnswerNumber,
-    amount_of,
-    derived_checks,
-    run_all_checks,
-    run_turn_checks,
-)
+from runner.scenarios import AnswerContains, AnswerNumber, Scenario, Turn
+from runner.verdict.checks import EXPECTED_TOOLS, run_all_checks, run_turn_checks
+from runner.verdict.derived import amount_of, derived_checks
 
 
 def turn(number: int = 1, **fields: Any) -> Turn:

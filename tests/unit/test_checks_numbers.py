@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from runner.verdict.checks import deviation_band, find_numbers, relative_deviation
+from runner.verdict.answer_checks import deviation_band, relative_deviation
+from runner.verdict.numbers import find_numbers
 
 
 @pytest.mark.parametrize(("text", "values"), [

@@ -59,7 +59,8 @@ import numpy as np
 from runner.records.status import Status
 from runner.records.transcript import TurnPerformance
 from runner.report import Change, RunConfig, ScenarioResult, Scorecard, TurnResult, driver_report
-from runner.report._driver import DetectableChange, detectable_text
+from runner.report._driver import detectable_text
+from runner.report._driver_models import DetectableChange
 
 ROOT = Path(__file__).resolve().parents[2]
 _loader = SourceFileLoader("measure_speed_noise", str(ROOT / "scripts/measure-speed-noise"))

@@ -121,7 +121,8 @@ def test_a_repeatable_run_is_not_compared_with_a_sampled_one():
     import pytest
     from test_driver_null import SUITE_TURNS, run, suite_of
 
-    from runner.report._driver import DecodingMismatchError, driver_report
+    from runner.report._driver import driver_report
+    from runner.report._driver_models import DecodingMismatchError
 
     rng = np.random.default_rng(5)
     suite = suite_of(rng, SUITE_TURNS[:8], REPEATABLE)

@@ -23,7 +23,7 @@ from runner.report import (
     render_driver_html,
     render_driver_md,
 )
-from runner.report._driver import DeviceMismatchError
+from runner.report._driver_models import DeviceMismatchError
 from runner.report._stats import (
     adjust_bh,
     detectable_change,
@@ -484,7 +484,7 @@ def test_compare_report_refuses_a_device_mismatch_with_one_line_and_exit_2(tmp_p
 
     def compare(*extra: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "runner.cli.app", "compare", "a.json", "b.json", "--report", *extra],
+            [sys.executable, "-m", "runner.cli", "compare", "a.json", "b.json", "--report", *extra],
             cwd=tmp_path, capture_output=True, text=True, timeout=120,
         )
 

@@ -19,8 +19,10 @@ from runner.records.judgments import DimensionScores, JudgeUsage, Judgments, Tur
 from runner.records.status import Status
 from runner.records.transcript import IndexedDocument, Transcript, TurnPerformance, TurnRecord
 from runner.report import RunConfig, RunWriter, declared_order
-from runner.run.engine import Engine, Job, Outcome, cause_of
-from runner.run.launch import EXIT_INFRA, EXIT_OK, exit_code
+from runner.run.engine import Engine, cause_of
+from runner.run.errors import EXIT_INFRA, EXIT_OK
+from runner.run.gate import exit_code
+from runner.run.jobs import Job, Outcome
 from runner.run.settings import RunSettings
 from runner.scenarios import Scenario, load_suite
 

@@ -15,7 +15,9 @@ from typing import Any
 
 from runner.records.transcript import SetupTimings, Transcript, TurnPerformance, TurnRecord
 from runner.report import RunConfig, RunWriter, Trace, declared_order
-from runner.run.engine import AFTERCARE_PLACES, Engine, Job, Left, Outcome, _leave
+from runner.run.aftercare import AFTERCARE_PLACES, leave_sandbox
+from runner.run.engine import Engine
+from runner.run.jobs import Job, Left, Outcome
 from runner.run.settings import RunSettings
 from runner.scenarios import Scenario, load_suite
 
@@ -131,7 +133,7 @@ def test_a_collect_that_fails_or_crashes_is_written_into_the_row_and_the_sandbox
             removed.append(job.key)
         if job.trial == 1:  # a failure the collector names
             return lambda: _named_failure()
-        return partial(_leave, CrashingBox(), tmp_path / "runs" / RUN_ID / "artifacts" / job.key, remove)
+        return partial(leave_sandbox, CrashingBox(), tmp_path / "runs" / RUN_ID / "artifacts" / job.key, remove)
 
     async def _named_failure() -> Left:
         return Left(["artifacts not collected: gaia_chat.db: the Agent UI container is exited"], 0.1)

@@ -13,7 +13,9 @@ from pathlib import Path
 from runner.records.status import Status
 from runner.records.transcript import Transcript, TurnPerformance, TurnRecord
 from runner.report import RunConfig, RunWriter, Trace, declared_order
-from runner.run.engine import Engine, Job, Outcome, ReplayedConversations
+from runner.run.conversations import ReplayedConversations
+from runner.run.engine import Engine
+from runner.run.jobs import Job, Outcome
 from runner.run.settings import RunSettings
 from runner.scenarios import Scenario, load_suite
 

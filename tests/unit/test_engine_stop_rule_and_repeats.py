@@ -13,7 +13,7 @@ from test_engine import Conversations, Judge, make_engine, scenarios, statuses
 from runner.records.judgments import Judgments
 from runner.records.status import Status
 from runner.records.transcript import Transcript
-from runner.run.engine import Job, Outcome
+from runner.run.jobs import Job, Outcome
 from runner.scenarios import Scenario
 
 

@@ -15,8 +15,8 @@ import pytest
 from runner.records.status import Status
 from runner.report import RunConfig, ScenarioResult, Scorecard, build_scorecard
 from runner.run.errors import EXIT_INFRA, EXIT_OK, EXIT_QUALITY
-from runner.run.launch import exit_code, quality_gate_line
-from runner.verdict.scoring import UNMEASURED, QualityGates, gate_pass_rate
+from runner.run.gate import exit_code, quality_gate_line
+from runner.verdict import UNMEASURED, QualityGates, gate_pass_rate
 
 
 def judged(status: Status, score: float) -> ScenarioResult:

@@ -75,7 +75,8 @@ def test_the_headline_says_when_a_run_was_served_elsewhere() -> None:
 def test_the_driver_report_refuses_only_a_real_fallback() -> None:
     import pytest
 
-    from runner.report._driver import DeviceMismatchError, check_devices
+    from runner.report._driver_models import DeviceMismatchError
+    from runner.report._driver_setup import check_devices
     from runner.report._models import Scorecard
 
     def card(device: str, served: str | None) -> Scorecard:

@@ -146,7 +146,7 @@ def test_decode_rate_is_tokens_after_the_first_over_first_to_last_token() -> Non
 
 
 def test_embeddings_are_metered_and_left_out_of_turn_speed(app: object) -> None:
-    from runner.conversation.target import turn_performance_from_meter
+    from runner.conversation import turn_performance_from_meter
     from trialbox_llm.catalog import MINILM
 
     with _Clients(app) as clients:

@@ -163,7 +163,8 @@ def test_the_llm_server_outweighs_every_sandbox_container() -> None:
 def test_a_bad_limit_stops_a_docker_run_before_anything_starts(monkeypatch, tmp_path) -> None:
     # Through the run's own path (launch.make_backend): one usage error (the CLI's exit 2), no
     # sandbox made.
-    from runner.run.launch import UsageError, make_backend
+    from runner.run.backend import make_backend
+    from runner.run.errors import UsageError
     from runner.run.settings import Backend, RunSettings
 
     monkeypatch.setenv("TRIALBOX_SANDBOX_MCP_MEMORY", "512m")

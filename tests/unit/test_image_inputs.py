@@ -22,14 +22,14 @@ from pathlib import Path
 import pytest
 
 from runner.stack.image_bytecode import copied_packages, write_bytecode
-from runner.stack.images import (
+from runner.stack.image_inputs import (
     context_paths,
     generated_folders,
     inputs_digest,
-    repo_root,
     write_context,
     write_generated,
 )
+from runner.stack.image_store import repo_root
 from runner.stack.project_wheel import (
     ProjectMetadataError,
     context_files,

@@ -9,8 +9,8 @@ import io
 import pytest
 from rich.console import Console
 
-from runner.bench.make_bench import build_images
 from runner.run.errors import InfraError
+from runner.run.stack_up import build_images
 from runner.stack.images import (
     BUILD_JOBS_ENV,
     ImageBuildError,

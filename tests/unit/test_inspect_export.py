@@ -19,8 +19,8 @@ from runner.cli.app import app
 from runner.records.status import Status
 from runner.records.transcript import ToolCall
 from runner.report import RunConfig, RunWriter, _writer, trace_of
+from runner.report._folder import SCORECARD, atomic_write
 from runner.report._inspect import INSPECT_LOG, INSTALL_HINT, eval_log_of, export_run
-from runner.report._writer import SCORECARD, atomic_write
 
 CONFIG = JUDGE.model_copy(update={
     "served_model": "SmolLM2-135M-Instruct Q4_1 by trialbox llm-cpu", "device": "cpu",

@@ -13,11 +13,11 @@ from typing import Any
 import httpx2 as httpx  # the anthropic SDK 2.x transport package (same API as httpx)
 import pytest
 
+from runner import verdict
 from runner.judge import AnthropicBackend, JudgeCache, JudgeError, ModelJudge
 from runner.judge._files import prompt
 from runner.records.judgments import ClaimLabel, JudgeUsage, Judgments
 from runner.records.transcript import ToolCall, Transcript, TurnPerformance, TurnRecord
-from runner.verdict import scoring
 from runner.verdict.prices import cost_note, judge_cost_usd, judgings_cost_usd, price_of
 
 pytestmark = pytest.mark.anyio
@@ -180,9 +180,9 @@ def test_every_judging_of_a_rejudged_scenario_is_counted() -> None:
     assert judgings_cost_usd([]) == 0.0
 
 
-def test_scoring_hands_out_the_same_functions() -> None:
-    assert scoring.judge_cost_usd is judge_cost_usd
-    assert scoring.judgings_cost_usd is judgings_cost_usd
+def test_the_verdict_face_hands_out_the_same_functions() -> None:
+    assert verdict.judge_cost_usd is judge_cost_usd
+    assert verdict.judgings_cost_usd is judgings_cost_usd
 
 
 class _Spec:

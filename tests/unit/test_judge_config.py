@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner.conversation.simulate import SimulatorConfig
+from runner.conversation import SimulatorConfig
 from runner.judge import JudgeConfig, ProviderConfigError, from_env_and_flags, make_judge
 
 KEY = {"ANTHROPIC_API_KEY": "sk-ant-test"}

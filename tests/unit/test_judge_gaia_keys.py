@@ -14,7 +14,7 @@ import httpx2 as httpx  # the anthropic SDK 2.x transport package
 import pytest
 import yaml
 
-from runner.conversation.simulate import situation
+from runner.conversation import situation
 from runner.judge import AnthropicBackend, ModelJudge
 from runner.judge._cases import expected_answer_state
 from runner.records.transcript import ToolCall, Transcript, TurnPerformance, TurnRecord

@@ -13,15 +13,9 @@ from pathlib import Path
 import pytest
 
 from runner.report import RunConfig, Scorecard, build_scorecard
-from runner.run.launch import (
-    EXIT_INFRA,
-    EXIT_OK,
-    EXIT_USAGE,
-    REJECTED_WARNING,
-    UsageError,
-    exit_code,
-    selected_scenarios,
-)
+from runner.run.errors import EXIT_INFRA, EXIT_OK, EXIT_USAGE, UsageError
+from runner.run.gate import exit_code
+from runner.run.prepare import REJECTED_WARNING, selected_scenarios
 from runner.run.settings import RunSettings, Selection
 
 REPO = Path(__file__).parents[1] / "fixtures" / "gaia_repo"

@@ -14,7 +14,8 @@ from pathlib import Path
 import docker
 
 from runner.run.progress import Progress, phase
-from runner.stack.images import BASE_IMAGE, _engine_build, _tell, build_progress
+from runner.stack.image_build import _tell, engine_build
+from runner.stack.images import BASE_IMAGE, build_progress
 
 
 class Clock:
@@ -105,7 +106,7 @@ def test_a_real_build_says_each_step_and_beats_while_a_step_runs(tmp_path: Path)
         started = time.monotonic()
         with phase("trialbox/probe", stream=out, live=False, log_every_s=1.0) as step, \
                 build_progress(step.start):
-            _engine_build(context, "Dockerfile", tag, {},
+            engine_build(context, "Dockerfile", tag, {},
                           {"trialbox.run": "h6-progress-probe"}, tmp_path / "build.log")
             step.advance("built")
         finished = time.monotonic()

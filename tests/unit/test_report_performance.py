@@ -261,8 +261,8 @@ def test_an_old_run_folder_loads_and_renders(tmp_path: Path):
 
 def test_every_timed_phase_of_the_transcript_is_reported():
     """A phase added to runner.records.transcript.SetupTimings must get a row (and a SetupStats field)."""
-    from runner.report._models import SetupStats
     from runner.report._performance import SETUP_PHASES
+    from runner.report._performance_models import SetupStats
 
     timed = set(SetupTimings.model_fields) - {"pool_hit"}
     assert set(SETUP_PHASES) == timed

@@ -74,7 +74,7 @@ def saved_run(tmp_path: Path, traces: dict[str, Transcript | None], **settings: 
 
 def rescore(run_dir: Path, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "runner.cli.app", "rescore", str(run_dir), *args],
+        [sys.executable, "-m", "runner.cli", "rescore", str(run_dir), *args],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         env={**os.environ, "ANTHROPIC_API_KEY": "", "TRIALBOX_JUDGE_URL": "", "COLUMNS": "200"},
     )

@@ -17,17 +17,17 @@ from runner.records.judgments import (
 )
 from runner.records.outcomes import CheckResult
 from runner.records.status import Status
+from runner.verdict.gate import decided_pass_rate
+from runner.verdict.prices import judge_cost_usd
 from runner.verdict.scoring import (
     WEIGHTS,
     QualityGates,
-    decided_pass_rate,
-    judge_cost_usd,
     recompute,
     scenario_status,
-    summarize,
     turn_passes,
     turn_score,
 )
+from runner.verdict.summary import summarize
 
 
 def dims(**overrides: float) -> DimensionScores:

@@ -2,7 +2,7 @@
 infrastructure result, not a verdict on the agent) — except in an adversarial scenario, or for
 one of the manifest's adversarial documents (empty or corrupt files: 0 chunks is their point).
 
-The rule is `runner.verdict.scoring.transcript_problem`; the engine applies it to every finished
+The rule is `runner.verdict.classify.transcript_problem`; the engine applies it to every finished
 conversation, live or replayed (`trialbox rescore`).
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 from runner.records.status import Status
 from runner.records.transcript import IndexedDocument, Transcript, TurnPerformance, TurnRecord
 from runner.scenarios import Manifest, Scenario
-from runner.verdict.scoring import transcript_problem
+from runner.verdict.classify import transcript_problem
 
 MANIFEST = Manifest.model_validate({
     "documents": [{"id": "fuel_log", "filename": "lighthouse_fuel_log.md", "format": "markdown"}],

@@ -9,14 +9,14 @@ from typing import Any
 import httpx2
 import pytest
 
-from runner.conversation.simulate import (
+from runner.conversation import (
     LLMSimulator,
     ScriptedSimulator,
     SimulatorError,
     SimulatorUnavailable,
-    clean_message,
     situation,
 )
+from runner.conversation.user_words import clean_message
 from runner.records.transcript import TurnPerformance, TurnRecord, UserMessage
 from runner.scenarios import Scenario
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from runner.conversation.simulate import (
+from runner.conversation import (
     LocalSimulator,
     ScriptedSimulator,
     SimulatorConfig,
@@ -19,9 +19,9 @@ from runner.conversation.simulate import (
     SimulatorUnavailable,
     make_simulator,
     preflight,
-    quoted_question,
-    turns_needing_model,
 )
+from runner.conversation.simulate import turns_needing_model
+from runner.conversation.user_words import quoted_question
 from runner.records.transcript import UserMessage
 from runner.scenarios import Scenario
 

@@ -15,9 +15,11 @@ from pathlib import Path
 from runner.conversation.simulate import ScriptedSimulator
 from runner.records.status import Status
 from runner.report import RunConfig, RunWriter, declared_order
-from runner.run.engine import Engine, Job, LiveConversations
+from runner.run.conversations import LiveConversations
+from runner.run.engine import Engine
 from runner.run.errors import EXIT_OK
-from runner.run.launch import exit_code
+from runner.run.gate import exit_code
+from runner.run.jobs import Job
 from runner.run.settings import RunSettings
 from runner.sandbox.local import LocalBackend
 from runner.scenarios import Scenario

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from runner.run.cleanup import label_filter
-from runner.stack.images import ImageBuildError, _run_logged, build_image, image_tag, repo_root
+from runner.stack.image_build import run_logged
+from runner.stack.images import ImageBuildError, build_image, image_tag, repo_root
 
 
 def _name(requirement: str) -> str:
@@ -37,7 +38,7 @@ def test_failed_command_error_quotes_the_last_log_lines(tmp_path: Path) -> None:
     log = tmp_path / "build.log"
     script = "for i in $(seq 1 50); do echo line-$i; done; echo 'E: the real cause'; exit 3"
     with pytest.raises(ImageBuildError) as caught:
-        _run_logged(["sh", "-c", script], log, "docker build of x", tmp_path)
+        run_logged(["sh", "-c", script], log, "docker build of x", tmp_path)
     message = str(caught.value)
     assert "exit 3" in message
     assert "E: the real cause" in message
@@ -120,13 +121,8 @@ def test_a_requirements_file_without_the_gaia_pin_is_named(tmp_path: Path) -> No
 
 # -- fast rebuilds: what each image is built from, builder stages ------------------------------
 
-from runner.stack.images import (  # noqa: E402 — grouped with the tests that use them
-    IMAGES,
-    copied_paths,
-    inputs_digest,
-    stage_tag,
-    stage_tips,
-)
+from runner.stack.image_inputs import copied_paths, inputs_digest  # noqa: E402 — grouped with the tests that use them
+from runner.stack.images import IMAGES, stage_tag, stage_tips  # noqa: E402
 
 
 def test_copied_paths_follow_continuations_and_skip_stages_and_arg_folders() -> None:
@@ -272,7 +268,7 @@ def test_the_context_tar_leaves_out_caches_bytecode_and_build_logs(tmp_path: Pat
 
 
 def test_the_images_command_says_up_to_date_or_rebuilt_with_seconds() -> None:
-    from runner.bench.make_bench import describe_build
+    from runner.run.stack_up import describe_build
     from runner.stack.images import BuiltImage
 
     fresh = BuiltImage("runner", "trialbox/runner:dev", "sha256:1", 0.04, 346_000_000,

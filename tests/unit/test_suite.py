@@ -25,7 +25,7 @@ from runner.scenarios import (
     ToolsInOrder,
     load_suite,
 )
-from runner.verdict.checks import find_numbers
+from runner.verdict.numbers import find_numbers
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIOS = REPO / "eval" / "scenarios"

@@ -18,12 +18,13 @@ from typing import Any
 
 import pytest
 
-import runner.run.engine as engine_module
+import runner.run.conversations as conversations_module
 from runner.conversation.simulate import ScriptedSimulator
 from runner.conversation.target import OpenedSession
 from runner.records.status import Status
 from runner.records.transcript import SetupTimings, Transcript
-from runner.run.engine import Job, LiveConversations
+from runner.run.conversations import LiveConversations
+from runner.run.jobs import Job
 from runner.run.settings import RunSettings
 from runner.sandbox._ui import UiReply
 from runner.sandbox.pool import WarmPool, pool_for
@@ -373,8 +374,8 @@ def talks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         talked.append(f"{scenario.id}@{box.number}" + (f" ({session.session['id']})" if session else ""))
         return Transcript(scenario_id=scenario.id, setup=SetupTimings(session_s=0.3, indexing_s=0.7))
 
-    monkeypatch.setattr(engine_module, "open_session", fake_open)
-    monkeypatch.setattr(engine_module, "run_conversation", fake_conversation)
+    monkeypatch.setattr(conversations_module, "open_session", fake_open)
+    monkeypatch.setattr(conversations_module, "run_conversation", fake_conversation)
     return talked
 
 

@@ -1,0 +1,195 @@
+"""What every command group shares: the console, `say` and `fail`, the checks of typed input, and
+a new run's settings built from the options `run` and `fix` share."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+
+import typer
+from rich.console import Console
+
+from runner.cli.options import RunOptions
+from runner.run.errors import EXIT_INFRA, EXIT_USAGE, InfraError, UsageError
+from runner.system.paths import eval_root
+
+if TYPE_CHECKING:
+    from runner.run.settings import RunSettings
+    from runner.stack.hardware import DeviceChoice
+
+T = TypeVar("T")
+
+EVAL = eval_root()
+console = Console(highlight=False)
+
+
+def command_group(help: str, **settings: Any) -> typer.Typer:
+    """A typer app (the top one or a group) whose help is plain text: click wraps it to the
+    terminal and never cuts an option's name, and brackets ([cluster], [default: …]) stay."""
+    return typer.Typer(no_args_is_help=True, rich_markup_mode=None, help=help, **settings)
+
+
+def fail(message: str, code: int) -> NoReturn:
+    """Print the message as an error and end the command with the exit code."""
+    console.print(f"[bold red]error:[/] {message}", soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def say(line: str) -> None:
+    """Print one line as it is (no markup)."""
+    # soft_wrap: a log (stdout not a terminal) gets whole lines, never a sentence cut at 80.
+    console.print(line, markup=False, soft_wrap=True)
+
+
+def progress_to_stderr() -> None:
+    """--json: stdout carries only the JSON result, so progress and the summary go to stderr."""
+    console.stderr = True
+
+
+@contextmanager
+def exit_codes() -> Iterator[None]:
+    """A refusal (UsageError) ends the command with exit 2, an infrastructure failure
+    (InfraError) with exit 3; each prints its message."""
+    try:
+        yield
+    except UsageError as exc:
+        fail(str(exc), EXIT_USAGE)
+    except InfraError as exc:
+        fail(str(exc), EXIT_INFRA)
+
+
+def or_fail(make: Callable[[], T]) -> T:
+    """What make returns; a UsageError ends the command with exit 2."""
+    try:
+        return make()
+    except UsageError as exc:
+        fail(str(exc), EXIT_USAGE)
+
+
+def infra(step: Callable[[], T]) -> T:
+    """What step returns; an InfraError ends the command with exit 3."""
+    try:
+        return step()
+    except InfraError as exc:
+        fail(str(exc), EXIT_INFRA)
+
+
+def suite_and_corpus(paths: list[Path] | None, corpus: Path | None) -> tuple[list[Path], Path]:
+    """The scenario paths (default: our suite) and their corpus: --corpus wins, else the corpus
+    GAIA's layout puts beside the tree."""
+    from runner.scenarios import CorpusNotFound, find_corpus
+
+    chosen = paths or [EVAL / "scenarios"]
+    if corpus is not None:
+        return chosen, corpus
+    try:
+        return chosen, find_corpus(chosen)
+    except CorpusNotFound as exc:
+        fail(str(exc), EXIT_USAGE)
+
+
+def check_urls(*flags: tuple[str, str | None]) -> None:
+    """A URL the user typed, checked before any client is built from it: `http://[::1`
+    otherwise surfaces as a traceback deep in httpx, and `ftp://…` as one error per request."""
+    from urllib.parse import urlsplit
+
+    for flag, url in flags:
+        if url is None:
+            continue
+        try:
+            parts = urlsplit(url)
+            parts.port  # noqa: B018 — raises ValueError for a port that is not a number
+        except ValueError as exc:
+            fail(f"{flag} {url!r}: not a URL ({exc}); give e.g. http://127.0.0.1:8080", EXIT_USAGE)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            fail(f"{flag} {url!r}: give an http:// or https:// URL with a host, "
+                 "e.g. http://127.0.0.1:8080", EXIT_USAGE)
+
+
+def env_urls() -> list[tuple[str, str | None]]:
+    """The URLs the environment may set instead of a flag: checked the same way. An empty or
+    blank variable is unset, as the judge and simulator configuration read it."""
+    return [(name, os.environ.get(name, "").strip() or None)
+            for name in ("TRIALBOX_JUDGE_URL", "TRIALBOX_SIMULATOR_URL")]
+
+
+def check_numbers(*, timeout: float | None, budget_usd: float | None = None,
+                  min_pass_rate: float | None = None) -> None:
+    """Numbers typer cannot range-check for us (floats may be nan or inf)."""
+    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
+        fail(f"--timeout {timeout}: give a number of seconds greater than 0", EXIT_USAGE)
+    if budget_usd is not None and not (math.isfinite(budget_usd) and budget_usd >= 0):
+        fail(f"--budget-usd {budget_usd}: give a dollar amount of 0 or more", EXIT_USAGE)
+    if min_pass_rate is not None and not (0.0 <= min_pass_rate <= 1.0):
+        fail(f"--min-pass-rate {min_pass_rate}: give a rate between 0 and 1 (0.8 = 80%)", EXIT_USAGE)
+
+
+def agent_map(items: list[str]) -> dict[str, str]:
+    """`doc=rag,chat=gaia` (repeatable) → {"doc": "rag", "chat": "gaia"}."""
+    mapping: dict[str, str] = {}
+    for item in items:
+        for pair in filter(None, (part.strip() for part in item.split(","))):
+            agent_type, sep, agent_id = pair.partition("=")
+            if not sep or not agent_type.strip() or not agent_id.strip():
+                fail(f"--agent-map {pair!r}: write TYPE=AGENT_ID, e.g. doc=gaia", EXIT_USAGE)
+            mapping[agent_type.strip()] = agent_id.strip()
+    return mapping
+
+
+def choose_device(requested: str) -> DeviceChoice:
+    """The device to serve on (`auto` detects it); one that is not there ends with exit 2."""
+    from runner.stack.hardware import DeviceChoice, DeviceError, detect_device
+
+    if os.environ.get("TRIALBOX_IN_CONTAINER") == "1":
+        # The runner container has no /dev/kfd or /dev/accel: the controller on the host
+        # already checked the device it passes down.
+        match requested:
+            case "cpu" | "rocm" | "npu":
+                return DeviceChoice(device=requested, reason="chosen by the controller on the host")
+    try:
+        return detect_device(requested)
+    except DeviceError as exc:
+        fail(str(exc), EXIT_USAGE)
+
+
+def stack_llm_container(backend: str) -> str | None:
+    """The docker backend's LLM container: the one `trialbox up` started, if any."""
+    if backend != "docker":
+        return None
+    from runner.stack import find_llm_container
+
+    return find_llm_container()
+
+
+def new_run_settings(options: RunOptions, *, agent_dirs: list[Path], target_url: str | None = None,
+                     **only_run: Any) -> RunSettings:
+    """A new run (fresh id) from the options `run` and `fix` share; `run`'s own settings
+    (trials, baseline, …) come as keywords."""
+    from runner.run.llm_server import SESSION_DEVICE
+    from runner.run.settings import Backend, RunSettings, Selection, new_run_id
+
+    if options.backend not in ("docker", "local"):
+        fail(f"--backend {options.backend!r}: choose docker or local", EXIT_USAGE)
+    choice = choose_device(options.device)
+    suite_paths, corpus_root = suite_and_corpus(options.paths, options.corpus)
+    return RunSettings(
+        run_id=new_run_id(), suite_paths=suite_paths, corpus_root=corpus_root,
+        results_root=options.results,
+        selection=Selection(ids=options.scenario or [], categories=options.category or [],
+                            tags=options.tag or [], exclude_tags=options.exclude_tag or []),
+        backend=Backend(options.backend), device=SESSION_DEVICE[choice.device],
+        device_reason=choice.reason, llm_url=options.llm_url,
+        llm_container=options.llm_container
+        or (None if target_url else stack_llm_container(options.backend)),
+        concurrency=options.concurrency, timeout_s=options.timeout,
+        judge_provider=options.judge_provider, judge_model=options.judge_model,
+        judge_url=options.judge_url, simulator_mode=options.simulator,
+        simulator_model=options.simulator_model, simulator_url=options.simulator_url,
+        strict=options.strict, derived_checks=options.derived_checks, agent_dirs=agent_dirs,
+        agent=options.agent, agent_map=agent_map(options.agent_map or []),
+        agent_model=options.agent_model, gaia_spec=options.gaia, target_url=target_url,
+        **only_run)

@@ -1,0 +1,134 @@
+"""The values the driver report compares, from two scorecards: per scenario, trial and turn."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from runner.records.status import JUDGED
+from runner.report._models import ScenarioResult, Scorecard, Trace, TurnResult
+
+
+@dataclass(frozen=True)
+class Metric:
+    key: str
+    label: str
+    unit: str
+    lower_is_better: bool | None  # None: a score (higher is better, absolute change)
+    turn_value: Callable[[TurnResult], float | None] | None  # None: comes from traces
+
+    @property
+    def relative(self) -> bool:
+        return self.lower_is_better is not None
+
+
+def _perf(get: Callable[[Any], float | None]) -> Callable[[TurnResult], float | None]:
+    return lambda t: get(t.performance) if t.performance is not None else None
+
+
+SPEED_METRICS = (
+    Metric("ttft_s", "time to first token", "s", True, _perf(lambda p: p.time_to_first_token_s)),
+    Metric("tokens_per_s", "decode speed", "tok/s", False, _perf(lambda p: p.tokens_per_s)),
+    Metric("turn_wall_s", "turn wall time", "s", True, _perf(lambda p: p.wall_s)),
+    Metric("index_s", "index time per document", "s", True, None),
+)
+SCORE = Metric("score", "judged score", "", None, None)
+
+TrialValues = dict[str, list[float]]
+"""scenario id → one value per trial (the mean over that trial's turns, or documents)."""
+
+TurnCells = dict[str, dict[int, list[float]]]
+"""scenario id → turn number → one value per trial that measured that turn."""
+
+
+FRONT_DOOR = "front_door"
+
+
+def _source(turn: TurnResult) -> str:
+    # A trace written before sources were recorded carries GAIA's turn_metrics.
+    source = getattr(turn.performance, "source", None) if turn.performance else None
+    return str(source) if source else "gaia_turn_metrics"
+
+
+def speed_source(a: Scorecard, b: Scorecard) -> str | None:
+    """front_door when both runs metered turns at the LLM's front door; None = all turns."""
+    def has_front_door(card: Scorecard) -> bool:
+        return any(_source(t) == FRONT_DOOR for row in card.scenarios for t in row.turns)
+
+    return FRONT_DOOR if has_front_door(a) and has_front_door(b) else None
+
+
+def sources_seen(card: Scorecard) -> set[str]:
+    return {_source(t) for row in card.scenarios for t in row.turns if t.performance}
+
+
+def turn_trials(
+    card: Scorecard, metric: Metric, dropped: set[str], source: str | None
+) -> TrialValues:
+    assert metric.turn_value is not None
+    samples: TrialValues = {}
+    for row in card.scenarios:
+        if row.key in dropped:
+            continue
+        values = [
+            metric.turn_value(t) for t in row.turns if source is None or _source(t) == source
+        ]
+        # Zero or negative = not measured (GAIA's rule too); a speed is never 0.
+        measured = [v for v in values if v is not None and v > 0]
+        if measured:
+            samples.setdefault(row.id, []).append(statistics.fmean(measured))
+    return samples
+
+
+def turn_cells_of(
+    card: Scorecard, metric: Metric, dropped: set[str], source: str | None
+) -> TurnCells:
+    assert metric.turn_value is not None
+    cells: TurnCells = {}
+    for row in card.scenarios:
+        if row.key in dropped:
+            continue
+        for t in row.turns:
+            value = metric.turn_value(t) if source is None or _source(t) == source else None
+            if value is not None and value > 0:
+                cells.setdefault(row.id, {}).setdefault(t.turn, []).append(value)
+    return cells
+
+
+def index_trials(traces: Sequence[Trace], dropped: set[str]) -> TrialValues:
+    samples: TrialValues = {}
+    for trace in traces:
+        if trace.result.key in dropped:
+            continue
+        docs = trace.transcript.indexed if trace.transcript else []
+        durations = [d.duration_s for d in docs if d.error is None and d.duration_s > 0]
+        if durations:
+            samples.setdefault(trace.result.id, []).append(statistics.fmean(durations))
+    return samples
+
+
+def score_trials(runs: dict[str, list[ScenarioResult]]) -> TrialValues:
+    return {
+        sid: scores
+        for sid, rows in runs.items()
+        if (scores := [r.score for r in rows if r.status in JUDGED and r.score is not None])
+    }
+
+
+def warmup_keys(card: Scorecard, warmup: int) -> list[str]:
+    """The first `warmup` scenario runs in the scorecard's order (the order they were planned)."""
+    if warmup < 0:
+        raise ValueError(f"--warmup {warmup} must be 0 or more")
+    return [row.key for row in card.scenarios[:warmup]]
+
+
+def scope_groups(
+    common: Sequence[str], categories: dict[str, str]
+) -> list[tuple[str, str, list[str]]]:
+    groups = [("all", "all", list(common))]
+    for category in sorted({categories[s] for s in common}):
+        groups.append(("category", category, [s for s in common if categories[s] == category]))
+    groups += [("scenario", s, [s]) for s in common]
+    return groups

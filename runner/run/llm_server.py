@@ -1,0 +1,141 @@
+"""What the run's LLM server says about itself: its identity, the device it serves on (and
+whether that is the one asked for), what its models take besides text, whether it answers."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+from runner.run.errors import InfraError
+from runner.run.settings import RunSettings
+
+# The GAIA session device for each stack device: GAIA calls a ROCm GPU "gpu".
+SESSION_DEVICE = {"cpu": "cpu", "rocm": "gpu", "npu": "npu"}
+
+
+def llm_identity(url: str) -> dict[str, Any]:
+    """What the LLM server says it is (recorded in the scorecard), or why it could not say."""
+    try:
+        reply = httpx.get(f"{url}/api/v1/health", timeout=5)
+        reply.raise_for_status()
+        return dict(reply.json())
+    except (httpx.HTTPError, ValueError) as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+#: The stack device a GAIA session device stands for (SESSION_DEVICE read backwards).
+STACK_DEVICE = {session: stack for stack, session in SESSION_DEVICE.items()}
+#: The compose variables that name the groups the Lemonade container is added to.
+_DEVICE_GID_VARIABLES = {"rocm": ("TRIALBOX_VIDEO_GID", "TRIALBOX_RENDER_GID"),
+                         "npu": ("TRIALBOX_ACCEL_GID",)}
+
+
+def llm_system_info(url: str) -> dict[str, Any]:
+    """The LLM server's `/api/v1/system-info` reply, or {} when it gives none."""
+    try:
+        reply = httpx.get(f"{url}/api/v1/system-info", timeout=10)
+        reply.raise_for_status()
+        body = reply.json()
+    except (httpx.HTTPError, ValueError):
+        return {}
+    return dict(body) if isinstance(body, dict) else {}
+
+
+def served_on(settings: RunSettings) -> Any:
+    """What the LLM server says it serves on (runner.stack.hardware.ServedOn)."""
+    from runner.stack.hardware import served_on_from
+
+    requested = STACK_DEVICE.get(settings.device, settings.device)
+    return served_on_from(requested, llm_identity(settings.llm_url), llm_system_info(settings.llm_url))
+
+
+def server_groups(llm_container: str | None) -> list[str]:
+    """The groups the real LLM server's container was added to (compose `group_add`): the
+    `lemonade` service of the same compose project as the front door `llm_container`; [] when
+    there is none (llm-cpu, a server trialbox did not start) or Docker cannot say."""
+    if not llm_container:
+        return []
+    import docker
+    from docker.errors import DockerException
+
+    try:
+        client = docker.from_env()
+        try:
+            project = client.containers.get(llm_container).labels.get("com.docker.compose.project")
+            found = client.containers.list(filters={"label": [
+                f"com.docker.compose.project={project}", "trialbox.role=lemonade"]}) if project else []
+            added = found[0].attrs.get("HostConfig", {}).get("GroupAdd") if found else None
+        finally:
+            client.close()
+    except DockerException:
+        return []
+    return [str(group) for group in added or []]
+
+
+def check_served_device(settings: RunSettings, say: Callable[[str], None]) -> None:
+    """Device truth, before any sandbox: asked for rocm/npu, the server must say it serves on
+    it and its device nodes must be open to the server's groups. Otherwise InfraError (exit 3)
+    with one line naming the cause and the fix, unless --allow-device-fallback (then a warning,
+    and the scorecard's headline says so)."""
+    from runner.stack.hardware import unusable_nodes
+
+    served = served_on(settings)
+    if served.requested not in ("rocm", "npu"):
+        return
+    problems = []
+    if served.fell_back:
+        problems.append(f"the LLM server reports serving on {served.served_on} "
+                        f"({'; '.join(served.evidence) or 'no backend named'})")
+    if os.environ.get("TRIALBOX_IN_CONTAINER") != "1":  # the runner container has no /dev
+        groups = [os.environ[name] for name in _DEVICE_GID_VARIABLES[served.requested]
+                  if os.environ.get(name)] or server_groups(settings.llm_container)
+        if bad := (unusable_nodes(served.requested, groups) if groups else []):
+            problems.append(f"the server's groups ({', '.join(groups)}) cannot open {', '.join(bad)}")
+    if not problems:
+        return
+    variables = " and ".join(_DEVICE_GID_VARIABLES[served.requested])
+    line = (f"--device {served.requested}: {'; '.join(problems)} — set {variables} to the "
+            "numeric groups owning the device nodes (`stat -c %g`) and restart the stack with "
+            f"`trialbox up --device {served.requested}`, or pass --allow-device-fallback to "
+            "run anyway")
+    if not settings.allow_device_fallback:
+        raise InfraError(line)
+    say(f"warning: {line.split(' — ')[0]}; running anyway (--allow-device-fallback)")
+
+
+def served_chat_model(identity: dict[str, Any]) -> str | None:
+    """The chat model the server has loaded, as its health reply names it."""
+    for model in identity.get("all_models_loaded", []) or []:
+        if model.get("type") in ("llm", "chat"):
+            return str(model.get("model_name"))
+    return identity.get("model_loaded")
+
+
+async def llm_health_probe(url: str) -> str | None:
+    """None when the LLM server answers its health route, else why not (one line)."""
+    try:
+        async with httpx.AsyncClient(timeout=10) as client:
+            reply = await client.get(f"{url}/api/v1/health")
+        if reply.status_code != 200:
+            return f"{url}/api/v1/health answered HTTP {reply.status_code}"
+    except httpx.HTTPError as exc:
+        return f"{url}/api/v1/health: {type(exc).__name__}"
+    return None
+
+
+def served_capabilities(url: str) -> frozenset[str] | None:
+    """What the served chat models take besides text, from Lemonade's model labels
+    ("vision", "audio"); None when the server cannot say (nothing is skipped then)."""
+    try:
+        reply = httpx.get(f"{url}/api/v1/models", timeout=5)
+        reply.raise_for_status()
+        models = reply.json().get("data", [])
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return None
+    labels = {str(label) for model in models if isinstance(model, dict)
+              for label in model.get("labels", []) or []}
+    return frozenset(labels & {"vision", "audio"})
+

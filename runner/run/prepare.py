@@ -1,0 +1,157 @@
+"""What a run checks and resolves before its first sandbox: the selected scenarios, the
+agent ids, the judge and simulator (the judge calibrated), a writable results folder.
+
+Bad input stops the run here with one clear message and nothing started (UsageError: exit 2,
+InfraError: exit 3)."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from runner.conversation.agents import AgentError, AgentRegistry
+from runner.conversation.simulate import make_simulator
+from runner.judge import (
+    CalibrationFailed,
+    JudgeError,
+    ProviderConfigError,
+    from_env_and_flags,
+    open_judge,
+)
+from runner.run.errors import InfraError, UsageError
+from runner.run.settings import RunSettings
+from runner.scenarios import (
+    Manifest,
+    Scenario,
+    SelectionError,
+    load_suite,
+    rejected_in_selection,
+    select,
+)
+
+REJECTED_WARNING = "rejected scenario file, not run: "
+
+
+def selected_scenarios(settings: RunSettings, say: Callable[[str], None] | None = None
+                       ) -> tuple[list[Scenario], Manifest | None, list[str]]:
+    """Load the suite and apply the selection; also return the problems of selected files that
+    could not be loaded. Selection comes first: a broken file blocks only itself (the run goes
+    on without it and exits 2), unless --strict; problems of the tree as a whole (the
+    manifest) block every run."""
+    suite = load_suite(settings.suite_paths, settings.corpus_root)
+    sel = settings.selection
+    rejected = rejected_in_selection(suite, ids=sel.ids, categories=sel.categories, tags=sel.tags,
+                                     exclude_tags=sel.exclude_tags)
+    # A tree error (the manifest) stops everything; the file problems are listed with it so
+    # one pass fixes the whole tree.
+    blocking = suite.tree_errors + rejected if suite.tree_errors or settings.strict else []
+    if blocking:
+        listing = "\n".join(str(problem) for problem in blocking)
+        raise UsageError(f"{len(blocking)} problem(s) in the scenarios — fix them first:\n{listing}")
+    rejected_names = {name for file in suite.rejected for name in file.names}
+    try:
+        chosen = select(suite.scenarios, ids=[i for i in sel.ids if i not in rejected_names],
+                        categories=sel.categories, tags=sel.tags, exclude_tags=sel.exclude_tags)
+    except SelectionError as exc:
+        raise UsageError(str(exc)) from exc
+    if sel.ids and not [i for i in sel.ids if i not in rejected_names]:
+        chosen = []
+    if rejected:
+        files = sorted({str(problem.file) for problem in rejected})
+        message = (f"{len(files)} selected scenario file(s) rejected and not run (the run exits 2; "
+                   f"--strict stops before anything runs): " + ", ".join(files))
+        if say is not None:
+            say(message)
+            for problem in rejected:
+                say(f"  {problem}")
+    if not chosen:
+        raise UsageError("the selection matched no runnable scenario — widen --scenario/--category/--tag"
+                         + (" or fix the rejected files above" if rejected else ""))
+    return chosen, suite.manifest, [str(problem) for problem in rejected]
+
+
+def agent_registry(settings: RunSettings, scenarios: list[Scenario]) -> AgentRegistry:
+    """The agent ids the sandboxes will have; an unknown agent type stops the run before
+    anything starts, naming the ids that exist."""
+    try:
+        registry = AgentRegistry(settings.agent_dirs, agent=settings.agent,
+                                 agent_map=settings.agent_map)
+    except AgentError as exc:
+        raise UsageError(str(exc)) from exc
+    problems = registry.problems(scenarios)
+    if problems:
+        raise UsageError(f"{len(problems)} scenario(s) name an agent type no agent has:\n"
+                         + "\n".join(problems))
+    return registry
+
+
+def resolve_providers(settings: RunSettings) -> Any:
+    """Judge and simulator resolved from `auto` (flags, then environment), written back into
+    `settings`. A cluster run calls this before it ships its settings to the nodes: a node must
+    get `local`, never `auto`, which only the controller's environment can resolve."""
+    try:
+        choices = from_env_and_flags(
+            judge=settings.judge_provider if settings.judge_provider != "auto" else None,
+            judge_model=settings.judge_model,
+            judge_url=settings.judge_url,
+            simulator=settings.simulator_mode if settings.simulator_mode != "auto" else None,
+            simulator_model=settings.simulator_model,
+            simulator_url=settings.simulator_url,
+            llm_url=f"{settings.llm_url}/api/v1",
+        )
+    except ProviderConfigError as exc:
+        raise UsageError(str(exc)) from exc
+    settings.judge_provider = choices.judge.provider
+    settings.judge_model = choices.judge.model
+    settings.judge_url = choices.judge.url
+    settings.simulator_mode = choices.simulator.provider
+    settings.simulator_model = choices.simulator.model
+    settings.simulator_url = choices.simulator.url
+    return choices
+
+
+async def prepare_judge(settings: RunSettings, say: Callable[[str], None]) -> tuple[Any, Any]:
+    """Resolve judge + simulator (printing each choice and why) and calibrate the judge."""
+    choices = resolve_providers(settings)
+    try:
+        simulator = make_simulator(choices.simulator)
+    except ProviderConfigError as exc:
+        raise UsageError(str(exc)) from exc
+    for line in choices.header_lines():
+        say(line)
+    if choices.judge.provider == "none":
+        return None, simulator
+    say("calibrating the judge before any scenario runs ...")
+    try:
+        gated = await open_judge(choices.judge)
+    except CalibrationFailed as exc:
+        raise UsageError(f"the judge failed calibration, so nothing was run:\n{exc}") from exc
+    except (httpx.HTTPError, JudgeError) as exc:
+        raise UsageError(f"the judge at {settings.judge_url} cannot be reached ({exc}); "
+                         "check --judge-url or run with --judge-provider none") from exc
+    assert gated is not None
+    asked = "" if gated.report.requests is None else f", {gated.report.requests} question(s) asked live"
+    say(f"judge calibrated: {gated.report.elapsed_s:.1f} s, every example right{asked}")
+    return gated, simulator
+
+
+def check_results_root(settings: RunSettings) -> None:
+    """The results folder must be a writable folder before anything starts: a run that cannot
+    record its results is an infrastructure problem (exit 3), found up front, not after the
+    first scenario ran."""
+    root = settings.results_root
+    if root.exists() and not root.is_dir():
+        raise InfraError(f"results folder {root} is a file — pass --results DIR (a folder)")
+    existing = next((p for p in (settings.run_dir, *settings.run_dir.parents) if p.exists()), Path("."))
+    try:
+        # Probe the nearest existing folder: nothing of this run is created before it starts.
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as exc:
+        raise InfraError(f"cannot write results into {settings.run_dir}: {exc.strerror or exc} — "
+                         "pass --results DIR on a writable disk with free space") from None
+

@@ -1,0 +1,111 @@
+"""The exact checks a turn implies: from its ground_truth.expected_answer and expected_tools."""
+
+from __future__ import annotations
+
+import re
+
+from runner.records.evidence import UI_INDEXING_STEP
+from runner.scenarios import AnswerContains, AnswerNumber, GroundTruth, ToolsInOrder, ToolStep, Turn
+from runner.verdict.literals import MIN_LITERAL_CHARACTERS, characters
+from runner.verdict.numbers import NUMBER, value_of
+
+DERIVED_TOLERANCE = 0.05
+"""GAIA's rubric gives a number within 5% correctness 8 (a passing turn) and one beyond it 4
+or less (DESIGN 2.1), so a derived number check uses the same band."""
+
+MAX_LITERAL_WORDS = 4
+"""A longer expected answer is a sentence ("Remote work is allowed two days a week") that a
+correct agent paraphrases; a substring test on it would fail right answers, so it is left to
+the judge. Names, codes, dates and values with a unit (at most 4 words) are written one way."""
+
+_OWN_ANSWER_CHECKS = (AnswerContains, AnswerNumber)
+"""A turn that declares one of these already says how its answer is verified. (A declared
+answer_not_contains, e.g. "I cannot", says nothing about the expected answer.)"""
+
+_UNIT_WORDS = frozenset({"usd", "eur", "gbp", "dollars", "dollar", "euros", "euro", "pounds"})
+_CURRENCY = re.compile(r"[$€£¥]")
+
+
+def expected_tools_check(turn: Turn) -> ToolsInOrder | None:
+    """GAIA's `expected_tools` as an in-order subsequence check; None when there is none.
+
+    The Agent UI's own `index_documents` step is dropped from the list, as it is from the
+    agent's trajectory (runner/records/evidence.py): a captured session records it, but it is the
+    harness's doing. An empty list expects nothing, and a check that cannot fail is noise.
+    """
+    names = [name for name in turn.expected_tools or [] if name != UI_INDEXING_STEP]
+    if not names:
+        return None
+    return ToolsInOrder(type="tools_in_order", tools=[ToolStep(tool=name) for name in names])
+
+
+def has_expected_answer(truth: GroundTruth) -> bool:
+    """The ground truth gives an answer: the key is written and not null (null means the agent
+    must say it does not know; no key means no answer was given — neither derives a check)."""
+    given = getattr(truth, "has_expected_answer", None)
+    if isinstance(given, bool):
+        return given and truth.expected_answer is not None
+    return "expected_answer" in truth.model_fields_set and truth.expected_answer is not None
+
+
+def derived_checks(turn: Turn) -> list[AnswerContains | AnswerNumber]:
+    """Exact answer checks derived from the turn's ground_truth.expected_answer.
+
+    A number or an amount ("$412,000", "24.6", "12%") becomes answer_number within GAIA's 5%;
+    a short literal (≤ MAX_LITERAL_WORDS words, ≥ MIN_LITERAL_CHARACTERS letters and digits)
+    becomes answer_contains, decided on whole tokens (runner/verdict/literals.py: case, punctuation,
+    thousands separators, currency words and date formats do not matter); anything else
+    derives nothing. A list derives one check per item.
+    """
+    truth = turn.ground_truth
+    if truth is None or not has_expected_answer(truth):
+        return []
+    if any(isinstance(check, _OWN_ANSWER_CHECKS) for check in turn.checks):
+        return []
+    expected = truth.expected_answer
+    items = expected if isinstance(expected, list) else [expected]
+    return [check for item in items if (check := _derive(item)) is not None]
+
+
+def _derive(value: object) -> AnswerContains | AnswerNumber | None:
+    if value is None or isinstance(value, bool):  # a bool is an int to Python, not a number here
+        return None
+    if isinstance(value, int | float):
+        return AnswerNumber(type="answer_number", value=float(value), tolerance=DERIVED_TOLERANCE)
+    text = " ".join(str(value).split()).rstrip(".;,")
+    if not text:
+        return None
+    amount = amount_of(text)
+    if amount is not None:
+        return AnswerNumber(type="answer_number", value=amount, tolerance=DERIVED_TOLERANCE)
+    if characters(text) < MIN_LITERAL_CHARACTERS:
+        return None  # "No", "A": found by chance in almost any answer — the judge decides
+    if len(text.split()) <= MAX_LITERAL_WORDS:
+        return AnswerContains(type="answer_contains", text=text, ignore_case=True)
+    return None
+
+
+def amount_of(text: str) -> float | None:
+    """The value of `text` when it is exactly one number or amount, else None.
+
+    "$412,000", "24.6", "12%", "$1.2 million", "412,000 USD", "47 employees" are amounts;
+    "Q3 2025", "March 15", "USD 12 per seat per month" are not. A bare year (1900–2100, no
+    currency, no decimals) is a literal: within 5% of 2025 lies every year from 1924 to 2126.
+    """
+    matches = list(NUMBER.finditer(text))
+    if len(matches) != 1:
+        return None
+    match = matches[0]
+    before = re.findall(r"[^\W_]+", text[: match.start()].casefold())
+    after = re.findall(r"[^\W_]+", text[match.end():].casefold())
+    # A count with its noun ("47 employees", "3 days") is a number, so "about 47 people"
+    # passes; a word before the number ("March 15", "Room 404") makes it a literal.
+    counted = not before and len(after) <= 2 and all(word.isalpha() for word in after)
+    if not counted and any(word not in _UNIT_WORDS for word in before + after):
+        return None
+    value = value_of(match)
+    raw = match.group(0)
+    plain = not (_CURRENCY.search(raw) or match["word"] or match["suffix"] or match["percent"])
+    if plain and re.fullmatch(r"\d{4}", match["digits"]) and 1900 <= value <= 2100:
+        return None
+    return value
