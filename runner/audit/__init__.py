@@ -49,10 +49,9 @@ from runner.audit._rules import (
     estimate_tokens,
 )
 from runner.records.status import Status
+from runner.run.errors import EXIT_USAGE
 from runner.scenarios import load_suite
 from runner.system.paths import eval_root
-
-EXIT_USAGE = 2  # the CLI's code for bad input (runner.run.launch.EXIT_USAGE)
 
 __all__ = [
     "CHAR_CONSTANTS",

@@ -41,10 +41,9 @@ from runner.capture._scenario import (
     render_yaml,
     scenario_id_for,
 )
+from runner.run.errors import EXIT_USAGE
 from runner.scenarios import Problem, load_suite
 from runner.system.paths import eval_root
-
-EXIT_USAGE = 2  # the CLI's code for bad input (runner.run.launch.EXIT_USAGE)
 
 __all__ = [
     "CATEGORY",

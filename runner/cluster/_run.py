@@ -1,6 +1,6 @@
 """`trialbox run --cluster ADDRESS [--on KEY=VALUE] [--per-node]`: a run whose jobs go to nodes.
 
-Everything before the first job is the local run's (launch.py): the selection, the judge and
+Everything before the first job is the local run's (run/prepare.py): the selection, the judge and
 its calibration, the results folder, the writer. Only the conversations come from the cluster.
 `--per-node` runs the whole selection once on each matching node — one run folder per node,
 its scorecard carrying that node's hardware and LLM server — and compares them as driver

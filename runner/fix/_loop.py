@@ -62,7 +62,7 @@ def failing(result: ScenarioResult) -> bool:
 
 
 def unmeasured(result: ScenarioResult) -> bool:
-    """No verdict: the scenario timed out, errored, was skipped or not run (runner/verdict/scoring.py)."""
+    """No verdict: the scenario timed out, errored, was skipped or not run (runner/verdict/gate.py: UNMEASURED)."""
     return result.status in UNMEASURED
 
 

@@ -39,7 +39,7 @@ from runner.verdict import (
 
 # Statuses that mean "the harness failed", counted towards the stop-after-N-identical rule.
 # TIMEOUT is not one: a slow agent is not a broken harness, and its scenarios still count
-# against --min-pass-rate as unmeasured (runner/verdict/scoring.py:gate_pass_rate).
+# against --min-pass-rate as unmeasured (runner/verdict/gate.py:gate_pass_rate).
 STREAK_STATUSES = frozenset({Status.INFRA_ERROR, Status.SETUP_ERROR})
 # What `--resume --retry-errors` runs again besides NOT_RUN: the harness's failures, not the
 # agent's (a FAIL is an answer; re-running it until it passes would be cheating).

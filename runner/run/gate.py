@@ -18,7 +18,7 @@ def exit_code(card: Scorecard, min_pass_rate: float | None, allow_incomplete: bo
     """0 completed; 1 the pass-rate gate failed; 2 selected scenario files were rejected (the
     rest ran); 3 the run stopped early (scenarios NOT_RUN) or no scenario produced a result
     (all infrastructure errors). The gate counts scenarios without a verdict (TIMEOUT, ERRORED,
-    ...) as not passed unless `allow_incomplete` (runner/verdict/scoring.py:gate_pass_rate)."""
+    ...) as not passed unless `allow_incomplete` (runner/verdict/gate.py:gate_pass_rate)."""
     statuses = [r.status for r in card.scenarios]
     worked = [s for s in statuses if s.is_judged or s in (Status.NOT_JUDGED, *SKIPPED)]
     if Status.NOT_RUN in statuses or (statuses and not worked):

@@ -41,7 +41,7 @@ FIXED = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 def cli() -> typer.Typer:
     app = typer.Typer()
     app.command("capture")(capture_command)
-    app.command("version")(lambda: None)  # two commands: `capture` stays a subcommand, as in cli.py
+    app.command("version")(lambda: None)  # two commands: `capture` stays a subcommand, as in runner/cli/app.py
     return app
 
 
