@@ -674,7 +674,7 @@ def runner_container(client: object, tag: str, llm: str, scenario: str) -> tuple
         if lines and lines[-1].startswith("{"):
             return runner, json.loads(lines[-1])
         runner.reload()
-        assert runner.records.status == "running", runner.logs(tail=30).decode(errors="replace")
+        assert runner.status == "running", runner.logs(tail=30).decode(errors="replace")
         assert time.monotonic() < deadline, runner.logs(tail=30).decode(errors="replace")
         time.sleep(0.2)
 
