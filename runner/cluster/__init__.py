@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from runner.cluster._node import NodeConfig, NodeError, NodeState, join, leave, load_node_config
 from runner.cluster._placements import ClusterError, ClusterLog, parse_on
+from runner.system.lazy import lazy_names
 
 if TYPE_CHECKING:
     from runner.cluster._conversations import ClusterConversations
@@ -21,12 +22,7 @@ _LAZY = {"ClusterConversations": "_conversations", "run_on_cluster": "_run", "ru
          "PerNodeResult": "_run", "run_blocking": "_run"}
 
 
-def __getattr__(name: str) -> object:
-    if name in _LAZY:
-        from importlib import import_module
-
-        return getattr(import_module(f"runner.cluster.{_LAZY[name]}"), name)
-    raise AttributeError(name)
+__getattr__ = lazy_names(__name__, _LAZY)
 
 
 __all__ = [

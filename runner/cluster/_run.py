@@ -10,10 +10,9 @@ builds (the first node is the reference).
 from __future__ import annotations
 
 import asyncio
-import signal
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import ray
 from pydantic import BaseModel, Field
@@ -34,7 +33,7 @@ from runner.report import (
 )
 from runner.run.engine import Engine
 from runner.run.errors import InfraError, ModelChanged, UsageError, first_line
-from runner.run.launch import open_writer
+from runner.run.launch import open_writer, run_to_end
 from runner.run.lock import is_owned, owning
 from runner.run.prepare import (
     REJECTED_WARNING,
@@ -48,7 +47,6 @@ from runner.run.resume import resume_settings
 from runner.run.settings import RESUME_MAY_CHANGE, RunSettings, new_run_id
 from runner.system.bounded_read import SCORECARD_BYTES, SETTINGS_BYTES, read_bounded_text
 
-T = TypeVar("T")
 MAX_CONCURRENCY = 16  # RunSettings' own bound: run.json records at most this
 SWEEP_TIMEOUT_S = 120.0
 #: In every run folder of one `--per-node` run: the node runs planned together.
@@ -334,22 +332,9 @@ def _compare_nodes(settings: RunSettings, runs: list[NodeRun], say: Callable[[st
     return reports
 
 
-def run_blocking(work: Coroutine[Any, Any, T]) -> T:
-    """Run a cluster coroutine to its end; SIGTERM is treated like Ctrl-C (as launch.run_blocking:
-    unfinished jobs are cancelled on their nodes, recorded NOT_RUN, KeyboardInterrupt raised)."""
-    async def main() -> T:
-        task = asyncio.current_task()
-        assert task is not None
-        loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGTERM, task.cancel)
-        try:
-            return await work
-        except asyncio.CancelledError:
-            raise KeyboardInterrupt from None
-        finally:
-            loop.remove_signal_handler(signal.SIGTERM)
-
-    return asyncio.run(main())
+#: A cluster coroutine to its end, as a local run ends (SIGTERM treated like Ctrl-C: unfinished
+#: jobs are cancelled on their nodes, recorded NOT_RUN, KeyboardInterrupt raised).
+run_blocking = run_to_end
 
 
 def _card(run_dir: Path) -> Scorecard:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from runner.system.lazy import lazy_names
+
 if TYPE_CHECKING:
     from runner.conversation.agents import (
         AgentError,
@@ -57,12 +59,7 @@ _HOMES = {
 }  # fmt: skip
 
 
-def __getattr__(name: str) -> object:
-    if name in _HOMES:
-        from importlib import import_module
-
-        return getattr(import_module(f"runner.conversation.{_HOMES[name]}"), name)
-    raise AttributeError(f"module 'runner.conversation' has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, _HOMES)
 
 
 __all__ = [

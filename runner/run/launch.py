@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 from runner import __version__
 from runner.conversation.agents import AgentRegistry
@@ -41,6 +41,8 @@ from runner.run.settings import Backend, RunSettings
 from runner.sandbox import SandboxBackend, SandboxError
 from runner.scenarios import Manifest, Scenario
 from runner.system.bounded_read import TRACE_BYTES, read_bounded_text
+
+T = TypeVar("T")
 
 
 def run_config(settings: RunSettings, extra: dict[str, Any] | None = None) -> RunConfig:
@@ -197,20 +199,26 @@ async def rescore(original: Path, settings: RunSettings, say: Callable[[str], No
     return await engine.run()
 
 
-def run_blocking(settings: RunSettings, say: Callable[[str], None], resume: bool = False,
-                 extra: dict[str, Any] | None = None, progress_stream: TextIO | None = None) -> Scorecard:
-    """Run to the end. SIGTERM is treated like Ctrl-C: sandboxes are torn down, the unfinished
-    scenarios are recorded NOT_RUN and KeyboardInterrupt is raised to the caller."""
-    async def main() -> Scorecard:
+def run_to_end(work: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to its end in a new event loop. SIGTERM is treated like Ctrl-C: the work is
+    cancelled (sandboxes torn down, unfinished scenarios recorded NOT_RUN) and KeyboardInterrupt
+    is raised to the caller. The cluster's runs end the same way."""
+    async def main() -> T:
         task = asyncio.current_task()
         assert task is not None
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGTERM, task.cancel)
         try:
-            return await run(settings, say, resume, extra, progress_stream)
+            return await work
         except asyncio.CancelledError:
             raise KeyboardInterrupt from None
         finally:
             loop.remove_signal_handler(signal.SIGTERM)
 
     return asyncio.run(main())
+
+
+def run_blocking(settings: RunSettings, say: Callable[[str], None], resume: bool = False,
+                 extra: dict[str, Any] | None = None, progress_stream: TextIO | None = None) -> Scorecard:
+    """The run to its end (run_to_end: SIGTERM treated like Ctrl-C)."""
+    return run_to_end(run(settings, say, resume, extra, progress_stream))
