@@ -14,7 +14,7 @@ from docker.errors import DockerException, ImageNotFound
 from docker.models.images import Image
 
 # The images trialbox builds, in build order (each is independent; the order is for humans).
-IMAGES: tuple[str, ...] = ("llm-cpu", "agent-ui", "runner", "fixer")
+IMAGES: tuple[str, ...] = ("llm-cpu", "agent-ui", "runner", "fixer", "lemonade")
 # The local, registry-free base (scripts/bootstrap-base-image). TRIALBOX_BASE_IMAGE overrides
 # it, e.g. with python:3.11-slim where a registry answers.
 BASE_IMAGE = "trialbox/base:bookworm"

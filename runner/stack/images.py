@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from runner.stack.fixer_image import FIXER, build_fixer_image
+from runner.stack.lemonade_image import LEMONADE, build_lemonade_image
 from runner.stack.gaia_images import (
     AGENT_UI,
     GAIA_SPEC_LABEL,
@@ -86,9 +87,12 @@ def build_image(name: str, root: Path | None = None, base: str | None = None) ->
     """Build ``trialbox/<name>:dev`` from ``images/<name>/Dockerfile`` and return what was built.
 
     The agent-ui image is built from the pinned amd-gaia and labelled with its version; the
-    fixer's, with Claude Code inside when TRIALBOX_FIXER_CLAUDE=1 (runner/stack/fixer_image.py)."""
+    fixer's, with Claude Code inside when TRIALBOX_FIXER_CLAUDE=1 (runner/stack/fixer_image.py);
+    Lemonade's from Debian sid with the pinned packages (runner/stack/lemonade_image.py)."""
     if name == AGENT_UI:
         return build_agent_ui(None, root, base)
     if name == FIXER:
         return build_fixer_image(root, base)
+    if name == LEMONADE:
+        return build_lemonade_image(root)  # its own sid base, whatever the others use
     return build_dockerfile(name, root, base)
