@@ -33,7 +33,7 @@ from runner.scenarios import (
     ToolsInOrder,
     Turn,
 )
-from runner.selftest._genuine import genuine_answer, genuine_calls
+from runner.selftest._genuine import ANSWER_CHECKS, genuine_calls, ground_truth_answer, wanted
 from runner.selftest._report import (
     ScenarioSelftest,
     SelftestReport,
@@ -46,14 +46,14 @@ from runner.verdict import Planned, planned_checks, run_scenario_checks, run_tur
 
 __all__ = ["decides", "selftest_scenario", "selftest_suite"]
 
-_ANSWER_CHECKS = (AnswerContains, AnswerNumber)
+_DECIDING_ANSWER_CHECKS = (AnswerContains, AnswerNumber)
 
 
 def decides(item: Planned) -> bool:
     """The check can fail a wrong attempt (see the module docstring)."""
     if isinstance(item.check, ToolsExact):
         return bool(item.check.tools)
-    return isinstance(item.check, (*_ANSWER_CHECKS, ToolCalled, ToolsInOrder))
+    return isinstance(item.check, (*_DECIDING_ANSWER_CHECKS, ToolCalled, ToolsInOrder))
 
 
 def _record(turn: Turn, answer: str, calls: list[ToolCall]) -> TurnRecord:
@@ -61,30 +61,58 @@ def _record(turn: Turn, answer: str, calls: list[ToolCall]) -> TurnRecord:
                       answer=answer, tool_calls=calls, performance=TurnPerformance(wall_s=0.0))
 
 
-def _failures(turn: Turn, record: TurnRecord) -> list[str]:
-    return [f"{result.type}: {result.diagnostic}" for result in run_turn_checks(turn, record)
-            if not result.passed]
+def _failures(turn: Turn, record: TurnRecord, considered: list[Planned]) -> list[str]:
+    """Diagnostics of the considered checks that `record` fails (a check left to the judge
+    is run with the others and its result set aside)."""
+    return [f"{result.type}: {result.diagnostic}"
+            for item, result in zip(planned_checks(turn), run_turn_checks(turn, record),
+                                    strict=True)
+            if item in considered and not result.passed]
+
+
+def _genuine_failures(turn: Turn, genuine: TurnRecord, considered: list[Planned]) -> list[str]:
+    """One line per considered check the genuine attempt fails; for an answer check it names
+    what the check asks for and what the ground truth says, the two values that disagree."""
+    lines = []
+    for item, result in zip(planned_checks(turn), run_turn_checks(turn, genuine), strict=True):
+        if item not in considered or result.passed:
+            continue
+        if isinstance(item.check, ANSWER_CHECKS):
+            lines.append(f"{item.label} {wanted(item.check)} is not satisfied by the ground "
+                         f"truth {genuine.answer!r}: {result.diagnostic}")
+        else:
+            lines.append(f"{result.type}: {result.diagnostic}")
+    return lines
 
 
 def _turn(turn: Turn, scenario: Scenario, manifest: Manifest | None
           ) -> tuple[TurnSelftest | None, TurnRecord]:
     planned = planned_checks(turn)
-    answer = genuine_answer(turn, planned)
+    truth = ground_truth_answer(turn, manifest)
     calls = genuine_calls(planned, scenario)
-    genuine = _record(turn, answer, calls)
-    if not any(decides(item) for item in planned):
+    genuine = _record(turn, truth or "", calls)
+    # With no ground truth there is no right answer to prove an answer check on: those
+    # checks are the judge's, and only the tool checks are self-tested.
+    considered = [item for item in planned
+                  if truth is not None or not isinstance(item.check, ANSWER_CHECKS)]
+    left_to_judge = [item.label for item in planned if item not in considered]
+    if not any(decides(item) for item in considered):
+        if left_to_judge:
+            return TurnSelftest(turn=turn.turn, checks=[], genuine_answer="",
+                                genuine_tools=[], wrong_tried=0,
+                                judge_only_checks=left_to_judge), genuine
         return None, genuine
-    checks_answer = any(decides(item) and isinstance(item.check, _ANSWER_CHECKS)
-                        for item in planned)
+    checks_answer = any(decides(item) and isinstance(item.check, _DECIDING_ANSWER_CHECKS)
+                        for item in considered)
     with_calls = calls if checks_answer else []
-    wrong = wrong_answers(turn, answer, planned, scenario, manifest)
+    wrong = wrong_answers(turn, truth or "", considered, scenario, manifest)
     slipped = [Slipped(kind=item.kind, answer=item.text, tools=[c.name for c in with_calls])
                for item in wrong
-               if not _failures(turn, _record(turn, item.text, with_calls))]
-    return TurnSelftest(turn=turn.turn, checks=[item.label for item in planned],
-                        genuine_answer=answer, genuine_tools=[call.name for call in calls],
-                        genuine_failures=_failures(turn, genuine), wrong_tried=len(wrong),
-                        slipped=slipped), genuine
+               if not _failures(turn, _record(turn, item.text, with_calls), considered)]
+    return TurnSelftest(turn=turn.turn, checks=[item.label for item in considered],
+                        genuine_answer=truth or "", genuine_tools=[call.name for call in calls],
+                        genuine_failures=_genuine_failures(turn, genuine, considered), wrong_tried=len(wrong),
+                        slipped=slipped, judge_only_checks=left_to_judge), genuine
 
 
 def selftest_scenario(scenario: Scenario, manifest: Manifest | None) -> ScenarioSelftest:
@@ -96,17 +124,18 @@ def selftest_scenario(scenario: Scenario, manifest: Manifest | None) -> Scenario
         records.append(record)
         if tested is not None:
             turns.append(tested)
+    deciding = [turn for turn in turns if turn.checks]
     indexed = [IndexedDocument(corpus_doc=doc.corpus_doc, path=doc.path, chunks=1)
                for doc in scenario.setup_documents]
     transcript = Transcript(scenario_id=scenario.id, turns=records, indexed=indexed)
     scenario_failures = [f"{result.type}: {result.diagnostic}"
                          for result in run_scenario_checks(scenario, transcript)
                          if not result.passed]
-    if not turns:
+    if not deciding:
         verdict = Verdict.JUDGE_ONLY
-    elif scenario_failures or any(turn.genuine_failures for turn in turns):
+    elif scenario_failures or any(turn.genuine_failures for turn in deciding):
         verdict = Verdict.NOT_PASSABLE
-    elif any(turn.slipped for turn in turns):
+    elif any(turn.slipped for turn in deciding):
         verdict = Verdict.NOT_DISCRIMINATING
     else:
         verdict = Verdict.SOUND

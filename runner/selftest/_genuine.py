@@ -1,5 +1,10 @@
-"""The genuine attempt at a turn: an answer built from its ground truth and the checks' own
-expectations, and a trajectory that makes the calls its tool checks ask for."""
+"""The genuine attempt at a turn: an answer that is the turn's ground truth and nothing else,
+and a trajectory that makes the calls its tool checks ask for.
+
+The answer is never built from a check: a check that asks for something the ground truth does
+not say is the check's fault, and the self-test must say so (not passable) rather than append
+what it asks for and call the scenario sound.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +14,12 @@ from typing import Any
 from runner.records.transcript import ToolCall
 from runner.scenarios import (
     AnswerContains,
+    AnswerNotContains,
     AnswerNumber,
     ArgumentMatcher,
+    Check,
+    Fact,
+    Manifest,
     Scenario,
     ToolCalled,
     ToolsExact,
@@ -18,18 +27,16 @@ from runner.scenarios import (
     ToolStep,
     Turn,
 )
-from runner.verdict import (
-    Planned,
-    find_numbers,
-    has_expected_answer,
-    literal_in,
-    relative_deviation,
-)
+from runner.verdict import Planned, has_expected_answer
 
-__all__ = ["UNKNOWN", "expected_text", "genuine_answer", "genuine_calls", "render_number"]
+__all__ = ["ANSWER_CHECKS", "UNKNOWN", "expected_text", "fact_text", "genuine_calls",
+           "ground_truth_answer", "named_fact", "render_number", "wanted"]
 
 UNKNOWN = "I don't know: the documents do not say."
 """What a right answer says when the ground truth is `expected_answer: null`."""
+
+ANSWER_CHECKS = (AnswerContains, AnswerNotContains, AnswerNumber)
+"""The checks decided on the answer's text: only a ground truth can show them passable."""
 
 
 def render_number(value: float) -> str:
@@ -39,13 +46,7 @@ def render_number(value: float) -> str:
     return f"{value:,.6g}"
 
 
-def expected_text(turn: Turn) -> str | None:
-    """The turn's expected answer as text (a list joined with "; "), None when none is given
-    (no key, or null)."""
-    truth = turn.ground_truth
-    if truth is None or not has_expected_answer(truth):
-        return None
-    value = truth.expected_answer
+def _as_text(value: str | int | float | list[str]) -> str:
     if isinstance(value, list):
         return "; ".join(str(item) for item in value)
     if isinstance(value, float | int) and not isinstance(value, bool):
@@ -53,31 +54,57 @@ def expected_text(turn: Turn) -> str | None:
     return str(value)
 
 
-def genuine_answer(turn: Turn, planned: list[Planned]) -> str:
-    """The ground truth, then whatever a positive answer check asks for that it does not yet
-    say (a turn may check the consequence — "Finance Director" — of the fact it cites)."""
+def expected_text(turn: Turn) -> str | None:
+    """The turn's expected answer as text (a list joined with "; "), None when none is given
+    (no key, or null)."""
     truth = turn.ground_truth
-    text = expected_text(turn)
-    parts = [text] if text else []
-    if truth is not None and truth.must_say_unknown:
-        parts.append(UNKNOWN)
-    for item in planned:
-        check = item.check
-        answer = " ".join(parts)
-        if isinstance(check, AnswerContains):
-            found = (literal_in(check.text, answer) if item.derived
-                     else (check.text.casefold() in answer.casefold() if check.ignore_case
-                           else check.text in answer))
-            if not found:
-                parts.append(check.text)
-        elif isinstance(check, AnswerNumber) and not _states(answer, check):
-            parts.append(render_number(check.value))
-    return ". ".join(parts) if parts else UNKNOWN
+    if truth is None or not has_expected_answer(truth) or truth.expected_answer is None:
+        return None
+    return _as_text(truth.expected_answer)
 
 
-def _states(answer: str, check: AnswerNumber) -> bool:
-    return any(relative_deviation(found.value, check.value) <= check.tolerance + 1e-12
-               for found in find_numbers(answer))
+def fact_text(fact: Fact) -> str | None:
+    """A manifest fact's answer as text; None when the document does not say."""
+    return None if fact.answer is None else _as_text(fact.answer)
+
+
+def named_fact(turn: Turn, manifest: Manifest | None) -> Fact | None:
+    """The manifest fact the turn's ground truth names (doc_id + fact_id), if it exists."""
+    truth = turn.ground_truth
+    if manifest is None or truth is None or not truth.doc_id or not truth.fact_id:
+        return None
+    for doc in manifest.documents + manifest.adversarial_documents:
+        if doc.id == truth.doc_id:
+            return next((fact for fact in doc.facts if fact.id == truth.fact_id), None)
+    return None
+
+
+def ground_truth_answer(turn: Turn, manifest: Manifest | None) -> str | None:
+    """The right answer as the ground truth alone gives it: `expected_answer`; "I don't know"
+    for `expected_answer: null`; with no `expected_answer` key, the answer of the fact the
+    ground truth names in the manifest (null there: "I don't know"). None when the turn has
+    no ground truth to answer from — its answer checks are then the judge's to decide."""
+    truth = turn.ground_truth
+    if truth is None:
+        return None
+    if truth.has_expected_answer:
+        return UNKNOWN if truth.must_say_unknown else expected_text(turn)
+    fact = named_fact(turn, manifest)
+    if fact is None:
+        return None
+    text = fact_text(fact)
+    return UNKNOWN if text is None else text
+
+
+def wanted(check: Check) -> str:
+    """What an answer check asks for, as the not-passable line quotes it."""
+    if isinstance(check, AnswerNumber):
+        return f"{render_number(check.value)} (±{check.tolerance:.2%})"
+    if isinstance(check, AnswerNotContains):
+        return f"no {check.text!r}"
+    if isinstance(check, AnswerContains):
+        return repr(check.text)
+    return check.type
 
 
 def genuine_calls(planned: list[Planned], scenario: Scenario) -> list[ToolCall]:

@@ -23,7 +23,7 @@ from runner.records.transcript import ToolCall
 from runner.report import ScenarioResult
 from runner.scenarios import Manifest, MaxToolCalls, Scenario, ToolsExact
 from runner.selftest._decide import decides
-from runner.selftest._genuine import genuine_answer, genuine_calls
+from runner.selftest._genuine import UNKNOWN, genuine_calls, ground_truth_answer
 from runner.selftest._wrong import wrong_answers
 from runner.system.paths import eval_root
 from runner.verdict import planned_checks
@@ -86,7 +86,8 @@ def _plan(scenarios: Iterable[Scenario], manifest: Manifest | None, oracle: bool
         for turn in scenario.turns:
             message = turn.user_message or turn.objective
             planned = planned_checks(turn)
-            answer = genuine_answer(turn, planned)
+            truth = ground_truth_answer(turn, manifest) or ""
+            answer = truth or UNKNOWN
             calls = genuine_calls(planned, scenario)
             limited = any(isinstance(item.check, ToolsExact | MaxToolCalls)
                           for item in planned)
@@ -94,7 +95,7 @@ def _plan(scenarios: Iterable[Scenario], manifest: Manifest | None, oracle: bool
                 calls = [ToolCall(name="query_documents")]
             kind = "genuine"
             if not oracle:
-                wrong = wrong_answers(turn, answer, planned, scenario, manifest)
+                wrong = wrong_answers(turn, truth, planned, scenario, manifest)
                 checks_answer = any(decides(item) and item.check.type.startswith("answer")
                                     for item in planned)
                 calls = calls if checks_answer else []

@@ -30,7 +30,8 @@ class Slipped(BaseModel):
 
 
 class TurnSelftest(BaseModel):
-    """One turn that has a check able to fail a wrong attempt."""
+    """One turn that has a check able to fail a wrong attempt, or answer checks left to the
+    judge (then `checks` is empty)."""
 
     turn: int = Field(description="the turn number, as in the scenario")
     checks: list[str] = Field(description="the check types the turn is decided on")
@@ -41,6 +42,8 @@ class TurnSelftest(BaseModel):
     wrong_tried: int = Field(description="how many wrong answers were tried")
     slipped: list[Slipped] = Field(default_factory=list, description=(
         "the wrong answers that passed every check (empty: discriminating)"))
+    judge_only_checks: list[str] = Field(default_factory=list, description=(
+        "answer checks left to the judge: the turn has no ground truth to prove them on"))
 
 
 class ScenarioSelftest(BaseModel):
@@ -91,9 +94,11 @@ def render(report: SelftestReport) -> list[str]:
         for failure in item.genuine_failures:
             lines.append(f"  {item.file}: scenario checks fail the genuine trajectory: {failure}")
         for turn in item.turns:
+            if turn.judge_only_checks:
+                lines.append(f"  {item.file}: turn {turn.turn}: no ground truth, so its answer "
+                             f"checks ({', '.join(turn.judge_only_checks)}) are judge-only")
             for failure in turn.genuine_failures:
-                lines.append(f"  {item.file}: turn {turn.turn}: the genuine answer "
-                             f"{turn.genuine_answer!r} fails: {failure}")
+                lines.append(f"  {item.file}: turn {turn.turn}: not passable: {failure}")
             for slipped in turn.slipped:
                 lines.append(f"  {item.file}: turn {turn.turn}: wrong answer ({slipped.kind}) "
                              f"passed every check: {slipped.answer!r}")

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 from runner.scenarios import AnswerContains, AnswerNumber, CorpusDocument, Manifest, Scenario, Turn
-from runner.selftest._genuine import UNKNOWN, expected_text, render_number
+from runner.selftest._genuine import UNKNOWN, expected_text, fact_text, render_number
 from runner.verdict import DATES, NUMBER, Planned, literal_in, value_of
 
 __all__ = ["OFF_BY", "WrongAnswer", "wrong_answers"]
@@ -33,9 +33,10 @@ def wrong_answers(turn: Turn, genuine: str, planned: list[Planned], scenario: Sc
                   manifest: Manifest | None) -> list[WrongAnswer]:
     """Every wrong answer that applies to the turn.
 
-    "I don't know" is not wrong where the ground truth says the document does not say; where
-    the turn gives no expected answer at all (a refusal is right), neither "I don't know" nor
-    an empty answer is a wrong one: there is no fact for them to lack.
+    `genuine` is the ground truth's answer ("" when the turn has none). "I don't know" is not
+    wrong where the ground truth says the document does not say; where the turn has no ground
+    truth, neither "I don't know" nor an empty answer is a wrong one: there is no fact for
+    them to lack.
     """
     wrong: list[WrongAnswer] = []
     if any(isinstance(item.check, AnswerNumber) for item in planned):
@@ -44,10 +45,9 @@ def wrong_answers(turn: Turn, genuine: str, planned: list[Planned], scenario: Sc
             wrong.append(WrongAnswer(f"{OFF_BY:.0%} off", off))
     wrong += _other_facts(turn, planned, scenario, manifest)
     wrong.append(WrongAnswer("hedged list", _hedged(planned)))
-    truth = turn.ground_truth
-    if expected_text(turn) is not None:
+    if genuine not in ("", UNKNOWN):
         wrong.append(WrongAnswer("I don't know", UNKNOWN))
-    if expected_text(turn) is not None or (truth is not None and truth.must_say_unknown):
+    if genuine:
         wrong.append(WrongAnswer("empty answer", ""))
     return wrong
 
@@ -103,9 +103,9 @@ def _other_facts(turn: Turn, planned: list[Planned], scenario: Scenario,
         for fact in doc.facts:
             if fact.id == own or fact.answer is None:
                 continue
-            text = ("; ".join(fact.answer) if isinstance(fact.answer, list)
-                    else render_number(float(fact.answer))
-                    if isinstance(fact.answer, int | float) else fact.answer)
+            text = fact_text(fact)
+            if text is None:
+                continue
             if (expected and literal_in(expected, text)) or any(
                     literal_in(want, text) for want in wanted):
                 continue

@@ -92,8 +92,10 @@ def test_a_gaia_tree_is_reported_without_failing_on_judge_only_scenarios(path):
 
 
 def test_a_literal_found_in_every_answer_exits_1_naming_file_turn_and_answer(tmp_path):
-    folder = tree(tmp_path, budget_scenario(
-        [engineering(checks=[{"type": "answer_contains", "text": "t", "ignore_case": True}])]))
+    truth = {"doc_id": "budget_fy2027", "fact_id": "engineering_allocation",
+             "expected_answer": "Engineering gets $2,450,000"}
+    folder = tree(tmp_path, budget_scenario([engineering(
+        ground_truth=truth, checks=[{"type": "answer_contains", "text": "e", "ignore_case": True}])]))
     code, output = invoke(str(folder), "--corpus", str(EVAL / "corpus"))
     assert code == 1
     assert "not_discriminating" in output
@@ -102,6 +104,47 @@ def test_a_literal_found_in_every_answer_exits_1_naming_file_turn_and_answer(tmp
     assert "hedged list" in output and "It could be" in output
     assert output.strip().splitlines()[-1] == (
         "1 of 1 scenarios decidable offline: 0 not passable, 1 not discriminating")
+
+
+@pytest.mark.parametrize(("check", "wants"), [
+    ({"type": "answer_contains", "text": "$2,540,000"}, "answer_contains '$2,540,000'"),
+    ({"type": "answer_number", "value": 2540000, "tolerance": 0.01},
+     "answer_number 2,540,000 (±1.00%)"),
+])
+def test_a_check_that_contradicts_the_ground_truth_exits_1_naming_file_turn_and_both_values(
+        tmp_path, check, wants):
+    # The genuine answer is the ground truth alone: $2,450,000 with a check asking for the
+    # transposed $2,540,000 is a scenario a correct agent fails for ever.
+    folder = tree(tmp_path, budget_scenario([engineering(checks=[check])]))
+    code, output = invoke(str(folder), "--corpus", str(EVAL / "corpus"))
+    assert code == 1, output
+    line = next(line for line in output.splitlines() if "not passable:" in line)
+    assert line.startswith(f"  {folder / 's0.yaml'}: turn 1: not passable: {wants} ")
+    assert "the ground truth '$2,450,000'" in line
+    assert output.strip().splitlines()[-1] == (
+        "1 of 1 scenarios decidable offline: 1 not passable, 0 not discriminating")
+
+
+def test_without_an_expected_answer_the_genuine_answer_is_the_named_fact_of_the_manifest():
+    truth = {"doc_id": "budget_fy2027", "fact_id": "engineering_allocation"}
+    checks = [{"type": "answer_number", "value": 2450000, "tolerance": 0.001}]
+    result = selftest_of(budget_scenario([engineering(ground_truth=truth, checks=checks)]))
+    assert result.verdict is Verdict.SOUND
+    assert result.turns[0].genuine_answer == "$2,450,000"
+    checks = [{"type": "answer_contains", "text": "Finance Director"}]
+    result = selftest_of(budget_scenario([engineering(ground_truth=truth, checks=checks)]))
+    assert result.verdict is Verdict.NOT_PASSABLE
+
+
+def test_a_turn_without_ground_truth_leaves_its_answer_checks_to_the_judge(tmp_path):
+    checks = [{"type": "answer_number", "value": 2450000}]
+    folder = tree(tmp_path, budget_scenario([engineering(
+        checks=checks, ground_truth=None, success_criteria="States the Engineering figure.")]))
+    code, output = invoke(str(folder), "--corpus", str(EVAL / "corpus"))
+    assert code == 0, output
+    assert (f"{folder / 's0.yaml'}: turn 1: no ground truth, so its answer checks "
+            "(answer_number) are judge-only") in output
+    assert output.startswith("judge_only")
 
 
 def test_a_sound_planted_tree_exits_0(tmp_path):
