@@ -37,7 +37,7 @@ from runner.report._html import render_html
 from runner.report._identity import served_model_of
 from runner.report._inspect import InspectUnavailable, export_run
 from runner.report._junit import render_junit
-from runner.report._load import ScorecardError, read_any_scorecard, read_traces
+from runner.report._load import ScorecardError, read_any_scorecard, read_trace, read_traces
 from runner.report._models import (
     SCHEMA_VERSION,
     Cost,
@@ -98,6 +98,7 @@ __all__ = [
     "percentile",
     "read_any_scorecard",
     "read_scorecard",
+    "read_trace",
     "read_traces",
     "render_driver_html",
     "render_driver_md",

@@ -10,10 +10,10 @@ import os
 import tempfile
 from pathlib import Path
 
-from pydantic import ValidationError
+from runner.report._load import read_scorecard
 
-from runner.report._models import Scorecard
-from runner.system.bounded_read import SCORECARD_BYTES, BoundedReadError, read_bounded_text
+__all__ = ["GAIA_SCORECARD", "HTML", "JUNIT", "SCORECARD", "SUMMARY", "atomic_write",
+           "read_scorecard"]
 
 SCORECARD = "scorecard.json"
 GAIA_SCORECARD = "scorecard.gaia.json"
@@ -36,27 +36,3 @@ def atomic_write(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-
-
-def read_scorecard(path: Path) -> Scorecard:
-    """Load a scorecard.json, with one clear error naming the file when it is not valid."""
-    try:
-        return Scorecard.model_validate_json(read_bounded_text(path, SCORECARD_BYTES))
-    except BoundedReadError as exc:
-        if not os.path.lexists(path):
-            raise FileNotFoundError(
-                f"{path}: no scorecard here; pass the run folder's scorecard.json") from None
-        raise ValueError(f"{exc}; pass the scorecard.json a run wrote") from None
-    except RecursionError:
-        raise ValueError(f"{path}: JSON nested too deeply to be a scorecard") from None
-    except FileNotFoundError:
-        raise FileNotFoundError(
-            f"{path}: no scorecard here; pass the run folder's scorecard.json"
-        ) from None
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        raise ValueError(
-            f"{path}: field {field}: {first['msg']}; the file is not a trialbox scorecard "
-            f"(schema runner/report/schemas/scorecard.schema.json) or is from another version"
-        ) from None

@@ -8,7 +8,7 @@ exit 2 (unreadable input).
 
 from __future__ import annotations
 
-import json
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -17,14 +17,19 @@ from pydantic import BaseModel, ValidationError
 
 from runner.report._from_gaia import gaia_to_scorecard
 from runner.report._gaia import BaselineMeta, GaiaScorecard
-from runner.report._models import Scorecard, Trace
+from runner.report._models import SCHEMA_VERSION, Scorecard, Trace
 from runner.system.bounded_read import (
     SCORECARD_BYTES,
     SETTINGS_BYTES,
     TRACE_BYTES,
     BoundedReadError,
     checked_path,
-    read_bounded_text,
+)
+from runner.system.json_input import (
+    InputError,
+    check_schema_version,
+    field_path,
+    read_json_input,
 )
 
 #: Looked for, in this order, when a folder is given.
@@ -32,19 +37,12 @@ SCORECARD_NAMES = ("scorecard.json", "baseline.json", "scorecard.gaia.json")
 BASELINE_META = "meta.json"  # beside a baseline scorecard, as GAIA keeps it
 
 
-class ScorecardError(ValueError):
-    """A scorecard (or its meta.json) that cannot be read; the message says how to fix it."""
-
-
-def field_path(loc: tuple[int | str, ...]) -> str:
-    """pydantic's error location as a reader writes it: scenarios[3].scenario_id."""
-    text = ""
-    for part in loc:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text or "(top level)"
+class ScorecardError(InputError):
+    """A scorecard, trace or meta.json that cannot be read; the message says how to fix it."""
 
 
 def _first_error(path: Path, exc: ValidationError, fix: str) -> ScorecardError:
+    # Only the location and pydantic's message: its `input` would echo the file's content.
     first = exc.errors()[0]
     return ScorecardError(f"{path}: {field_path(first['loc'])}: {first['msg']}; {fix}")
 
@@ -73,18 +71,9 @@ def locate_scorecard(path: Path) -> Path:
 
 def _json(path: Path, fix: str, limit: int = SCORECARD_BYTES) -> Any:
     try:
-        return json.loads(read_bounded_text(path, limit))
-    except BoundedReadError as exc:
-        raise ScorecardError(f"{exc}; {fix}") from None
-    except RecursionError:
-        # 100 000 nested brackets: not a scorecard, and never to be read as a "regression".
-        raise ScorecardError(f"{path}: JSON nested too deeply to be a scorecard; {fix}") from None
-    except json.JSONDecodeError as exc:
-        raise ScorecardError(
-            f"{path}: not JSON (line {exc.lineno} column {exc.colno}: {exc.msg}); {fix}"
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ScorecardError(f"{path}: cannot be read ({exc}); check the path") from None
+        return read_json_input(path, limit, fix)
+    except InputError as exc:
+        raise ScorecardError(str(exc)) from None
 
 
 def read_baseline_meta(folder: Path) -> BaselineMeta | None:
@@ -132,14 +121,7 @@ def read_any_scorecard(path: Path) -> Scorecard:
             f"scorecard.json a run wrote"
         )
     if is_ours(data):
-        card: Scorecard = _validate(
-            Scorecard,
-            file,
-            data,
-            "the file is not a valid trialbox scorecard (schema "
-            "runner/report/schemas/scorecard.schema.json); re-run or restore it",
-        )
-        return card
+        return _our_scorecard(file, data)
     gaia: GaiaScorecard = _validate(
         GaiaScorecard,
         file,
@@ -153,17 +135,62 @@ def read_any_scorecard(path: Path) -> Scorecard:
     )
 
 
+def _check_version(path: Path, data: dict[str, Any]) -> None:
+    try:
+        check_schema_version(path, data, SCHEMA_VERSION, _written_by(data))
+    except InputError as exc:
+        raise ScorecardError(str(exc)) from None
+
+
+def _our_scorecard(file: Path, data: dict[str, Any]) -> Scorecard:
+    _check_version(file, data)
+    card: Scorecard = _validate(
+        Scorecard,
+        file,
+        data,
+        "the file is not a valid trialbox scorecard (schema "
+        "runner/report/schemas/scorecard.schema.json); re-run or restore it",
+    )
+    return card
+
+
+def read_scorecard(path: Path) -> Scorecard:
+    """A run folder's own scorecard.json (trialbox's format only), refused as `read_any_scorecard`
+    refuses; FileNotFoundError when there is none (a run that has not written one yet)."""
+    path = Path(path)
+    if not os.path.lexists(path):
+        raise FileNotFoundError(f"{path}: no scorecard here; pass the run folder's scorecard.json")
+    data = _json(path, "pass the scorecard.json a run wrote (it may be cut short: re-run)")
+    if not isinstance(data, dict):
+        raise ScorecardError(f"{path}: top level is {type(data).__name__}, not a scorecard "
+                             "object; pass the scorecard.json a run wrote")
+    return _our_scorecard(path, data)
+
+
+def _written_by(data: dict[str, Any]) -> str | None:
+    """The trialbox version a scorecard's config (or a trace's row) says wrote it."""
+    config = data.get("config")
+    version = config.get("trialbox_version") if isinstance(config, dict) else None
+    return version if isinstance(version, str) else None
+
+
+TRACE_FIX = "delete the trace or re-run its scenario"
+
+
+def read_trace(path: Path) -> Trace:
+    """One trace file, refused (ScorecardError) as any scorecard would be: bounded, no link out
+    of traces/, finite numbers, a schema_version this trialbox reads, a valid Trace."""
+    data = _json(path, TRACE_FIX, TRACE_BYTES)
+    if not isinstance(data, dict):
+        raise ScorecardError(f"{path}: not a trace object; {TRACE_FIX}")
+    _check_version(path, data)
+    trace: Trace = _validate(Trace, path, data, f"not a valid trialbox trace; {TRACE_FIX}")
+    return trace
+
+
 def read_traces(run: Path) -> list[Trace]:
     """Every trace of a run folder (traces/*.json); [] when it has none (e.g. GAIA's)."""
     folder = Path(run)
     if folder.is_file():
         folder = folder.parent
-    traces = []
-    for path in sorted((folder / "traces").glob("*.json")):
-        data = _json(path, "delete the trace or re-run its scenario", TRACE_BYTES)
-        if not isinstance(data, dict):
-            raise ScorecardError(f"{path}: not a trace object; delete it or re-run the scenario")
-        traces.append(
-            _validate(Trace, path, data, "not a valid trialbox trace; delete it or re-run it")
-        )
-    return traces
+    return [read_trace(path) for path in sorted((folder / "traces").glob("*.json"))]

@@ -20,8 +20,6 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from runner.report._assemble import build_scorecard
 from runner.report._folder import (
     GAIA_SCORECARD,
@@ -41,10 +39,10 @@ from runner.report._inspect import (
     write_inspect_log,
 )
 from runner.report._junit import render_junit
+from runner.report._load import ScorecardError, read_trace
 from runner.report._models import RunConfig, ScenarioResult, Scorecard, Trace
 from runner.report._summary_md import render_summary_md
 from runner.report._to_gaia import gaia_json
-from runner.system.bounded_read import TRACE_BYTES, BoundedReadError, read_bounded_text
 from runner.verdict.trials import JudgeAgreement
 
 
@@ -123,8 +121,8 @@ class RunWriter:
         adopted = []
         for path in sorted((self.run_dir / "traces").glob("*.json")):
             try:
-                trace = Trace.model_validate_json(read_bounded_text(path, TRACE_BYTES))
-            except (BoundedReadError, ValidationError, ValueError):
+                trace = read_trace(path)
+            except ScorecardError:
                 continue
             if trace.result.key not in known:
                 adopted.append(trace.result)

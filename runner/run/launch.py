@@ -14,7 +14,16 @@ from typing import Any, TextIO, TypeVar
 
 from runner import __version__
 from runner.conversation.agents import AgentRegistry
-from runner.report import RunConfig, RunWriter, Scorecard, Trace, declared_order, served_model_of
+from runner.report import (
+    RunConfig,
+    RunWriter,
+    Scorecard,
+    ScorecardError,
+    Trace,
+    declared_order,
+    read_trace,
+    served_model_of,
+)
 from runner.run.backend import agent_ui_image, make_backend
 from runner.run.conversations import LiveConversations, ReplayedConversations
 from runner.run.decoding import decoding_label, with_decoding
@@ -40,7 +49,6 @@ from runner.run.resume import check_served_model, say_kept_foreign
 from runner.run.settings import Backend, RunSettings
 from runner.sandbox import SandboxBackend, SandboxError
 from runner.scenarios import Manifest, Scenario
-from runner.system.bounded_read import TRACE_BYTES, read_bounded_text
 
 T = TypeVar("T")
 
@@ -184,19 +192,42 @@ def _sweep(run_id: str, say: Callable[[str], None], why: str, llm_container: str
 async def rescore(original: Path, settings: RunSettings, say: Callable[[str], None]) -> Scorecard:
     """Judge the saved transcripts of `original` again (with `settings`' judge) into a new run
     folder, without touching the agent: no sandbox is opened."""
-    saved = {}
-    for path in sorted((original / "traces").glob("*.json")):
-        trace = Trace.model_validate_json(read_bounded_text(path, TRACE_BYTES))
-        saved[trace.result.key] = trace
-    if not saved:
-        raise UsageError(f"{original}/traces holds no trace to rescore")
+    saved = saved_traces(original)
     chosen, manifest, _ = selected_scenarios(settings)
     scenarios = [s for s in chosen if any(k.split("__trial")[0] == s.id for k in saved)]
+    known = {s.id for s in scenarios}
+    orphans = sorted(k for k in saved if k.split("__trial")[0] not in known)
+    if orphans:
+        # Said, not dropped silently: "79 announced, 78 rescored" hid one.
+        say(f"{len(orphans)} trace(s) have no scenario in the suite and are not rescored: "
+            + ", ".join(orphans[:10]) + (" …" if len(orphans) > 10 else ""))
+        saved = {k: t for k, t in saved.items() if k not in orphans}
+    if not saved:
+        raise UsageError(f"{original}/traces holds no trace of a scenario in the suite to rescore")
     say(f"rescoring {len(saved)} trace(s) of {original.name} into run {settings.run_id}")
     judge, _ = await prepare_judge(settings, say)
     writer = open_writer(settings, scenarios, resume=False, extra={"rescored_from": original.name})
     engine = Engine(settings, scenarios, ReplayedConversations(saved, manifest), judge, writer, say=say)
     return await engine.run()
+
+
+def saved_traces(run_dir: Path) -> dict[str, Trace]:
+    """The run's traces by result key, each read by the one trace loader; a trace that cannot
+    be read, or whose row names another file than its own, is a UsageError (exit 2)."""
+    saved = {}
+    for path in sorted((run_dir / "traces").glob("*.json")):
+        try:
+            trace = read_trace(path)
+        except ScorecardError as exc:
+            raise UsageError(str(exc)) from None
+        if f"{trace.result.key}.json" != path.name:
+            # A row id like ../../x would name files outside the new run folder.
+            raise UsageError(f"{path}: result.id: does not match the trace's file name; "
+                             "delete the trace or re-run its scenario")
+        saved[trace.result.key] = trace
+    if not saved:
+        raise UsageError(f"{run_dir}/traces holds no trace to rescore")
+    return saved
 
 
 def run_to_end(work: Coroutine[Any, Any, T]) -> T:

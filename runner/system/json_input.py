@@ -1,0 +1,105 @@
+"""Reading a JSON file trialbox once wrote and now gets back from a user: the steps every kind of
+file (scorecard, trace, run.json, baseline, GAIA scorecard) shares before its model validates it.
+
+Why one place: a CI pipeline keeps scorecards for months and feeds them back as baselines, edited,
+truncated or linked elsewhere. Each loader calls `read_json_input` (a link that leaves its folder
+refused, the read bounded, the JSON parsed with every number finite) and `check_schema_version`,
+and every refusal is one `InputError` line naming the file, the field and the fix — never the
+file's content, which may be someone's /etc/shadow behind a link.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from runner.system.bounded_read import BoundedReadError, read_bounded_text
+
+_VERSION = re.compile(r"[0-9][0-9A-Za-z.+-]{0,39}")
+
+
+class InputError(ValueError):
+    """A file trialbox reads back is refused; the message names the file, the field and the fix."""
+
+
+def field_path(loc: tuple[int | str, ...]) -> str:
+    """A location inside a JSON document as a reader writes it: scenarios[3].scenario_id."""
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "(top level)"
+
+
+def refuse_escaping_link(path: Path, fix: str) -> None:
+    """InputError when `path` is a symbolic link whose target is outside the link's own folder:
+    a trace linked to another run's trace, or a scorecard linked to /etc/passwd, is not this
+    folder's file, whatever its content."""
+    if not os.path.islink(path):
+        return
+    folder = Path(os.path.realpath(path.parent))
+    target = Path(os.path.realpath(path))
+    if not target.is_relative_to(folder):
+        raise InputError(f"{path}: is a symbolic link leading out of its folder; refused without "
+                         f"reading it; {fix}")
+
+
+def first_non_finite(data: Any, loc: tuple[int | str, ...] = ()) -> tuple[int | str, ...] | None:
+    """Where the first NaN or infinite number in parsed JSON is (Python's json reads `NaN`,
+    `Infinity` and `1e999` as floats), or None. Iterative: a deep document must not recurse."""
+    stack: list[tuple[tuple[int | str, ...], Any]] = [(loc, data)]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            return where
+        if isinstance(value, dict):
+            stack.extend((where + (str(k),), v) for k, v in reversed(value.items()))
+        elif isinstance(value, list):
+            stack.extend((where + (i,), v) for i, v in reversed(list(enumerate(value))))
+    return None
+
+
+def read_json_input(path: Path, limit: int, fix: str) -> Any:
+    """The parsed JSON of `path`: a regular file (links out of its folder refused), at most
+    `limit` bytes, valid JSON whose numbers are all finite; else InputError ending with `fix`."""
+    if os.path.isfile(path):  # not a regular file at all: read_bounded names what it is
+        refuse_escaping_link(path, fix)
+    try:
+        data = json.loads(read_bounded_text(path, limit))
+    except BoundedReadError as exc:
+        raise InputError(f"{exc}; {fix}") from None
+    except RecursionError:
+        raise InputError(f"{path}: JSON nested too deeply to be trialbox's file; {fix}") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: not JSON (line {exc.lineno} column {exc.colno}: "
+                         f"{exc.msg}); {fix}") from None
+    except ValueError:  # an integer of more than 4300 digits: Python refuses to convert it
+        raise InputError(f"{path}: holds a number too long to read; {fix}") from None
+    where = first_non_finite(data)
+    if where is not None:
+        raise InputError(f"{path}: {field_path(where)}: not a finite number (NaN or infinite); "
+                         f"{fix}")
+    return data
+
+
+def check_schema_version(path: Path, data: dict[str, Any], current: int,
+                         written_by: str | None = None) -> None:
+    """InputError unless `data`'s schema_version (absent: `current`) is one this trialbox reads.
+    Newer: refused, naming the trialbox that wrote it (a newer format read as ours would be
+    misread silently); older than 1: there is no such version."""
+    version = data.get("schema_version", current)
+    if type(version) is not int:  # noqa: E721 — True is an int to isinstance
+        raise InputError(f"{path}: schema_version: not a whole number; restore the file as "
+                         "trialbox wrote it")
+    if version > current:
+        # Only a plain version string is named: the field is the file's content, not ours.
+        plain = isinstance(written_by, str) and _VERSION.fullmatch(written_by)
+        writer = f"trialbox {written_by}" if plain else "a newer trialbox"
+        raise InputError(f"{path}: schema_version {version} was written by {writer}; this "
+                         f"trialbox reads version {current} — upgrade trialbox to read it")
+    if version < 1:
+        raise InputError(f"{path}: schema_version {version} is not a version trialbox ever "
+                         "wrote (the first is 1); restore the file as trialbox wrote it")
