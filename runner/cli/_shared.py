@@ -16,6 +16,7 @@ from rich.console import Console
 from runner.cli.options import RunOptions
 from runner.run.errors import EXIT_INFRA, EXIT_USAGE, InfraError, UsageError
 from runner.system.paths import eval_root
+from runner.system.writes import WriteRefused
 
 if TYPE_CHECKING:
     from runner.run.settings import RunSettings
@@ -53,13 +54,22 @@ def progress_to_stderr() -> None:
 @contextmanager
 def exit_codes() -> Iterator[None]:
     """A refusal (UsageError) ends the command with exit 2, an infrastructure failure
-    (InfraError) with exit 3; each prints its message."""
+    (InfraError) with exit 3, a write refused (WriteRefused) with either; each prints its
+    message."""
     try:
         yield
     except UsageError as exc:
         fail(str(exc), EXIT_USAGE)
     except InfraError as exc:
         fail(str(exc), EXIT_INFRA)
+    except WriteRefused as exc:
+        fail(str(exc), write_exit_code(exc))
+
+
+def write_exit_code(exc: WriteRefused) -> int:
+    """A full or failing disk is the machine's (exit 3); a place that cannot take the file is
+    the user's choice (exit 2)."""
+    return EXIT_INFRA if exc.infrastructure else EXIT_USAGE
 
 
 def or_fail(make: Callable[[], T]) -> T:
@@ -165,6 +175,19 @@ def stack_llm_container(backend: str) -> str | None:
     return find_llm_container()
 
 
+def stack_server(options: RunOptions, choice: Any) -> tuple[str, str]:
+    """`--llm-server`: the stack's LLM service started (or kept) with that server; refused
+    beside --llm-url/--llm-container (a server trialbox does not start is not its to choose)
+    and with the local backend (its Agent UI reaches the server on loopback, not the stack)."""
+    from runner.run.stack_up import start_llm
+
+    if options.llm_container or options.llm_url != RunOptions.llm_url:
+        fail("--llm-server starts the stack's own LLM server; leave out --llm-url and "
+             "--llm-container (they name a server trialbox did not start), or --llm-server",
+             EXIT_USAGE)
+    return infra(lambda: start_llm(console, choice, options.llm_server))
+
+
 def new_run_settings(options: RunOptions, *, agent_dirs: list[Path], target_url: str | None = None,
                      **only_run: Any) -> RunSettings:
     """A new run (fresh id) from the options `run` and `fix` share; `run`'s own settings
@@ -176,14 +199,17 @@ def new_run_settings(options: RunOptions, *, agent_dirs: list[Path], target_url:
         fail(f"--backend {options.backend!r}: choose docker or local", EXIT_USAGE)
     choice = choose_device(options.device)
     suite_paths, corpus_root = suite_and_corpus(options.paths, options.corpus)
+    llm_url, llm_container = options.llm_url, options.llm_container
+    if options.llm_server is not None:  # trialbox starts (or keeps) that server as the stack's
+        llm_container, llm_url = stack_server(options, choice)
     return RunSettings(
         run_id=new_run_id(), suite_paths=suite_paths, corpus_root=corpus_root,
         results_root=options.results,
         selection=Selection(ids=options.scenario or [], categories=options.category or [],
                             tags=options.tag or [], exclude_tags=options.exclude_tag or []),
-        backend=Backend(options.backend), device=SESSION_DEVICE[choice.device],
-        device_reason=choice.reason, llm_url=options.llm_url,
-        llm_container=options.llm_container
+        backend=Backend(options.backend), device=SESSION_DEVICE[choice.device], stack_device=choice.device,
+        device_reason=choice.reason, llm_url=llm_url,
+        llm_container=llm_container
         or (None if target_url else stack_llm_container(options.backend)),
         concurrency=options.concurrency, timeout_s=options.timeout,
         judge_provider=options.judge_provider, judge_model=options.judge_model,

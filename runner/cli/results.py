@@ -9,9 +9,20 @@ from typing import Annotated
 
 import typer
 
-from runner.cli._shared import check_urls, command_group, console, env_urls, fail, or_fail, say
+from runner.cli._shared import (
+    check_urls,
+    command_group,
+    console,
+    env_urls,
+    exit_codes,
+    fail,
+    or_fail,
+    say,
+    write_exit_code,
+)
 from runner.cli.options import JsonOutput, JudgeModel, JudgeProvider, JudgeUrl
-from runner.run.errors import EXIT_INFRA, EXIT_USAGE, UsageError
+from runner.run.errors import EXIT_INFRA, EXIT_USAGE
+from runner.system.writes import WriteRefused
 
 export_app = command_group("Write a run in another tool's format.")
 ScorecardPath = Annotated[Path, typer.Argument(help="scorecard (file or run folder), ours or GAIA's")]
@@ -41,9 +52,8 @@ def rescore(
         "judge_model": judge_model, "judge_url": judge_url, "simulator_mode": "scripted", "rejudge": rejudge,
     })
     try:
-        card = asyncio.run(replay(run_dir, settings, say))
-    except UsageError as exc:
-        fail(str(exc), EXIT_USAGE)
+        with exit_codes():
+            card = asyncio.run(replay(run_dir, settings, say))
     except KeyboardInterrupt:
         console.print(f"[yellow]interrupted[/]: partial rescore in {settings.run_dir}", soft_wrap=True)
         raise typer.Exit(EXIT_INFRA) from None
@@ -64,6 +74,8 @@ def export_inspect(
 
     try:
         path = export_run(run_dir, out)
+    except WriteRefused as exc:
+        fail(escape(str(exc)), write_exit_code(exc))
     except (InspectUnavailable, FileNotFoundError, ValueError) as exc:
         fail(escape(str(exc)), EXIT_USAGE)  # escape: rich would eat "[inspect]" as markup
     say(f"wrote {path} — open it with: inspect view --log-dir {path.parent}")
@@ -156,7 +168,8 @@ def compare(
         if driver is not None and report:
             say(render_driver_md(driver))
     if driver is not None and html is not None:
-        atomic_write(html, render_driver_html(driver))
+        with exit_codes():
+            atomic_write(html, render_driver_html(driver))
         if not as_json:
             say(f"driver-build report: {html}")
     raise typer.Exit(result.exit_code)
@@ -166,5 +179,7 @@ def schema(dest: Annotated[Path, typer.Argument()] = Path("runner/report/schemas
     """Export the JSON Schemas of every file trialbox writes."""
     from runner.run.schemas import export_schemas
 
-    for path in export_schemas(dest):
+    with exit_codes():
+        written = export_schemas(dest)
+    for path in written:
         say(str(path))

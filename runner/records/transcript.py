@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from runner.records.quantities import Seconds
+
 UserMessageSource = Literal["verbatim", "extracted", "simulated"]
 """Where a user turn's words came from: the turn's `user_message` as written, the one question
 quoted in its `objective`, or a simulator model writing from the objective and persona."""
@@ -54,7 +56,7 @@ class GaiaReportedPerformance(BaseModel):
 class TurnPerformance(BaseModel):
     """Speed of one turn. None means not measured (never a guess)."""
 
-    wall_s: float = Field(description="seconds from sending the user message to the final answer")
+    wall_s: Seconds = Field(description="seconds from sending the user message to the final answer")
     time_to_first_token_s: float | None = Field(
         default=None, description="seconds to the first generated token of the turn's first "
         "LLM call (see `source`)")

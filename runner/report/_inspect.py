@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
-import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -29,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from runner.records.status import Status
 from runner.report._folder import SCORECARD, read_scorecard
 from runner.report._models import ScenarioResult, Scorecard
+from runner.system.writes import atomic_replace
 
 if TYPE_CHECKING:
     from inspect_ai.log import EvalLog, EvalSample
@@ -183,16 +182,8 @@ def write_inspect_log(card: Scorecard, path: Path, *, suite: str = "trialbox") -
     log = eval_log_of(card, suite=suite)
     from inspect_ai.log import write_eval_log
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        _without_the_callers_loop(lambda: write_eval_log(log, tmp, format="eval"))
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_replace(path, lambda tmp: _without_the_callers_loop(
+        lambda: write_eval_log(log, str(tmp), format="eval")))
     return path
 
 

@@ -16,6 +16,7 @@ from pydantic import Field
 
 from runner.records.judgments import ClaimJudgment, DimensionScores, JudgeUsage, Judgments
 from runner.records.outcomes import CheckResult
+from runner.records.quantities import Dollars, Score, Seconds
 from runner.records.status import Status
 from runner.records.transcript import (
     SetupTimings,
@@ -50,7 +51,7 @@ class TurnResult(StrictModel):
     tool_calls: list[ToolCall] = Field(
         default_factory=list, description="the agent's tool calls, in causal order"
     )
-    score: float | None = Field(
+    score: Score | None = Field(
         default=None, description="recomputed from dims (0-10); None when not judged"
     )
     passed: bool | None = Field(
@@ -131,7 +132,7 @@ class ScenarioResult(StrictModel):
         default=None, description="amd-gaia version of the Agent UI under test, when known"
     )
     status: Status = Field(description="GAIA's status vocabulary plus NOT_JUDGED")
-    score: float | None = Field(
+    score: Score | None = Field(
         default=None, description="mean of recomputed turn scores (0-10); None when not judged"
     )
     gates: QualityGates = Field(
@@ -155,7 +156,7 @@ class ScenarioResult(StrictModel):
     root_cause: str | None = Field(default=None, description="the judge's root cause")
     recommended_fix: str | None = Field(default=None, description="the judge's recommended fix")
     error: str | None = Field(default=None, description="infrastructure error, when any")
-    wall_s: float | None = Field(default=None, description="scenario wall clock, seconds")
+    wall_s: Seconds | None = Field(default=None, description="scenario wall clock, seconds")
     setup: SetupTimings | None = Field(
         default=None,
         description="where the set-up time before the first turn went (from the transcript); "
@@ -171,7 +172,7 @@ class ScenarioResult(StrictModel):
     judge_usage: JudgeUsage | None = Field(
         default=None, description="tokens spent judging this scenario"
     )
-    cost_usd: float = Field(default=0.0, description="estimated judge cost, US dollars")
+    cost_usd: Dollars = Field(default=0.0, description="estimated judge cost, US dollars")
     node: NodeIdentity | None = Field(
         default=None,
         description="the cluster node it ran on, with that node's hardware and served model; "
@@ -260,7 +261,7 @@ class RunConfig(StrictModel):
 class Cost(StrictModel):
     """What judging the run cost (estimates for priced models; local models cost 0)."""
 
-    estimated_total_usd: float = Field(default=0.0, description="sum over scenarios, US dollars")
+    estimated_total_usd: Dollars = Field(default=0.0, description="sum over scenarios, US dollars")
     judge_requests: int = Field(default=0, description="requests sent to the judge")
     judge_input_tokens: int = Field(default=0, description="prompt tokens")
     judge_output_tokens: int = Field(default=0, description="generated tokens")

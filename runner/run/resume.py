@@ -29,8 +29,8 @@ def resume_settings(run_dir: Path) -> RunSettings:
     try:
         settings = RunSettings.load(run_dir)
     except (ValueError, OSError) as exc:
-        raise UsageError(f"{run_dir}/run.json is not readable ({first_line(exc)}) — "
-                         "start a new run instead of resuming this one") from None
+        # The loader's line names the file, the field and the fix (never the value read).
+        raise UsageError(f"cannot use {run_dir}: {first_line(exc)}") from None
     if not RUN_ID.fullmatch(settings.run_id) or settings.run_id != run_dir.resolve().name:
         raise UsageError(f"{run_dir}/run.json: field run_id: {settings.run_id!r} is not this "
                          f"folder's run id ({run_dir.resolve().name!r}) — pass the run folder "

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from runner.report import BaselineMeta, Comparison, DriverReport, GaiaScorecard, Scorecard, Trace
 from runner.run.settings import RunSettings
+from runner.system.writes import atomic_write
 
 SCHEMA_DIR = Path(__file__).resolve().parents[1] / "report" / "schemas"
 MODELS: dict[str, type[BaseModel]] = {
@@ -47,11 +48,11 @@ def undocumented_fields(schema: dict[str, Any]) -> list[str]:
 
 
 def export_schemas(dest: Path = SCHEMA_DIR) -> list[Path]:
-    dest.mkdir(parents=True, exist_ok=True)
+    """Write every schema into `dest` (WriteRefused, one line, when a destination cannot take it)."""
     written = []
     for name, model in MODELS.items():
         path = dest / f"{name}.schema.json"
-        path.write_text(schema_text(model), encoding="utf-8")
+        atomic_write(path, schema_text(model))
         written.append(path)
     return written
 

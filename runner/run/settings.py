@@ -7,9 +7,15 @@ from datetime import UTC, datetime
 from enum import Enum
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
-from runner.system.bounded_read import SETTINGS_BYTES, read_bounded_text
+from runner.records.quantities import Dollars, Rate, Seconds
+from runner.system.bounded_read import SETTINGS_BYTES
+from runner.system.json_input import InputError, check_schema_version, field_path, read_json_input
+from runner.system.writes import atomic_write
+
+SETTINGS_VERSION = 1
+"""run.json's format version: a newer one is refused on --resume, never read as this one."""
 
 
 class Backend(str, Enum):
@@ -31,6 +37,7 @@ class Selection(BaseModel):
 class RunSettings(BaseModel):
     """Everything that decides what a run does. API keys are never part of it."""
 
+    schema_version: int = Field(default=SETTINGS_VERSION, description="version of this format")
     run_id: str = Field(description="the run's id (UTC timestamp plus four hex digits)")
     suite_paths: list[Path] = Field(description="scenario files or folders, as given")
     corpus_root: Path = Field(description="the corpus folder (manifest.json and documents)")
@@ -42,6 +49,9 @@ class RunSettings(BaseModel):
         description="the device GAIA sessions are switched to (what is really present)",
     )
     device_reason: str = Field(default="", description="why --device auto picked it")
+    stack_device: str | None = Field(
+        default=None, description="the stack device asked for (cpu | rocm | npu | vulkan), which "
+        "the served-on check holds the server to; None: the one `device` stands for (gpu → rocm)")
     llm_url: str = Field(default="http://127.0.0.1:13305", description="the LLM server's origin")
     llm_container: str | None = Field(
         default=None, description="docker backend: the running LLM server's container"
@@ -52,13 +62,13 @@ class RunSettings(BaseModel):
         "used once and destroyed"))
     trials: int = Field(default=1, ge=1, le=50, description="runs of each scenario")
     rejudge: int = Field(default=1, ge=1, le=20, description="judgments of each transcript")
-    timeout_s: float | None = Field(
+    timeout_s: Seconds | None = Field(
         default=None, description="overrides GAIA's per-scenario timeout formula when set"
     )
-    budget_usd: float | None = Field(
+    budget_usd: Dollars | None = Field(
         default=None, description="judge spend allowed per scenario, US dollars"
     )
-    min_pass_rate: float | None = Field(
+    min_pass_rate: Rate | None = Field(
         default=None, description="exit 1 below this decided pass rate (0-1)"
     )
     allow_incomplete: bool = Field(
@@ -128,15 +138,24 @@ class RunSettings(BaseModel):
         return self.results_root / self.run_id
 
     def save(self, run_dir: Path) -> None:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        tmp = run_dir / "run.json.tmp"
-        tmp.write_text(self.model_dump_json(indent=2))
-        tmp.replace(run_dir / "run.json")
+        atomic_write(run_dir / "run.json", self.model_dump_json(indent=2))
 
     @classmethod
     def load(cls, run_dir: Path) -> RunSettings:
-        # Bounded (a ValueError when refused): run.json may come from another machine.
-        return cls.model_validate_json(read_bounded_text(run_dir / "run.json", SETTINGS_BYTES))
+        """run.json read as any file from elsewhere (runner/system/json_input: bounded, finite
+        numbers, its schema_version): an InputError or ValidationError (both ValueErrors),
+        naming the field, when refused. A run.json may come from another machine."""
+        path = run_dir / "run.json"
+        data = read_json_input(path, SETTINGS_BYTES, "start a new run instead of resuming this one")
+        if not isinstance(data, dict):
+            raise InputError(f"{path}: top level is not an object; start a new run instead")
+        check_schema_version(path, data, SETTINGS_VERSION)
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]  # its location and message only: never the value read
+            raise InputError(f"{path}: {field_path(first['loc'])}: {first['msg']}; start a new "
+                             "run instead of resuming this one") from None
 
 
 #: What `--resume` may change: how fast the rest runs, and what is done with the results at the

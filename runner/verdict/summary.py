@@ -9,6 +9,7 @@ from typing import Protocol
 
 from pydantic import Field
 
+from runner.records.quantities import Rate, Score
 from runner.records.status import JUDGED, Status
 from runner.verdict.scoring import Decider, QualityGates, _Record, capped_score
 
@@ -101,13 +102,13 @@ class Totals(StatusCounts):
     checks_all_passed: int = Field(
         default=0, description="of `checked`, the scenarios whose exact checks all passed"
     )
-    judged_pass_rate: float | None = Field(
+    judged_pass_rate: Rate | None = Field(
         default=None, description="passed / judged; None when nothing was judged"
     )
-    checks_pass_rate: float | None = Field(
+    checks_pass_rate: Rate | None = Field(
         default=None, description="checks_all_passed / checked; None when no check ran"
     )
-    avg_score: float | None = Field(
+    avg_score: Score | None = Field(
         default=None, description="mean score of judge-scored scenarios, FAIL capped at 5.99"
     )
 
@@ -173,7 +174,7 @@ class Summary(Totals):
     infrastructure: int = Field(
         default=0, description="every status that is not PASS/FAIL/BLOCKED: never quality"
     )
-    pass_rate: float = Field(default=0.0, description="passed / total_scenarios")
+    pass_rate: Rate = Field(default=0.0, description="passed / total_scenarios")
     by_category: dict[str, CategorySummary] = Field(
         default_factory=dict, description="the same counters per category"
     )
