@@ -3,8 +3,10 @@
 #   make bench   engine → venv → `trialbox bench` (the one command a developer needs)
 #   make test    host packages → engine → venv → images → lint → pytest, no layer may skip
 #                (what CI runs, via .ci/run)
-#   make images  build trialbox/{llm-cpu,agent-ui,runner}:dev (offline: local base + wheels)
-#   make up      start the LLM server for DEVICE (auto|cpu|rocm|npu) and wait until healthy
+#   make images  build trialbox/{llm-cpu,agent-ui,runner,fixer,lemonade}:dev (offline: local
+#                bases + wheels + Debian's archive)
+#   make up      start the LLM server for DEVICE (auto|cpu|rocm|npu|vulkan) and wait until
+#                healthy; LLM_SERVER=lemonade|llm-cpu picks the server on the CPU
 #   make down    stop the stack
 #   make clean   remove containers/networks/volumes labelled trialbox.run (RUN_ID=... for one run)
 
@@ -13,6 +15,8 @@ HOST_PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 DEVICE ?= auto
+# The LLM server on the CPU: llm-cpu or lemonade (empty: trialbox's default; accelerators: Lemonade).
+LLM_SERVER ?=
 RUN_ID ?=
 PYTEST_ARGS ?=
 # Long quiet commands (pip, model fetch) run as talking phases: their output as it comes and a
@@ -42,7 +46,7 @@ images: docker $(VENV)/.installed
 	$(BIN)/trialbox images
 
 up: docker $(VENV)/.installed
-	$(BIN)/trialbox up --device $(DEVICE)
+	$(BIN)/trialbox up --device $(DEVICE) $(if $(LLM_SERVER),--llm-server $(LLM_SERVER))
 
 down: $(VENV)/.installed
 	$(BIN)/trialbox down --device $(DEVICE)
@@ -57,7 +61,7 @@ corpus: $(VENV)/.installed
 	$(BIN)/trialbox corpus build
 
 bench: docker install
-	$(BIN)/trialbox bench --device $(DEVICE)
+	$(BIN)/trialbox bench --device $(DEVICE) $(if $(LLM_SERVER),--llm-server $(LLM_SERVER))
 
 # testcontainers: ryuk cannot be pulled where no registry answers, and published ports are
 # reached on loopback (DESIGN 2.6). Callers may override any of these.

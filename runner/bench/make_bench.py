@@ -40,7 +40,8 @@ RUNNER_UID = 10001
 
 
 def run_in_runner_container(device: str, llm_container: str, run_args: list[str], results: Path,
-                            stack_run_id: str | None = None, port: int = LLM_PORT) -> int:
+                            stack_run_id: str | None = None, port: int = LLM_PORT,
+                            server: str | None = None) -> int:
     """Run `trialbox run` inside the pinned runner image (compose service `runner`).
 
     Isolated as the engine on the host is (README, "Security model"): the container lives in
@@ -69,6 +70,7 @@ def run_in_runner_container(device: str, llm_container: str, run_args: list[str]
         *([] if uid == RUNNER_UID else ["-e", "HOME=/tmp"]),  # a caller's uid has no home in the image
         "runner", "run", "--backend", "docker",
         "--device", device, "--llm-container", llm_container, "--results", "/results", *run_args,
+        server=server,  # the overlay that started the stack, so `runner` joins that very project
     )
     try:
         return subprocess.run(command, env=env, check=False).returncode

@@ -22,7 +22,10 @@ Corpus = Annotated[Path | None, typer.Option(
     "--corpus", help="corpus root (holds manifest.json) [default: found beside the scenario tree, "
                      "as GAIA lays it out: <tree>/../corpus or the repository's eval/corpus]")]
 JsonOutput = Annotated[bool, typer.Option("--json", help="print machine-readable JSON instead of text")]
-DeviceName = Annotated[str, typer.Option(help="auto | cpu | rocm | npu")]
+DeviceName = Annotated[str, typer.Option(help="auto | cpu | rocm | npu | vulkan")]
+LlmServerName = Annotated[str | None, typer.Option(
+    "--llm-server", help="llm-cpu | lemonade: the LLM server trialbox starts (on the CPU either; "
+    "rocm, npu and vulkan are Lemonade's) [default: llm-cpu on the CPU]")]
 Results = Annotated[Path, typer.Option(help="results root")]
 JudgeProvider = Annotated[str, typer.Option(help="auto | anthropic | openai | none")]
 JudgeModel = Annotated[str | None, typer.Option()]
@@ -46,6 +49,7 @@ class RunOptions:
     backend: Annotated[str, typer.Option(
         help="docker (containers) or local (host processes)")] = "docker"
     device: DeviceName = "auto"
+    llm_server: LlmServerName = None
     llm_url: Annotated[str, typer.Option(
         help="the LLM server as the engine reaches it",
         envvar="TRIALBOX_LLM_URL")] = "http://127.0.0.1:13305"

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from runner.cli._shared import EVAL, choose_device, console, fail, infra, say
-from runner.cli.options import DeviceName, JsonOutput
+from runner.cli.options import DeviceName, JsonOutput, LlmServerName
 from runner.run.errors import EXIT_INFRA, EXIT_USAGE
 
 
@@ -37,21 +37,21 @@ def images() -> None:
     infra(lambda: build_images(console))
 
 
-def up(device: DeviceName = "auto") -> None:
+def up(device: DeviceName = "auto", llm_server: LlmServerName = None) -> None:
     """Start the LLM server for the device and wait until it is healthy."""
     from runner.run.stack_up import start_llm
 
     choice = choose_device(device)
-    infra(lambda: start_llm(console, choice))
+    infra(lambda: start_llm(console, choice, llm_server))
 
 
-def down(device: DeviceName = "auto") -> None:
+def down(device: DeviceName = "auto", llm_server: LlmServerName = None) -> None:
     """Stop the stack (model-cache volumes are kept)."""
     from runner.stack.compose import ComposeError
     from runner.stack.compose import down as stop
 
     try:
-        stop(choose_device(device).device)
+        stop(choose_device(device).device, server=llm_server)
     except ComposeError as exc:
         fail(str(exc), EXIT_INFRA)
     say("stack stopped")
@@ -97,6 +97,7 @@ def clean(
 
 def bench(
     device: DeviceName = "auto",
+    llm_server: LlmServerName = None,
     scenario: Annotated[list[str] | None, typer.Option("--scenario", "-s")] = None,
     category: Annotated[list[str] | None, typer.Option()] = None,
     concurrency: Annotated[int, typer.Option(min=1, max=16)] = 1,
@@ -120,7 +121,7 @@ def bench(
     infra(lambda: ensure_engine(say))
     built = infra(lambda: build_images(console))
     infra(lambda: build_corpus(EVAL / "corpus", say))
-    container, url = infra(lambda: start_llm(console, choice))
+    container, url = infra(lambda: start_llm(console, choice, llm_server))
     if in_container:
         from runner.bench.make_bench import run_in_runner_container
 
@@ -128,13 +129,14 @@ def bench(
         selection += [arg for cat in category or [] for arg in ("--category", cat)]
         selection += ["--concurrency", str(concurrency)]
         selection += ["--allow-device-fallback"] if allow_device_fallback else []
-        code = run_in_runner_container(choice.device, container, selection, results)
+        code = run_in_runner_container(choice.device, container, selection, results,
+                                       server=llm_server)
         say(selftest_line([EVAL / "scenarios"], EVAL / "corpus"))
         raise typer.Exit(code)
     settings = RunSettings(
         run_id=new_run_id(), suite_paths=[EVAL / "scenarios"], corpus_root=EVAL / "corpus",
         results_root=results, selection=Selection(ids=scenario or [], categories=category or []),
-        device=SESSION_DEVICE[choice.device], device_reason=choice.reason, llm_url=url,
+        device=SESSION_DEVICE[choice.device], stack_device=choice.device, device_reason=choice.reason, llm_url=url,
         llm_container=container, concurrency=concurrency, judge_provider="auto", simulator_mode="auto",
         allow_device_fallback=allow_device_fallback,
     )

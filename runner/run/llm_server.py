@@ -13,7 +13,7 @@ from runner.run.errors import InfraError
 from runner.run.settings import RunSettings
 
 # The GAIA session device for each stack device: GAIA calls a ROCm GPU "gpu".
-SESSION_DEVICE = {"cpu": "cpu", "rocm": "gpu", "npu": "npu"}
+SESSION_DEVICE = {"cpu": "cpu", "rocm": "gpu", "npu": "npu", "vulkan": "gpu"}
 
 
 def llm_identity(url: str) -> dict[str, Any]:
@@ -26,10 +26,12 @@ def llm_identity(url: str) -> dict[str, Any]:
         return {"error": f"{type(exc).__name__}: {exc}"}
 
 
-#: The stack device a GAIA session device stands for (SESSION_DEVICE read backwards).
-STACK_DEVICE = {session: stack for stack, session in SESSION_DEVICE.items()}
+#: The stack device a GAIA session device stands for (SESSION_DEVICE read backwards; GAIA's
+#: "gpu" is ROCm unless the run says Vulkan, see `requested_device`).
+STACK_DEVICE = {"cpu": "cpu", "gpu": "rocm", "npu": "npu"}
 #: The compose variables that name the groups the Lemonade container is added to.
 _DEVICE_GID_VARIABLES = {"rocm": ("TRIALBOX_VIDEO_GID", "TRIALBOX_RENDER_GID"),
+                         "vulkan": ("TRIALBOX_VIDEO_GID", "TRIALBOX_RENDER_GID"),
                          "npu": ("TRIALBOX_ACCEL_GID",)}
 
 
@@ -48,7 +50,7 @@ def served_on(settings: RunSettings) -> Any:
     """What the LLM server says it serves on (runner.stack.hardware.ServedOn)."""
     from runner.stack.hardware import served_on_from
 
-    requested = STACK_DEVICE.get(settings.device, settings.device)
+    requested = settings.stack_device or STACK_DEVICE.get(settings.device, settings.device)
     return served_on_from(requested, llm_identity(settings.llm_url), llm_system_info(settings.llm_url))
 
 
@@ -80,10 +82,10 @@ def check_served_device(settings: RunSettings, say: Callable[[str], None]) -> No
     it and its device nodes must be open to the server's groups. Otherwise InfraError (exit 3)
     with one line naming the cause and the fix, unless --allow-device-fallback (then a warning,
     and the scorecard's headline says so)."""
-    from runner.stack.hardware import unusable_nodes
+    from runner.stack.hardware import ACCELERATORS, unusable_nodes
 
     served = served_on(settings)
-    if served.requested not in ("rocm", "npu"):
+    if served.requested not in ACCELERATORS:
         return
     problems = []
     if served.fell_back:

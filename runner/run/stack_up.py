@@ -11,7 +11,7 @@ from rich.console import Console
 
 from runner.run.errors import InfraError
 from runner.run.progress import Progress, phase
-from runner.stack.compose import ComposeError, up_llm
+from runner.stack.compose import ComposeError, server_for, up_llm
 from runner.stack.engine import check_compose, check_engine
 from runner.stack.hardware import DeviceChoice
 from runner.stack.images import (
@@ -106,14 +106,16 @@ def describe_build(image: BuiltImage) -> str:
     return f"{image.tag:<28} rebuilt in {image.seconds:.1f} s ({image.size_bytes / 1e6:.0f} MB)"
 
 
-def start_llm(console: Console, device: DeviceChoice) -> tuple[str, str]:
-    """Start the stack's LLM service for the device; returns (container name, host URL)."""
-    with phase(f"starting the LLM server ({device.device}) and waiting until healthy",
+def start_llm(console: Console, device: DeviceChoice, server: str | None = None) -> tuple[str, str]:
+    """Start the stack's LLM service for the device, served by `server` (llm-cpu | lemonade;
+    default: the device's, runner.stack.compose.server_for); returns (container name, host URL)."""
+    chosen = server_for(device.device, server)
+    with phase(f"starting the LLM server ({chosen} on {device.device}) and waiting until healthy",
                stream=console.file, log_every_s=BUILD_HEARTBEAT_S) as step:
         try:
-            stack = up_llm(device.device)
+            stack = up_llm(device.device, server=chosen)
         except ComposeError as exc:
             raise InfraError(str(exc)) from exc
-        step.advance(f"LLM server {stack.container} healthy at {stack.url}")
+        step.advance(f"LLM server {stack.container} ({stack.server}) healthy at {stack.url}")
     return stack.container, stack.url
 

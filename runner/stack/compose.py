@@ -31,6 +31,11 @@ from runner.stack.labels import ROLE_LABEL
 from trialbox_llm.admin import ADMIN_TOKEN_ENV, AdminTokenError, token_from_environment
 
 LLM_SERVICE = "llm"
+#: The LLM servers trialbox can start: its own llm-cpu, or the real Lemonade Server
+#: (trialbox/lemonade, from Debian's archive) behind the front door.
+LLM_SERVERS = ("llm-cpu", "lemonade")
+#: The server on the CPU when none is named (`--llm-server`); see README "Which LLM server".
+DEFAULT_CPU_SERVER = "llm-cpu"
 LLM_PORT = 13305
 DEFAULT_PROJECT = "trialbox"
 DEFAULT_RUN_ID = "stack"
@@ -46,6 +51,8 @@ class LlmStack:
 
     project: str
     device: str
+    #: Which server answers behind `llm` (llm-cpu itself, or Lemonade behind the front door).
+    server: str
     container: str
     url: str
     #: The LLM server's admin token (state-changing routes); never hand it to a sandbox.
@@ -56,14 +63,38 @@ def compose_dir() -> Path:
     return Path(__file__).resolve().parents[2] / "compose"
 
 
-def compose_files(device: str, directory: Path | None = None) -> list[Path]:
-    """The base file plus the one overlay for ``device`` (later files override earlier ones)."""
+def overlay_name(device: str, server: str = DEFAULT_CPU_SERVER) -> str:
+    """The overlay for ``device`` served by ``server``: on the CPU either server (llm-cpu →
+    compose.cpu.yaml, lemonade → compose.lemonade.yaml); an accelerator is always Lemonade's."""
     if device not in DEVICES:
         raise ComposeError(
             f"no compose overlay for device {device!r}; use one of: {', '.join(DEVICES)}"
         )
+    if server not in LLM_SERVERS:
+        raise ComposeError(f"--llm-server {server!r} is not a server; use one of: "
+                           f"{', '.join(LLM_SERVERS)}")
+    if device == "cpu":
+        return "lemonade" if server == "lemonade" else "cpu"
+    if server != "lemonade":
+        raise ComposeError(f"--llm-server {server} serves on the CPU only; --device {device} is "
+                           "served by Lemonade (--llm-server lemonade, the default there)")
+    return device
+
+
+def compose_files(device: str, directory: Path | None = None,
+                  server: str = DEFAULT_CPU_SERVER) -> list[Path]:
+    """The base file plus the one overlay for ``device`` and ``server`` (later files override
+    earlier ones)."""
     directory = directory or compose_dir()
-    return [directory / "compose.yaml", directory / f"compose.{device}.yaml"]
+    return [directory / "compose.yaml", directory / f"compose.{overlay_name(device, server)}.yaml"]
+
+
+def server_for(device: str, server: str | None) -> str:
+    """The LLM server a device gets when none is named: Lemonade on an accelerator, the CPU
+    default (DEFAULT_CPU_SERVER, chosen by scripts/bench-servers) on the CPU."""
+    if server:
+        return server
+    return DEFAULT_CPU_SERVER if device == "cpu" else "lemonade"
 
 
 def project_name(run_id: str | None = None) -> str:
@@ -141,9 +172,9 @@ def stack_environment(
     return env
 
 
-def compose_command(device: str, project: str, *args: str) -> list[str]:
+def compose_command(device: str, project: str, *args: str, server: str | None = None) -> list[str]:
     cmd = ["docker", "compose", "-p", project]
-    for path in compose_files(device):
+    for path in compose_files(device, server=server_for(device, server)):
         cmd += ["-f", str(path)]
     return [*cmd, *args]
 
@@ -177,8 +208,9 @@ def _run(cmd: list[str], env: dict[str, str], what: str, timeout: float = 600) -
     return done.stdout
 
 
-def _llm_container_id(project: str, env: dict[str, str], device: str) -> str:
-    out = _run(compose_command(device, project, "ps", "-q", LLM_SERVICE), env, "docker compose ps")
+def _llm_container_id(project: str, env: dict[str, str], device: str, server: str) -> str:
+    out = _run(compose_command(device, project, "ps", "-q", LLM_SERVICE, server=server), env,
+               "docker compose ps")
     ids = out.split()
     if not ids:
         raise ComposeError(f"compose project {project} has no {LLM_SERVICE} container after `up`")
@@ -232,9 +264,13 @@ def up_llm(
     device: str,
     run_id: str | None = None,
     port: int = LLM_PORT,
-    timeout_s: float = 180.0,
+    timeout_s: float = 360.0,
+    server: str | None = None,
 ) -> LlmStack:
-    """Start (or keep) the LLM service for ``device`` and return once its healthcheck passes."""
+    """Start (or keep) the LLM service for ``device`` (served by ``server``, default
+    `server_for`) and return once its healthcheck passes (Lemonade's first: both models loaded)."""
+    server = server_for(device, server)
+    overlay_name(device, server)  # a server the device cannot have is refused before compose runs
     project = project_name(run_id)
     env = stack_environment(run_id, port)
     if port_in_use(port) and not _our_llm_running(project):
@@ -244,25 +280,30 @@ def up_llm(
             f"(TRIALBOX_LLM_PORT / --llm-port)."
         )
     _run(
-        compose_command(device, project, "up", "-d", "--no-build", LLM_SERVICE),
+        compose_command(device, project, "up", "-d", "--no-build", "--remove-orphans", LLM_SERVICE,
+                        server=server),
         env,
         "docker compose up",
     )
-    container = _llm_container_id(project, env, device)
+    container = _llm_container_id(project, env, device, server)
     wait_healthy(container, timeout_s)
     name = docker.from_env().containers.get(container).name
     return LlmStack(
         project=project,
         device=device,
+        server=server,
         container=name or container,
         url=f"http://127.0.0.1:{port}",
         admin_token=env[ADMIN_TOKEN_ENV],
     )
 
 
-def down(device: str, run_id: str | None = None, volumes: bool = False) -> None:
-    """Stop and remove the stack's containers and network (model-cache volumes only on request)."""
+def down(device: str, run_id: str | None = None, volumes: bool = False,
+         server: str | None = None) -> None:
+    """Stop and remove the stack's containers and network (model-cache volumes only on request);
+    `--remove-orphans` takes the other server's containers too, whichever overlay started them."""
     project = project_name(run_id)
     env = stack_environment(run_id, LLM_PORT)
     args = ["down", "--remove-orphans", "--timeout", "10"] + (["--volumes"] if volumes else [])
-    _run(compose_command(device, project, "--profile", "run", *args), env, "docker compose down")
+    _run(compose_command(device, project, "--profile", "run", *args, server=server), env,
+         "docker compose down")

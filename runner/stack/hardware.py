@@ -13,12 +13,15 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-Device = Literal["cpu", "rocm", "npu"]
-DEVICES: tuple[Device, ...] = ("cpu", "rocm", "npu")
+Device = Literal["cpu", "rocm", "npu", "vulkan"]
+#: `vulkan` (an AMD iGPU/dGPU through Mesa's RADV, /dev/dri only) is used only when asked for:
+#: `auto` never picks it, because /dev/dri exists on machines whose GPU is not AMD's too.
+DEVICES: tuple[Device, ...] = ("cpu", "rocm", "npu", "vulkan")
 
 # The device node each accelerator needs inside the LLM container.
 ROCM_NODE = "kfd"  # /dev/kfd: the ROCm compute interface (plus /dev/dri for the render nodes)
 NPU_NODE = "accel/accel0"  # /dev/accel/accel0: the XDNA NPU (amdxdna driver)
+RENDER_NODES = "dri/renderD*"  # /dev/dri/renderD128...: a GPU's render nodes (Vulkan, ROCm)
 NPU_DOCKER_BUG = (
     "NPU inference inside Docker is an open upstream bug (lemonade-sdk/lemonade#2742); "
     "expect the Lemonade container to fail to load NPU models until it is fixed"
@@ -60,6 +63,14 @@ def detect_device(requested: str = "auto", dev_root: Path = Path("/dev")) -> Dev
                 "kernel driver, or use --device cpu"
             )
         return DeviceChoice(device="rocm", reason=f"requested with --device rocm ({kfd} present)")
+    if requested == "vulkan":
+        render = sorted(dev_root.glob(RENDER_NODES))
+        if not render:
+            raise DeviceError(
+                f"--device vulkan needs a GPU render node ({dev_root / RENDER_NODES}), and there "
+                "is none: install the amdgpu kernel driver and Mesa's RADV, or use --device cpu"
+            )
+        return DeviceChoice(device="vulkan", reason=f"requested with --device vulkan ({render[0]} present)")
     if requested == "npu":
         if not accel.exists():
             raise DeviceError(
@@ -181,14 +192,18 @@ _BACKEND_DEVICE = {"cpu": "cpu", "rocm": "rocm", "hip": "rocm", "vulkan": "vulka
                    "metal": "metal", "cuda": "cuda"}
 _NPU_RECIPES = ("oga-npu", "oga-hybrid", "ryzenai", "flm", "npu")
 #: The device nodes a device's server must be able to open, below /dev.
-DEVICE_NODES: dict[str, tuple[str, ...]] = {"rocm": (ROCM_NODE, "dri/renderD*"),
-                                            "npu": (NPU_NODE,)}
+DEVICE_NODES: dict[str, tuple[str, ...]] = {"rocm": (ROCM_NODE, RENDER_NODES),
+                                            "npu": (NPU_NODE,), "vulkan": (RENDER_NODES,)}
+
+
+#: The devices that are not the CPU: asked for one, the server must say it serves on it.
+ACCELERATORS = ("rocm", "npu", "vulkan")
 
 
 class ServedOn(BaseModel):
     """What the LLM server says its chat model runs on, beside what the run asked for."""
 
-    requested: str = Field(description="the device the run asked for (cpu | rocm | npu)")
+    requested: str = Field(description="the device the run asked for (cpu | rocm | npu | vulkan)")
     served_on: str = Field(
         description="the device the server reports serving the chat model on (cpu | rocm | npu "
         "| vulkan | ... | unknown), read from Lemonade's health (loaded model's recipe and "
@@ -201,7 +216,8 @@ class ServedOn(BaseModel):
     @property
     def fell_back(self) -> bool:
         """Asked for an accelerator, served on something else (unknown is not proof)."""
-        return self.requested in ("rocm", "npu") and self.served_on not in (self.requested, "unknown")
+        return (self.requested in ACCELERATORS
+                and self.served_on not in (self.requested, "unknown"))
 
 
 def _device_of_entry(entry: dict[str, object], evidence: list[str]) -> str | None:
@@ -219,6 +235,29 @@ def _device_of_entry(entry: dict[str, object], evidence: list[str]) -> str | Non
     return None
 
 
+#: Lemonade's name for the llama.cpp server found on PATH (Debian's `llama-server`, which loads
+#: whichever ggml backends are installed): it names no device, so system-info is asked which.
+SYSTEM_BACKEND = "system"
+
+
+def _system_backend_device(requested: str, llamacpp: object, evidence: list[str]) -> str:
+    """The device behind Lemonade's `system` llama.cpp backend, from the devices system-info
+    lists for it (`recipes.llamacpp.backends.system.devices`). Only the CPU listed: cpu. An AMD
+    GPU listed: the GPU device the run asked for (rocm or vulkan; which ggml GPU backend the image
+    carries is on its labels), else "gpu". Nothing listed: unknown, which is not proof."""
+    backends = llamacpp.get("backends") if isinstance(llamacpp, dict) else None
+    system = backends.get(SYSTEM_BACKEND) if isinstance(backends, dict) else None
+    devices = system.get("devices") if isinstance(system, dict) else None
+    if not isinstance(devices, list) or not devices:
+        evidence.append("system-info: recipes.llamacpp.backends.system lists no device")
+        return "unknown"
+    names = sorted(str(device) for device in devices)
+    evidence.append(f"system-info: recipes.llamacpp.backends.system.devices={','.join(names)}")
+    if "amd_gpu" in names:
+        return requested if requested in ("rocm", "vulkan") else "gpu"
+    return "cpu" if names == ["cpu"] else names[0]
+
+
 def served_on_from(requested: str, health: dict[str, object], system_info: dict[str, object]) -> ServedOn:
     """Pure: the served-on device from recorded `/health` and `/system-info` replies."""
     evidence: list[str] = []
@@ -232,6 +271,8 @@ def served_on_from(requested: str, health: dict[str, object], system_info: dict[
             break
     recipes = system_info.get("recipes") if isinstance(system_info, dict) else None
     llamacpp = recipes.get("llamacpp") if isinstance(recipes, dict) else None
+    if served == SYSTEM_BACKEND:
+        served = _system_backend_device(requested, llamacpp, evidence)
     if served is None and isinstance(llamacpp, dict) and llamacpp.get("default_backend"):
         backend = str(llamacpp["default_backend"])
         evidence.append(f"system-info: recipes.llamacpp.default_backend={backend}")

@@ -11,7 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from runner.stack.fixer_image import FIXER, build_fixer_image
-from runner.stack.lemonade_image import LEMONADE, build_lemonade_image
 from runner.stack.gaia_images import (
     AGENT_UI,
     GAIA_SPEC_LABEL,
@@ -45,6 +44,7 @@ from runner.stack.image_store import (
     image_tag,
     repo_root,
 )
+from runner.stack.lemonade_image import LEMONADE, build_lemonade_image
 
 __all__ = [
     "AGENT_UI",

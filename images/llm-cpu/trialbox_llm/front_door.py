@@ -111,6 +111,16 @@ def _error(status: int, message: str, type_: str, code: str) -> JSONResponse:
     return JSONResponse({"error": {"message": message, "type": type_, "code": code}}, status)
 
 
+#: Lemonade's prefix for user models: it resolves `user.X` to the user model `X` and reports the
+#: loaded model as `X` (GAIA 0.25.1 loads its embedder as `user.embeddinggemma-300m-GGUF`).
+USER_MODEL_PREFIX = "user."
+
+
+def _same_model(loaded: str, asked: str) -> bool:
+    """Does a load of `asked` name the model Lemonade reports loaded as `loaded`?"""
+    return loaded in (asked, asked.removeprefix(USER_MODEL_PREFIX))
+
+
 async def _load_is_satisfied(door: FrontDoor, prefix: str, body: dict[str, Any]) -> str | None:
     """The loaded model's name when Lemonade already runs what this load asks, else None."""
     name = body.get("model_name") or body.get("model")
@@ -120,7 +130,7 @@ async def _load_is_satisfied(door: FrontDoor, prefix: str, body: dict[str, Any])
     if health.status_code != 200:
         return None
     for entry in health.json().get("all_models_loaded") or []:
-        if not isinstance(entry, dict) or entry.get("model_name") != name:
+        if not isinstance(entry, dict) or not _same_model(str(entry.get("model_name")), name):
             continue
         running = (entry.get("recipe_options") or {}).get("ctx_size")
         asked = body.get("ctx_size")

@@ -1,0 +1,99 @@
+"""Start a real Lemonade Server of one's own, and trialbox's front door before it, outside the
+compose stack: the layout compose.lemonade.yaml makes, for tests and benchmarks.
+
+``trialbox/lemonade:dev`` (images/lemonade) on a network of the caller's (the stack network:
+no sandbox joins it), hardened as compose runs it (read-only image, HOME on a tmpfs, no
+capabilities), returned once Docker reports it healthy — lemond answers and both models are
+loaded. ``start_front_door`` puts ``python -m trialbox_llm.front_door`` (the llm-cpu image)
+before it on the same network; a sandbox network is then connected to the door only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import docker
+from docker.errors import DockerException
+from docker.models.containers import Container
+
+from runner.stack.compose import LLM_PORT, wait_healthy
+from runner.stack.image_store import image_exists
+from runner.stack.labels import ROLE_LABEL
+from runner.stack.lemonade_image import lemonade_tag
+from runner.stack.llm_container import LLM_CPU_IMAGE, LlmContainerError
+from trialbox_llm.admin import ADMIN_TOKEN_ENV
+
+LEMONADE_IMAGE = lemonade_tag()
+#: The hardening compose.lemonade.yaml gives the service (lemond writes only its HOME and /tmp).
+HARDENING: dict[str, Any] = {
+    "read_only": True,
+    "tmpfs": {"/tmp": "rw,nosuid,nodev,size=64m",
+              "/home/lemonade": "rw,nosuid,nodev,size=64m,uid=10001,gid=10001"},
+    "cap_drop": ["ALL"], "security_opt": ["no-new-privileges:true"], "mem_limit": "4g",
+    "pids_limit": 512,
+}
+
+
+@dataclass(frozen=True)
+class LemonadeServer:
+    """A running Lemonade container of one's own."""
+
+    name: str
+    #: Its address on the network it was started on (lemond binds that address only).
+    address: str
+    #: Where the host reaches it: http://ADDRESS:13305 (Docker's bridges are routed to the host).
+    url: str
+    container: Container
+
+
+def _address(container: Container, network: str) -> str:
+    container.reload()
+    return str(container.attrs["NetworkSettings"]["Networks"][network]["IPAddress"])
+
+
+def start_lemonade(name: str, labels: dict[str, str], network: str, *, image: str = LEMONADE_IMAGE,
+                   environment: dict[str, str] | None = None, wait: bool = True,
+                   timeout_s: float = 300.0, client: docker.DockerClient | None = None,
+                   **options: Any) -> LemonadeServer:
+    """Start `image` as `name` on `network`, labelled `labels` and ``trialbox.role=lemonade``.
+    `options` go to the SDK over the hardening (``cpu_quota``, ``network_mode``...)."""
+    client = client or docker.from_env()
+    if not image_exists(image):
+        raise LlmContainerError(f"{image} is not built — `trialbox images` (or `make images`)")
+    settings = {**HARDENING, **options}
+    if "network_mode" not in settings:
+        settings["network"] = network
+    try:
+        container = client.containers.run(
+            image, name=name, detach=True, init=True, labels={**labels, ROLE_LABEL: "lemonade"},
+            environment=environment or {}, **settings)
+    except DockerException as error:
+        raise LlmContainerError(f"could not start the Lemonade container {name}: {error}") from error
+    if wait:
+        wait_healthy(str(container.id), timeout_s, client)
+    address = (environment or {}).get("LEMONADE_HOST") or _address(container, network)
+    return LemonadeServer(str(container.name), address, f"http://{address}:{LLM_PORT}", container)
+
+
+def start_front_door(name: str, labels: dict[str, str], network: str, upstream: str, *,
+                     admin_token: str | None = None,
+                     client: docker.DockerClient | None = None) -> tuple[Container, str]:
+    """trialbox's front door before `upstream`, on `network`; returns it and its URL there."""
+    client = client or docker.from_env()
+    try:
+        door = client.containers.run(
+            LLM_CPU_IMAGE, name=name, detach=True, init=True, network=network,
+            labels={**labels, ROLE_LABEL: "llm"},
+            entrypoint=["tini", "--", "python", "-m", "trialbox_llm.front_door"],
+            command=["--upstream", upstream, "--host", "0.0.0.0", "--port", str(LLM_PORT)],
+            environment={ADMIN_TOKEN_ENV: admin_token} if admin_token else {},
+            read_only=True, tmpfs={"/tmp": "rw,nosuid,nodev,noexec,size=16m"},
+            cap_drop=["ALL"], security_opt=["no-new-privileges:true"])
+    except DockerException as error:
+        raise LlmContainerError(f"could not start the front door {name}: {error}") from error
+    wait_healthy(str(door.id), 120, client)
+    return door, f"http://{_address(door, network)}:{LLM_PORT}"
+
+
+__all__ = ["LEMONADE_IMAGE", "LemonadeServer", "start_front_door", "start_lemonade"]
