@@ -16,7 +16,17 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    field_validator,
+    model_validator,
+)
 
 from runner.scenarios._regex import compile_user_regex
 
@@ -113,7 +123,7 @@ class MaxToolCalls(_CheckModel):
     """At most `max` tool calls (of `tool` only, when given) — catches tool loops."""
 
     type: Literal["max_tool_calls"]
-    max: int = Field(ge=0)
+    max: StrictInt = Field(ge=0)
     tool: str | None = None
 
 
@@ -123,7 +133,7 @@ class AnswerContains(_CheckModel):
     type: Literal["answer_contains"]
     placement: ClassVar[Placement] = "turn"
     text: str = Field(min_length=1)
-    ignore_case: bool = False
+    ignore_case: StrictBool = False
 
 
 class AnswerNotContains(_CheckModel):
@@ -132,7 +142,7 @@ class AnswerNotContains(_CheckModel):
     type: Literal["answer_not_contains"]
     placement: ClassVar[Placement] = "turn"
     text: str = Field(min_length=1)
-    ignore_case: bool = False
+    ignore_case: StrictBool = False
 
 
 class AnswerNumber(_CheckModel):
@@ -145,8 +155,8 @@ class AnswerNumber(_CheckModel):
     type: Literal["answer_number"]
     placement: ClassVar[Placement] = "turn"
     # Finite: `.nan` matches nothing ever and `.inf` tolerance passes any number.
-    value: float = Field(allow_inf_nan=False, description="The expected number.")
-    tolerance: float = Field(default=0.01, ge=0, allow_inf_nan=False,
+    value: StrictFloat = Field(allow_inf_nan=False, description="The expected number.")
+    tolerance: StrictFloat = Field(default=0.01, ge=0, allow_inf_nan=False,
                              description="Relative tolerance, finite and ≥ 0 (0.01 = 1 %).")
 
 

@@ -16,9 +16,20 @@ import base64
 import datetime
 from enum import Enum
 from pathlib import Path, PurePosixPath, PureWindowsPath
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    field_validator,
+    model_validator,
+)
 
 from runner.scenarios._checks import Check
 from runner.scenarios._source import SourceMap
@@ -46,6 +57,23 @@ ours are relative to the corpus root ("documents/x.md"). Both are accepted."""
 
 CAPABILITY_TAGS = {"requires_vlm": "vision", "requires_asr": "audio"}
 """GAIA 0.25.1's tags for a model a scenario cannot run without (SKIPPED_NO_MODEL)."""
+
+
+MAX_ANSWER_NUMBER = 10**15
+"""The largest number an `expected_answer` may be written as: beyond it a float cannot hold
+every digit, so the derived number check would compare another number. Quote it as text."""
+
+
+def _answer_in_range(value: float) -> float:
+    if abs(value) > MAX_ANSWER_NUMBER:
+        raise ValueError("a number past 10^15 cannot be compared digit for digit; quote it as "
+                         "text")
+    return value
+
+
+AnswerNumber = Annotated[StrictInt | Annotated[StrictFloat, Field(allow_inf_nan=False)],
+                         AfterValidator(_answer_in_range)]
+"""A number as `expected_answer`: strict (`true` is not 1), finite, at most 10^15."""
 
 
 class _Model(BaseModel):
@@ -176,7 +204,7 @@ class Setup(_Model):
         "GAIA: how the scripted user answers tool-approval prompts."))
     decline_commands: list[str] | None = Field(default=None, description=(
         "GAIA: shell commands the scripted user declines."))
-    memory_clear: bool | None = Field(default=None, description=(
+    memory_clear: StrictBool | None = Field(default=None, description=(
         "GAIA: clear the agent's memory store before the scenario (each trialbox sandbox "
         "starts with an empty one anyway)."))
     memory_seed: list[Any] | None = Field(default=None, description=(
@@ -201,7 +229,7 @@ class GroundTruth(_KeepsUnknownKeys):
 
     doc_id: str | None = Field(default=None, description="The manifest document id.")
     fact_id: str | None = Field(default=None, description="The fact's id in that document.")
-    expected_answer: str | int | float | list[str] | None = Field(default=None, description=(
+    expected_answer: str | AnswerNumber | list[str] | None = Field(default=None, description=(
         "The correct answer; null written explicitly: the agent must say it does not know."))
     note: str | None = Field(default=None, description="GAIA: a note for the judge.")
 
@@ -224,7 +252,7 @@ class ClaimSpec(_Model):
 
 
 class Turn(_KeepsUnknownKeys):
-    turn: int
+    turn: StrictInt  # strict: `turn: true` is not turn 1
     objective: str = Field(min_length=1, description=(
         "What the simulated user wants in this turn; blank text is refused like empty text."))
     user_message: str | None = Field(default=None, description=(
@@ -242,7 +270,7 @@ class Turn(_KeepsUnknownKeys):
     expected_tools: list[str] | None = Field(default=None, description=(
         "GAIA's captured scenarios: the tools the agent called."))
     note: str | None = Field(default=None, description="GAIA: a note for the judge.")
-    new_session: bool = Field(default=False, description=(
+    new_session: StrictBool = Field(default=False, description=(
         "trialbox: start this turn in a new chat session of the same sandbox (same memory "
         "store, no chat history, no indexed documents) — recall across sessions. GAIA's "
         "validator accepts the key; GAIA's own simulator follows the objective's words."))

@@ -198,6 +198,20 @@ BAD_SCENARIOS = {
     "backtracking_regex": (TURN_1, "checks: [{type: tool_called, tool: query_documents, "
                            "arguments: {query: {matches: '^(a|aa)+\\1$'}}}]\n" + TURN_1,
                            "invalid regular expression"),
+    # Booleans are not numbers (pydantic's lax mode read `true` as 1), nor text as a number.
+    "value_true": (TURN_1, "checks: [{type: answer_number, value: true}]\n" + TURN_1,
+                   "valid number"),
+    "max_true": (TURN_1, "checks: [{type: max_tool_calls, max: true}]\n" + TURN_1,
+                 "valid integer"),
+    "turn_true": ("  - turn: 1", "  - turn: true", "valid integer"),
+    "new_session_one": ("    objective: Ask how many cider", "    new_session: 1\n"
+                        "    objective: Ask how many cider", "valid boolean"),
+    "expected_answer_true": ('expected_answer: "12,600 kg"', "expected_answer: true",
+                             "expected_answer"),
+    "expected_answer_nan": ('expected_answer: "12,600 kg"', "expected_answer: .nan",
+                            "expected_answer"),
+    "expected_answer_huge": ('expected_answer: "12,600 kg"', "expected_answer: " + "9" * 400,
+                             "expected_answer"),
     "lookahead_regex": (TURN_1, "checks: [{type: tool_called, tool: query_documents, "
                         "arguments: {query: {matches: '(?=a)b'}}}]\n" + TURN_1,
                         "invalid regular expression"),
