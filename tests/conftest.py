@@ -30,6 +30,7 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 
 if TYPE_CHECKING:
     from labelled_containers import LlmCpu
+    from lemonade_layout import LemonadeLayout
 
 NO_SKIPS = os.environ.get("TRIALBOX_NO_SKIPS") == "1"
 
@@ -52,6 +53,16 @@ def llm_cpu(request: pytest.FixtureRequest, llm_cpu_environment: dict[str, str])
     module = request.module.__name__.rpartition(".")[2].removeprefix("test_").replace("_", "-")
     with llm_cpu_container(new_tag(f"llm-{module}"), llm_cpu_environment) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def real_lemonade() -> Iterator[LemonadeLayout]:
+    """The real Lemonade Server behind trialbox's front door, shared by the whole session
+    (tests/lemonade_layout.py): `.door_url`, `.lemonade_url`, `.stack_network`, `.admin_token`."""
+    from lemonade_layout import lemonade_layout
+
+    with lemonade_layout("lemonade") as layout:
+        yield layout
 
 
 @pytest.hookimpl(hookwrapper=True)

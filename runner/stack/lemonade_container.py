@@ -10,10 +10,12 @@ before it on the same network; a sandbox network is then connected to the door o
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
 import docker
+import httpx
 from docker.errors import DockerException
 from docker.models.containers import Container
 
@@ -92,8 +94,25 @@ def start_front_door(name: str, labels: dict[str, str], network: str, upstream: 
             cap_drop=["ALL"], security_opt=["no-new-privileges:true"])
     except DockerException as error:
         raise LlmContainerError(f"could not start the front door {name}: {error}") from error
-    wait_healthy(str(door.id), 120, client)
-    return door, f"http://{_address(door, network)}:{LLM_PORT}"
+    url = f"http://{_address(door, network)}:{LLM_PORT}"
+    _wait_live(door, url, 60)
+    return door, url
+
+
+def _wait_live(door: Container, url: str, timeout_s: float) -> None:
+    """Until the door answers /live (asked here: its image's healthcheck runs every 10 s)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            if httpx.get(f"{url}/live", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        door.reload()
+        if door.status != "running" or time.monotonic() > deadline:
+            raise LlmContainerError(f"the front door {door.name} did not answer {url}/live: "
+                                    f"{door.logs(tail=10).decode(errors='replace')}")
+        time.sleep(0.2)
 
 
 __all__ = ["LEMONADE_IMAGE", "LemonadeServer", "start_front_door", "start_lemonade"]
