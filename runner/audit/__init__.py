@@ -87,6 +87,9 @@ class AuditReport(BaseModel):
                                                        "the suite's order.")
     recommendations: list[Recommendation] = Field(default_factory=list, description=(
         "Changes to GAIA's source that would lift the limits found."))
+    not_loaded: list[str] = Field(default_factory=list, description=(
+        "Files with errors (scenario files that did not load, the manifest): not audited; "
+        "`trialbox validate` names each error. The command exits 2 when any."))
 
     @property
     def blocked(self) -> list[ScenarioAudit]:
@@ -96,7 +99,12 @@ class AuditReport(BaseModel):
 def audit(paths: list[Path], corpus_root: Path, gaia_source: Path | None = None,
           device: str = "gpu", gaia_image: str | None = None) -> AuditReport:
     """Load the scenarios (the rejected ones are not audited) and judge each one, against
-    `gaia_image`'s GAIA package when given, else `gaia_source` (default: .venv-gaia's)."""
+    `gaia_image`'s GAIA package when given, else `gaia_source` (default: .venv-gaia's).
+    AuditError when the paths hold no scenario file."""
+    suite = load_suite(paths, corpus_root)  # first: an empty tree needs no GAIA to refuse
+    empty = suite.nothing_found(paths)
+    if empty is not None and not suite.errors:
+        raise AuditError(empty)
     if gaia_image is not None:
         with tempfile.TemporaryDirectory(prefix="trialbox-audit-") as folder:
             package, inside = gaia_package_from_image(gaia_image, Path(folder))
@@ -104,10 +112,10 @@ def audit(paths: list[Path], corpus_root: Path, gaia_source: Path | None = None,
         limits.source = f"{gaia_image}:{inside}"
     else:
         limits = read_limits(find_gaia_package(gaia_source), device)
-    suite = load_suite(paths, corpus_root)
     return AuditReport(limits=limits, scenarios=[audit_scenario(s, limits, corpus_root)
                                                  for s in suite.scenarios],
-                       recommendations=recommendations(limits))
+                       recommendations=recommendations(limits),
+                       not_loaded=sorted({str(problem.file) for problem in suite.errors}))
 
 
 # --- command -----------------------------------------------------------------------------
@@ -148,8 +156,13 @@ def audit_command(
         raise typer.Exit(EXIT_USAGE) from None
     if as_json:
         typer.echo(report.model_dump_json(indent=2))
-        return
-    _print_report(report)
+    else:
+        _print_report(report)
+    if report.not_loaded:  # "0 of 0 scenario(s)" over a broken tree is no clean bill
+        shown = ", ".join(report.not_loaded[:5]) + (" …" if len(report.not_loaded) > 5 else "")
+        typer.echo(f"error: {len(report.not_loaded)} file(s) have errors and were not audited: "
+                   f"{shown}; `trialbox validate` names each error", err=True)
+        raise typer.Exit(EXIT_USAGE)
 
 
 def _print_report(report: AuditReport) -> None:

@@ -23,6 +23,7 @@ def validate(paths: SuitePaths = None, corpus: Corpus = None, as_json: JsonOutpu
 
     chosen, corpus_root = suite_and_corpus(paths, corpus)
     suite = load_suite(chosen, corpus_root)
+    refuse_empty(suite, chosen)
     if as_json:
         print(json.dumps({
             "corpus": str(corpus_root), "valid": [s.id for s in suite.scenarios],
@@ -57,6 +58,7 @@ def selftest(
 
     chosen, corpus_root = suite_and_corpus(paths, corpus)
     suite = load_suite(chosen, corpus_root)
+    refuse_empty(suite, chosen)
     for problem in suite.errors:
         say(str(problem))
     if not suite.scenarios and suite.errors:
@@ -78,6 +80,13 @@ def selftest(
              "(trialbox validate lists each)", EXIT_USAGE)
     if not report.sound:
         raise typer.Exit(EXIT_QUALITY)
+
+
+def refuse_empty(suite: Any, chosen: list[Path]) -> None:
+    """Exit 2 when the paths hold no scenario file: nothing checked is not "all valid"."""
+    empty = suite.nothing_found(chosen)
+    if empty is not None and not suite.errors:
+        fail(empty, EXIT_USAGE)
 
 
 def _selftest_live(scenarios: list[Any], manifest: Any, chosen: list[Path], corpus_root: Path,

@@ -73,6 +73,15 @@ class Suite:
         """No errors (warnings allowed)."""
         return not self.errors
 
+    def nothing_found(self, paths: Iterable[Path]) -> str | None:
+        """The one line to refuse with when `paths` hold no scenario file at all (an empty
+        folder, a typo'd glob): "all passable" or "0 of 0" would read as a clean bill."""
+        if self.files or self.scenarios:
+            return None
+        given = ", ".join(str(path) for path in paths)
+        return (f"no scenario file found in {given}; give scenario files (*.yaml) or the folders "
+                "that hold them")
+
     @property
     def tree_errors(self) -> list[Problem]:
         """Errors that belong to no single scenario file (the manifest, a path given that

@@ -256,6 +256,22 @@ def test_command_bad_input_is_exit_2_with_one_message(tmp_path: Path, old_gaia: 
     assert done.exit_code == 2 and "no corpus folder found" in done.output
 
 
+def test_files_that_fail_to_load_or_an_empty_tree_are_exit_2(tmp_path: Path, old_gaia: Path) -> None:
+    # "0 of 0 scenario(s)" and exit 0 over a tree that did not load read as a clean bill.
+    tree, corpus = write_tree(tmp_path, [scenario("one_turn", ["a?"])], {})
+    done = invoke(str(tree), "--corpus", str(corpus), "--gaia-source", str(old_gaia))
+    assert done.exit_code == 0, done.output  # null case: the tree loads
+    broken = next(tree.rglob("*.yaml")).with_name("broken.yaml")
+    broken.write_text("id: [unclosed\n")
+    done = invoke(str(tree), "--corpus", str(corpus), "--gaia-source", str(old_gaia))
+    assert done.exit_code == 2, done.output
+    assert "1 file(s) have errors and were not audited" in done.output and "broken.yaml" in done.output
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    done = invoke(str(empty), "--corpus", str(corpus), "--gaia-source", str(old_gaia))
+    assert done.exit_code == 2 and "no scenario file found" in done.output, done.output
+
+
 # --- --gaia-image without a usable engine (no engine is contacted: no network) ------------
 
 def test_gaia_image_without_the_docker_command(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -113,6 +113,13 @@ def read_only_capture(work: Path) -> list[str]:
     return ["capture", str(CHAT_DB), "--out", str(out), "--corpus", str(SUITE / "corpus")]
 
 
+def empty_folder(command: str) -> Callable[[Path], list[str]]:
+    def make(work: Path) -> list[str]:
+        (work / "empty").mkdir()
+        return [command, "empty", "--corpus", str(SUITE / "corpus")]
+    return make
+
+
 def args(*given: str) -> Callable[[Path], list[str]]:
     return lambda work: list(given)
 
@@ -155,6 +162,10 @@ CASES = [
     Case("--resume on a name over 255 bytes", args("run", "--resume", LONG), EXIT_USAGE, "255 bytes"),
     Case("rescore on a name over 255 bytes", args("rescore", LONG), EXIT_USAGE, "255 bytes"),
     Case("capture --out on a read-only folder", read_only_capture, EXIT_USAGE, "--out"),
+    Case("validate on an empty folder", empty_folder("validate"), EXIT_USAGE,
+         "no scenario file found"),
+    Case("selftest on an empty folder", empty_folder("selftest"), EXIT_USAGE,
+         "no scenario file found"),
 ]
 
 
