@@ -29,6 +29,7 @@ How:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from runner.report._driver_models import (
@@ -49,8 +50,13 @@ from runner.report._driver_noise import (
     Knobs,
     decide,
     detectable_changes,
+    headline_alpha,
     metric_delta,
+    scenario_changes,
+    screen_alpha,
+    screen_rows,
 )
+from runner.report._driver_power import SIMULATIONS
 from runner.report._driver_quality import (
     OUTCOMES,
     outcome_delta,
@@ -62,14 +68,14 @@ from runner.report._driver_samples import (
     SCORE,
     SPEED_METRICS,
     Metric,
+    TrialTurns,
     TrialValues,
-    TurnCells,
     index_trials,
     scope_groups,
     score_trials,
     sources_seen,
     speed_source,
-    turn_cells_of,
+    trial_turns_of,
     turn_trials,
     warmup_keys,
 )
@@ -78,8 +84,14 @@ from runner.report._driver_setup import (
     check_decoding,
     check_devices,
     fingerprint,
-    order_in_time,
     served_on,
+)
+from runner.report._driver_time import (
+    ALTERNATED,
+    NOT_SEPARABLE,
+    drift_of,
+    drift_text,
+    order_in_time,
 )
 from runner.report._fold import group_trials
 from runner.report._models import Scorecard, Trace
@@ -106,8 +118,8 @@ def _finding(delta: MetricDelta) -> str:
     )
 
 
-def _scenario_findings(deltas: Sequence[MetricDelta]) -> list[str]:
-    """Per metric and direction, one line naming the scenarios that moved beyond noise."""
+def _scenario_findings(deltas: Sequence[MetricDelta]) -> list[tuple[list[MetricDelta], str]]:
+    """Per metric and direction, one line naming the scenarios the screen found moved."""
     moved: dict[tuple[str, Change], list[MetricDelta]] = {}
     for d in deltas:
         if d.scope == "scenario" and d.verdict.beyond_noise:
@@ -115,9 +127,32 @@ def _scenario_findings(deltas: Sequence[MetricDelta]) -> list[str]:
     lines = []
     for (label, verdict), rows in moved.items():
         total = sum(1 for d in deltas if d.scope == "scenario" and d.label == label)
-        names = ", ".join(d.name for d in rows[:5]) + (" ..." if len(rows) > 5 else "")
-        lines.append(f"{label}: B {verdict.value} in {len(rows)} of {total} scenario(s): {names}")
+        names = ", ".join(
+            f"{d.name} {_shown(d, d.change or 0)} (adjusted p {d.p_adjusted:.2g})" for d in rows[:5]
+        ) + (" ..." if len(rows) > 5 else "")
+        lines.append((rows, f"{label}: B {verdict.value} in {len(rows)} of {total} scenario(s): "
+                            f"{names}"))
     return lines
+
+
+def _aa_bounds(
+    aa: tuple[Scorecard, Scorecard], a: Scorecard, *, alpha: float, seed: int
+) -> tuple[str, dict[str, float], str] | None:
+    """(a note, per speed the largest |log change| the A/A pair's interval allows, its name)
+    when the pair ran on A's machine; None (with no bound) otherwise."""
+    first, second = aa
+    if first.config.hardware != a.config.hardware:
+        return None
+    report = driver_report(first, second, alpha=alpha, seed=seed, power_simulations=0)
+    limits = {
+        d.metric: max(abs(math.log1p(d.ci_low)), abs(math.log1p(d.ci_high)))
+        for d in report.speed
+        if d.scope == "all" and d.ci_low is not None and d.ci_high is not None
+    }
+    name = f"{first.run_id} / {second.run_id}"
+    shown = ", ".join(f"{k} ±{math.expm1(v) * 100:.1f}%" for k, v in limits.items())
+    return (f"drift bound: the A/A pair {name} on this machine moved at most {shown}; a "
+            "back-to-back finding beyond that is not the machine's drift alone", limits, name)
 
 
 def _outcome_finding(delta: OutcomeDelta) -> str:
@@ -129,17 +164,19 @@ def _outcome_finding(delta: OutcomeDelta) -> str:
 
 
 def detectable_text(d: DetectableChange) -> str:
-    """'with 3 trials of 59 scenarios, a TTFT change smaller than ±x % cannot be told ...'"""
+    """'with 3 trials of 59 scenarios, a TTFT change of ±x % is found 80 % of the time ...'"""
     def size(v: float) -> str:
         if d.relative and v > 9:  # beyond ×10 the percentage says nothing more
             return "a factor of more than 10"
         return f"±{v * 100:.1f}%" if d.relative else f"±{v:.2f}"
 
-    return (
-        f"with {d.trials} trial(s) of {d.scenarios} scenarios, a {d.label} change smaller than "
-        f"{size(d.noise_floor)} cannot be told from noise; one of {size(d.detectable)} is found "
-        f"{d.power * 100:.0f}% of the time"
-    )
+    head = f"with {d.trials} trial(s) of {d.scenarios} scenarios"
+    if d.detectable is None:
+        return f"{head}, no {d.label} change of any size can be shown: {d.reason}"
+    floor = f" (interval half-width {size(d.noise_floor)})" if d.noise_floor is not None else ""
+    return (f"{head}, a {d.label} change of {size(d.detectable)} is found "
+            f"{d.power * 100:.0f}% of the time by this report{floor}; smaller ones are "
+            "mostly missed")
 
 
 UNCOVERED = (
@@ -163,8 +200,14 @@ def driver_report(
     seed: int = 0,
     warmup: int = 0,
     allow_device_mismatch: bool = False,
+    power_simulations: int = SIMULATIONS,
+    aa: tuple[Scorecard, Scorecard] | None = None,
 ) -> DriverReport:
     """Compare run B (build under test) with run A (reference) on the scenarios both ran.
+
+    `aa`: an A/A pair (the same build twice) from the same machine; its intervals bound the
+    drift a back-to-back pair's findings must exceed. `power_simulations`: simulated runs per
+    size tried for the smallest detectable change (0: not computed).
 
     Raises DeviceMismatchError when a run served on another device than it asked for (unless
     allowed), DecodingMismatchError when one run decoded repeatably and the other sampled,
@@ -199,7 +242,7 @@ def driver_report(
 
     speed: list[MetricDelta] = []
     samples: dict[str, tuple[Metric, TrialValues, TrialValues]] = {}
-    turn_cells: dict[str, tuple[TurnCells, TurnCells]] = {}
+    turns: dict[str, tuple[TrialTurns, TrialTurns]] = {}
     for metric in SPEED_METRICS:
         if metric.turn_value is None:
             if not (traces_a and traces_b):
@@ -209,15 +252,15 @@ def driver_report(
         else:
             sa = turn_trials(a, metric, set(dropped_a), source)
             sb = turn_trials(b, metric, set(dropped_b), source)
-            turn_cells[metric.key] = (
-                turn_cells_of(a, metric, set(dropped_a), source),
-                turn_cells_of(b, metric, set(dropped_b), source),
+            turns[metric.key] = (
+                trial_turns_of(a, metric, set(dropped_a), source),
+                trial_turns_of(b, metric, set(dropped_b), source),
             )
         if not any(sa.get(s) for s in common) and not any(sb.get(s) for s in common):
             notes.append(f"{metric.label}: not measured on either run")
             continue
         samples[metric.key] = (metric, sa, sb)
-        speed.append(metric_delta(metric, scopes[0], sa, sb, **knobs, cells=turn_cells.get(metric.key)))
+        speed.append(metric_delta(metric, scopes[0], sa, sb, **knobs, trials=turns.get(metric.key)))
 
     score_a, score_b = score_trials(runs_a), score_trials(runs_b)
     scores = []
@@ -247,35 +290,48 @@ def driver_report(
     }
     for key in few:
         metric, sa, sb = samples[key]
-        speed += [metric_delta(metric, scope, sa, sb, **knobs, cells=turn_cells.get(key))
+        speed += [metric_delta(metric, scope, sa, sb, **knobs, trials=turns.get(key))
                   for scope in scopes if scope[0] == "scenario"]
     promoted = [d for d in speed if d.metric in few and d.scope == "scenario"]
     all_outcomes = [o for o in outcomes if o.scope == "all"]
-    decide(headline + promoted, better, alpha, all_outcomes)
+    family = headline + promoted
+    decide(family, better, alpha, all_outcomes)
+    changes = {
+        d.metric: scenario_changes(
+            samples[d.metric][0], [s for s in common if samples[d.metric][1].get(s)
+                                   and samples[d.metric][2].get(s)],
+            samples[d.metric][1], samples[d.metric][2], turns.get(d.metric),
+        )
+        for d in headline if d.metric != SCORE.key
+    }
     detectable = detectable_changes(
-        [d for d in headline if d.metric != SCORE.key],
-        tests=len(headline) + sum(o.scope == "all" for o in outcomes),
-        trials=min(a.config.trials, b.config.trials),
-        confidence=confidence,
-        alpha=alpha,
+        [d for d in headline if d.metric != SCORE.key], changes,
+        family=sum(d.p_value is not None for d in family)
+        + sum(o.verdict is not Change.TOO_FEW for o in all_outcomes),
+        trials=min(a.config.trials, b.config.trials), alpha=alpha, resamples=resamples,
+        seed=seed, simulations=power_simulations,
     )
-    # Drill down only where the headline moved; each metric's categories and its scenarios are
-    # one family each.
+    # Categories: only where the headline moved, each metric's categories one family.
     for d in headline:
         metric, sa, sb = samples[d.metric]
         deltas = speed if d.metric != "score" else scores
-        for kind in ("category", "scenario"):
-            if kind == "scenario" and (metric is SCORE or d.metric in few):
-                continue  # scores: the pass^k rows below; few: tested with the headline
-            family = [
-                metric_delta(metric, scope, sa, sb, **knobs, tested=d.verdict.beyond_noise,
-                       cells=turn_cells.get(d.metric))
-                for scope in scopes if scope[0] == kind
-            ]
-            decide(family, better, alpha)
-            deltas += family
-    # Headline rows of metrics not measured on both sides stay first; order: all, categories,
-    # scenarios per metric, as before.
+        family_rows = [
+            metric_delta(metric, scope, sa, sb, **knobs, tested=d.verdict.beyond_noise,
+                         trials=turns.get(d.metric))
+            for scope in scopes if scope[0] == "category"
+        ]
+        decide(family_rows, better, alpha)
+        deltas += family_rows
+    # Single scenarios: a screen of every turn-metered speed, whatever the headline did, so
+    # a change confined to a few scenarios (which the trimmed mean leaves out) is still seen.
+    screened = [
+        metric_delta(samples[key][0], scope, samples[key][1], samples[key][2], **knobs,
+                     trials=turns[key])
+        for key in turns if key in samples and key not in few
+        for scope in scopes if scope[0] == "scenario"
+    ]
+    screen_rows(screened, turns, better, alpha)
+    speed += screened
     order = {"all": 0, "category": 1, "scenario": 2}
     keys = [m.key for m in SPEED_METRICS]
     speed.sort(key=lambda r: (keys.index(r.metric), order[r.scope]))
@@ -295,12 +351,34 @@ def driver_report(
         notes.append("one trial per scenario on a side: pass^k is pass^1 and each scenario "
                      "is one pair; --trials N gives tighter answers")
     placed, order_text = order_in_time(a, b)
-    notes.append(UNCOVERED)
-    findings = [
-        _finding(d) for d in speed + scores if d.verdict.beyond_noise and d.scope != "scenario"
+    drift = [
+        *drift_of(a, "A", set(dropped_a), source, **knobs),
+        *drift_of(b, "B", set(dropped_b), source, **knobs),
     ]
-    findings += _scenario_findings(speed)
-    findings += [_outcome_finding(o) for o in outcomes if o.verdict.beyond_noise]
+    bounds = _aa_bounds(aa, a, alpha=alpha, seed=seed) if aa is not None else None
+    bound_text = None
+    if bounds is not None:
+        bound_text = bounds[0]
+        notes.append(bound_text)
+    notes.append(UNCOVERED)
+
+    def marked(d: MetricDelta | OutcomeDelta, text: str) -> str:
+        if placed == ALTERNATED:
+            return text
+        if bounds is not None and isinstance(d, MetricDelta) and d.change is not None:
+            limit = bounds[1].get(d.metric)
+            if limit is not None and abs(math.log1p(d.change)) > limit:
+                return text + f" (beyond the drift the A/A pair {bounds[2]} bounds)"
+        why = "runs back to back" if placed != "unknown" else "order in time unknown"
+        return (f"{text} — {NOT_SEPARABLE} ({why}; no A/A pair on this machine bounds the "
+                "drift: pass one with --aa)")
+
+    findings = [
+        marked(d, _finding(d))
+        for d in speed + scores if d.verdict.beyond_noise and d.scope != "scenario"
+    ]
+    findings += [marked(rows_[0], line) for rows_, line in _scenario_findings(speed)]
+    findings += [marked(o, _outcome_finding(o)) for o in outcomes if o.verdict.beyond_noise]
     rules = [
         "the unit is the scenario: A and B are paired on the scenarios both ran, each weighing "
         "the same on both sides; a speed's change in a scenario is paired by turn (turn t on B "
@@ -309,10 +387,13 @@ def driver_report(
         f"({resamples} resamples, seed {seed}); at least {MIN_SCENARIOS} paired scenarios for "
         "a verdict; one scenario: exact permutation test over its trials",
         f"multiplicity: Benjamini–Hochberg over the all-scenarios results (speeds, score and "
-        f"outcomes together) at {alpha:g}; categories and scenarios are tested only for a "
-        "result that moved, Benjamini–Hochberg again within each; with fewer than "
-        f"{MIN_SCENARIOS} paired scenarios each scenario is tested over its trials as a "
-        "headline question",
+        f"outcomes together) at {headline_alpha(alpha):g}; categories only for a result that "
+        "moved, Benjamini–Hochberg again within each; a screen of every scenario's speeds "
+        "against the noise pooled over all scenarios, Benjamini–Hochberg over all of them at "
+        f"{screen_alpha(alpha):g} (a finding also needs its own trials' exact p below "
+        f"{alpha:g}); the two together keep the chance of any finding when nothing changed at "
+        f"{alpha:g}; with fewer than {MIN_SCENARIOS} paired scenarios each scenario is tested "
+        "over its trials as a headline question",
         f"warm-up: the first {warmup} scenario run(s) of each side have their speed figures "
         "discarded" if warmup else "warm-up: none discarded (--warmup N drops the first N "
         "scenario runs' speed figures)",
@@ -321,6 +402,7 @@ def driver_report(
         f"scale), over scenarios their {SPEED_TRIM:.0%}-trimmed mean",
         RUN_RULE,
         order_text,
+        *(drift_text(d) for d in drift),
     ]
     return DriverReport(
         a_label=a.run_id,
@@ -344,6 +426,8 @@ def driver_report(
         discarded_a=dropped_a,
         discarded_b=dropped_b,
         order_in_time=placed,
+        drift=drift,
+        drift_bound=bound_text,
         served_on_a=served_on(a),
         served_on_b=served_on(b),
         confidence=confidence,

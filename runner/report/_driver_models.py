@@ -126,11 +126,31 @@ class DetectableChange(StrictModel):
     relative: bool = Field(description="sizes are relative (0.05 = 5 %) or absolute")
     scenarios: int = Field(description="paired scenarios")
     trials: int = Field(description="trials per scenario (the smaller side's run setting)")
-    noise_floor: float = Field(
-        description="a change smaller than ± this cannot be told from noise (interval half-width)"
+    noise_floor: float | None = Field(
+        default=None,
+        description="the headline interval's half-width (None: no interval at this n)",
     )
-    detectable: float = Field(description="a change of ± this is found POWER of the time")
+    detectable: float | None = Field(
+        default=None,
+        description="a change of ± this is found `power` of the time by this report (its "
+        "test, its adjustment, its n, simulated on its run's noise); None: no change can be "
+        "found that often at this n (`reason` says why)",
+    )
     power: float = Field(description="the share of runs in which `detectable` is found")
+    reason: str = Field(default="", description="why no size is printed, when none is")
+
+
+class Drift(StrictModel):
+    """How one side's speed moved between its early and late scenario runs (same scenarios)."""
+
+    side: str = Field(description="A or B")
+    metric: str = Field(description="metric key, as in MetricDelta")
+    label: str = Field(description="what a reader calls the metric")
+    scenarios: int = Field(description="scenarios with trials both early and late on this side")
+    change: float | None = Field(default=None, description="late vs early, relative (0.1 = +10 %)")
+    ci_low: float | None = Field(default=None, description="interval's lower bound, relative")
+    ci_high: float | None = Field(default=None, description="interval's upper bound, relative")
+    note: str = Field(default="", description="why no estimate, when none")
 
 
 class DriverReport(StrictModel):
@@ -166,9 +186,18 @@ class DriverReport(StrictModel):
     )
     order_in_time: str = Field(
         default="unknown",
-        description="how A's and B's scenario runs lay in time: 'alternated' (their spans "
-        "overlap: trials interleaved or run side by side), 'back to back' (one run, then the "
-        "other) or 'unknown' (a run without times)",
+        description="how A's and B's scenario runs lay in time, from the rows' recorded start "
+        "and end times: 'alternated' (A's and B's scenario runs take turns, or run side by "
+        "side), 'back to back' (every run of one side ended before the other's first began) "
+        "or 'unknown' (rows without recorded times)",
+    )
+    drift: list[Drift] = Field(
+        default_factory=list, description="each side's drift between early and late runs"
+    )
+    drift_bound: str | None = Field(
+        default=None,
+        description="the A/A pair measured on the same machine that bounds a back-to-back "
+        "pair's drift, or None (back-to-back findings are then marked)",
     )
     served_on_a: str | None = Field(default=None, description="device that served run A")
     served_on_b: str | None = Field(default=None, description="device that served run B")

@@ -12,16 +12,21 @@ import zlib
 from collections.abc import Sequence
 from typing import TypedDict
 
+import numpy as np
+
 from runner.report._driver_models import Change, DetectableChange, MetricDelta, OutcomeDelta
-from runner.report._driver_samples import Metric, TrialValues, TurnCells
+from runner.report._driver_power import POWER, simulated_detectable
+from runner.report._driver_samples import Metric, TrialTurns, TrialValues
 from runner.report._stats import (
     adjust_bh,
-    detectable_change,
     paired_cluster_bootstrap,
-    relative_change,
+    pooled_noise_p,
+    pooled_sd,
     scenario_differences,
+    smallest_split_p,
     trial_permutation_p,
     trimmed_mean,
+    turn_matrix,
     turn_paired_difference,
 )
 
@@ -30,16 +35,32 @@ NOT_TESTED = "not tested: the all-scenarios result did not move beyond noise"
 #: smallest p, 2 / 2^n, is 0.0625 for 5 (and a bootstrap over so few has few distinct draws).
 MIN_SCENARIOS = 6
 ALPHA = 0.05
+#: The share of ALPHA the screen over single scenarios spends; the headline family gets the
+#: rest, so the two together (Bonferroni) keep the chance of any finding when nothing changed
+#: at ALPHA.
+SCREEN_SHARE = 0.2
 CONFIDENCE = 0.95
 RESAMPLES = 2000
-POWER = 0.8  # the minimum detectable change is the one found this often
 
-#: A speed's per-scenario change is the mean over turns of the median trial's log ratio (True)
-#: or of the mean trial's (False); see `turn_paired_difference`.
+#: A speed's per-scenario change over scenarios is the mean over turns of the median trial's
+#: log ratio (True) or of the mean trial's (False); see `turn_paired_difference`.
 TURN_MEDIAN = True
 #: A speed's change over scenarios is the trimmed mean of the scenarios' changes: the top and
 #: bottom SPEED_TRIM of them left out (0 = the plain mean); see `paired_cluster_bootstrap`.
 SPEED_TRIM = 0.1
+#: One scenario's own row is tested by the turn-paired *mean* of its trials' logs: with 5
+#: trials a side the median's exact test cannot go below 12/252 (many splits share a median),
+#: the mean's goes to 2/252. The row's change is that same statistic, so its p and its
+#: direction never disagree.
+SCENARIO_MEDIAN = False
+
+
+def headline_alpha(alpha: float) -> float:
+    return alpha * (1 - SCREEN_SHARE)
+
+
+def screen_alpha(alpha: float) -> float:
+    return alpha * SCREEN_SHARE
 
 
 class Knobs(TypedDict):
@@ -57,11 +78,6 @@ def _direction(change: float, lower_is_better: bool | None) -> Change:
     return Change.SLOWER if up == lower_is_better else Change.FASTER
 
 
-def _smallest_permutation_p(n_a: int, n_b: int) -> float:
-    """The smallest two-sided p a permutation test of n_a against n_b values can give."""
-    return min(1.0, 2 / math.comb(n_a + n_b, n_a))
-
-
 def _seed(seed: int, *parts: str) -> int:
     # Each test draws from its own stream, so adding a scope never moves another's interval.
     return seed * 2**32 + zlib.crc32("/".join(parts).encode())
@@ -77,11 +93,11 @@ def metric_delta(
     confidence: float,
     seed: int,
     tested: bool = True,
-    cells: tuple[TurnCells, TurnCells] | None = None,
+    trials: tuple[TrialTurns, TrialTurns] | None = None,
 ) -> MetricDelta:
     """The scope's estimate and unadjusted p; the verdict waits for the family's adjustment.
 
-    With `cells` (a turn-metered speed) a scenario's difference is paired by turn
+    With `trials` (a turn-metered speed) a scenario's difference is paired by turn
     (`turn_paired_difference`); without, it is the log ratio (or difference) of its means.
 
     Not `tested` (a drill-down under a headline within noise): the change is shown, no test
@@ -109,45 +125,32 @@ def metric_delta(
         if not paired:
             base.note = "not measured on both sides"
             return base
-        trials_a, trials_b = a[name], b[name]
-        floor = _smallest_permutation_p(len(trials_a), len(trials_b))
-        turn_change = (
-            turn_paired_difference(
-                cells[0].get(name, {}), cells[1].get(name, {}), median=TURN_MEDIAN
-            )
-            if cells is not None and metric.relative else None
-        )
-        base.change = (
-            math.expm1(turn_change) if turn_change is not None  # what the scopes above sum up
-            else relative_change(means_a[0], means_b[0]) if metric.relative
-            else means_b[0] - means_a[0]
-        )
+        trials_a, trials_b = _trials_of(name, a, b, trials, metric)
+        floor = smallest_split_p(len(trials_a), len(trials_b))
+        if metric.relative:
+            turn_change = turn_paired_difference(trials_a, trials_b, median=SCENARIO_MEDIAN)
+            base.change = math.expm1(turn_change) if turn_change is not None else None
+        else:
+            base.change = means_b[0] - means_a[0]
         if not tested:
             base.verdict, base.note = Change.NO_CHANGE, NOT_TESTED
             return base
-        if floor > ALPHA:
+        if floor > ALPHA or not metric.relative:
             base.note = (
                 f"{len(trials_a)} vs {len(trials_b)} trials: even the clearest split gives "
                 f"p ≥ {floor:.2g}; run more trials"
-            )
+            ) if metric.relative else "a score is tested over scenarios, not within one"
             return base
-        if metric.relative:
-            trials_a, trials_b = [math.log(v) for v in trials_a], [math.log(v) for v in trials_b]
         base.p_value = trial_permutation_p(
-            trials_a, trials_b, resamples=resamples, seed=_seed(seed, metric.key, kind, name)
+            trials_a, trials_b, resamples=resamples, seed=_seed(seed, metric.key, kind, name),
+            median=SCENARIO_MEDIAN,
         )
         return base
     if not paired:
         base.note = "no scenario measured on both sides"
         return base
-    differences = scenario_differences(means_a, means_b, relative=metric.relative)
+    differences = scenario_changes(metric, paired, a, b, trials)
     trim = SPEED_TRIM if metric.relative else 0.0
-    if cells is not None and metric.relative:
-        by_turn = [
-            turn_paired_difference(cells[0].get(s, {}), cells[1].get(s, {}), median=TURN_MEDIAN)
-            for s in paired
-        ]
-        differences = [d if t is None else t for d, t in zip(differences, by_turn, strict=True)]
     mean = trimmed_mean(differences, trim)
     base.change = math.expm1(mean) if metric.relative else mean
     if not tested:
@@ -172,28 +175,119 @@ def metric_delta(
     return base
 
 
-def detectable_changes(
-    headline: Sequence[MetricDelta], *, tests: int, trials: int, confidence: float, alpha: float
-) -> list[DetectableChange]:
-    """The noise floor (the interval's half-width) and the change found POWER of the time.
+def _trials_of(
+    name: str, a: TrialValues, b: TrialValues, trials: tuple[TrialTurns, TrialTurns] | None,
+    metric: Metric,
+) -> tuple[list[dict[int, float]], list[dict[int, float]]]:
+    """One scenario's trials on each side, each trial its turns (one pseudo-turn without)."""
+    if trials is not None and metric.relative and trials[0].get(name) and trials[1].get(name):
+        return trials[0][name], trials[1][name]
+    return [{1: v} for v in a[name]], [{1: v} for v in b[name]]
 
-    The second is sized for the adjusted test a lone change faces: when only one of `tests`
-    headline questions moved, Benjamini–Hochberg asks it for p < alpha / tests.
-    """
+
+def scenario_changes(
+    metric: Metric, paired: Sequence[str], a: TrialValues, b: TrialValues,
+    trials: tuple[TrialTurns, TrialTurns] | None,
+) -> list[float]:
+    """One change per paired scenario, the values the headline sums up: a speed's paired by
+    turn (the median trial of each turn, log scale) when its turns are known, else the log
+    ratio (or the difference) of the scenario's means."""
+    means_a = [statistics.fmean(a[s]) for s in paired]
+    means_b = [statistics.fmean(b[s]) for s in paired]
+    differences = scenario_differences(means_a, means_b, relative=metric.relative)
+    if trials is None or not metric.relative:
+        return differences
+    by_turn = [
+        turn_paired_difference(trials[0].get(s, []), trials[1].get(s, []), median=TURN_MEDIAN)
+        for s in paired
+    ]
+    return [d if t is None else t for d, t in zip(differences, by_turn, strict=True)]
+
+
+def screen_rows(
+    rows: Sequence[MetricDelta], trials: dict[str, tuple[TrialTurns, TrialTurns]],
+    lower_is_better: dict[str, bool | None], alpha: float,
+) -> None:
+    """The screen over single scenarios: every scenario row of a turn-metered speed, tested
+    against the noise pooled over all scenarios, Benjamini–Hochberg over all of them together
+    at the screen's share of alpha. A row is a finding only when its own trials agree (their
+    exact test below alpha): the pooled noise assumes scenarios are alike in noise, its own
+    trials assume nothing."""
+    asked = []
+    for row in rows:
+        if row.metric not in trials or row.change is None or row.p_value is None:
+            continue
+        side_a, side_b = trials[row.metric]
+        sd, df = _pooled_noise(side_a, side_b)
+        matrix = turn_matrix(side_a[row.name], side_b[row.name])
+        n_a = len(side_a[row.name])
+        # The turn-paired mean's variance: per turn 1/n_A + 1/n_B of the pooled variance,
+        # averaged over the turns both sides measured.
+        counts_a = (~np.isnan(matrix[:n_a])).sum(axis=0)
+        counts_b = (~np.isnan(matrix[n_a:])).sum(axis=0)
+        both = (counts_a > 0) & (counts_b > 0)
+        if not both.any():
+            continue
+        se = sd * math.sqrt(float(np.sum(1 / counts_a[both] + 1 / counts_b[both]))) / both.sum()
+        own = row.p_value
+        row.p_value = pooled_noise_p(math.log1p(row.change), se, df)
+        row.note = f"own trials' exact p = {own:.3g}"
+        asked.append((row, own))
+    adjusted = adjust_bh([row.p_value for row, _ in asked if row.p_value is not None])
+    for (row, own), p in zip(asked, adjusted, strict=True):
+        row.p_adjusted = p
+        moved = p < screen_alpha(alpha) and own < alpha and row.change
+        row.verdict = (_direction(row.change, lower_is_better[row.metric])
+                       if moved and row.change else Change.NO_CHANGE)
+
+
+def _pooled_noise(a: TrialTurns, b: TrialTurns) -> tuple[float, int]:
+    """The sd of one trial's log value around its (scenario, turn, side) cell's mean, pooled
+    over every cell of both runs, and its degrees of freedom."""
+    cells: dict[tuple[str, int, str], list[float]] = {}
+    for side, trials in (("a", a), ("b", b)):
+        for sid, rows in trials.items():
+            for trial in rows:
+                for turn, value in trial.items():
+                    cells.setdefault((sid, turn, side), []).append(math.log(value))
+    return pooled_sd(list(cells.values()))
+
+
+def detectable_changes(
+    headline: Sequence[MetricDelta], changes: dict[str, list[float]], *, family: int,
+    trials: int, alpha: float, resamples: int, seed: int, simulations: int,
+) -> list[DetectableChange]:
+    """Per headline speed, the change this report finds POWER of the time (simulated: its own
+    test, its adjustment among `family` questions, its n and its run's noise), or why none."""
     sizes = []
     for d in headline:
-        if d.standard_error is None:
+        if not d.relative or d.metric not in changes or d.scenarios < 2:
             continue
-        floor, _ = detectable_change(
-            d.standard_error, d.scenarios, confidence=confidence, power=POWER
-        )
-        _, found = detectable_change(
-            d.standard_error, d.scenarios, confidence=1 - alpha / max(tests, 1), power=POWER
-        )
-        shown = math.expm1 if d.relative else float
+        size = None
+        if d.scenarios < MIN_SCENARIOS:
+            why = (f"{d.scenarios} paired scenarios: below {MIN_SCENARIOS} no result over "
+                   "scenarios is tested")
+        elif simulations <= 0:
+            why = "not simulated"
+        else:
+            size = simulated_detectable(
+                changes[d.metric], trim=SPEED_TRIM, family=family, alpha=headline_alpha(alpha),
+                resamples=resamples, seed=_seed(seed, d.metric, "detectable"),
+                simulations=simulations,
+            )
+            why = "" if size is not None else (
+                f"{d.scenarios} paired scenarios cannot show any change: the sign-flip test's "
+                f"smallest p, 2/2^{d.scenarios}, does not pass the adjustment over "
+                f"{family} headline questions even for a change many times the noise"
+                if 2 ** d.scenarios <= resamples else
+                "no change is found that often at this noise"
+            )
+        floor = (d.ci_high - d.ci_low) / 2 if d.ci_low is not None and d.ci_high is not None \
+            else None
         sizes.append(DetectableChange(
             metric=d.metric, label=d.label, relative=d.relative, scenarios=d.scenarios,
-            trials=trials, noise_floor=shown(floor), detectable=shown(found), power=POWER,
+            trials=trials, noise_floor=floor,
+            detectable=math.expm1(size) if size is not None else None, power=POWER, reason=why,
         ))
     return sizes
 
@@ -212,14 +306,14 @@ def decide(
     adjusted = adjust_bh(p_values)
     for row, p in zip(tested, adjusted[: len(tested)], strict=True):
         row.p_adjusted = p
-        moved = p < alpha and row.change is not None and row.change != 0
+        moved = p < headline_alpha(alpha) and row.change is not None and row.change != 0
         row.verdict = (
             _direction(row.change, lower_is_better[row.metric])
             if moved and row.change is not None else Change.NO_CHANGE
         )
     for outcome, p in zip(asked, adjusted[len(tested):], strict=True):
         outcome.p_adjusted = p
-        if p < alpha:
+        if p < headline_alpha(alpha):
             outcome.verdict = Change.BETTER if outcome.b_only > outcome.a_only else Change.WORSE
         else:
             outcome.verdict = Change.NO_CHANGE

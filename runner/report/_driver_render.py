@@ -105,6 +105,20 @@ def _md_outcomes(outcomes: Sequence[OutcomeDelta]) -> list[str]:
     return lines
 
 
+def nothing_found(report: DriverReport) -> str:
+    """The line for a report without a finding: a clean bill only where a change could have
+    been found; where the n could not show one, it says that instead."""
+    blind = [d.label for d in report.detectable if d.detectable is None and d.reason
+             and d.reason != "not simulated"]
+    if blind and len(blind) == len(report.detectable):
+        return ("no finding, and none was possible: at this n no speed change of any size "
+                "could be shown (see the smallest detectable change); run more scenarios")
+    if blind:
+        return (f"no finding beyond noise; {', '.join(blind)}: no change of any size could be "
+                "shown at this n")
+    return "no detectable change: every difference is within the noise of these samples"
+
+
 def render_driver_md(report: DriverReport) -> str:
     """The report as Markdown (for a terminal, a PR comment or a job summary)."""
     r = report
@@ -114,9 +128,7 @@ def render_driver_md(report: DriverReport) -> str:
         "",
         "## Beyond noise",
     ]
-    lines += [f"- {f}" for f in r.beyond_noise] or [
-        "- no detectable change: every difference is within the noise of these samples"
-    ]
+    lines += [f"- {f}" for f in r.beyond_noise] or [f"- {nothing_found(r)}"]
     lines += ["", "## Smallest detectable change"]
     lines += [f"- {detectable_text(d)}" for d in r.detectable] or [
         "- not computed: too few paired scenarios to estimate the noise"
@@ -319,7 +331,7 @@ def render_driver_html(report: DriverReport) -> str:
     r = report
     conf = f"{r.confidence * 100:.0f}%"
     findings = "".join(f"<li>{_e(f)}</li>" for f in r.beyond_noise) or (
-        "<li>no detectable change: every difference is within the noise of these samples</li>"
+        f"<li>{_e(nothing_found(r))}</li>"
     )
     differ, rest = differing_settings(r.fingerprint)
     setup = "".join(

@@ -39,8 +39,8 @@ SCORE = Metric("score", "judged score", "", None, None)
 TrialValues = dict[str, list[float]]
 """scenario id → one value per trial (the mean over that trial's turns, or documents)."""
 
-TurnCells = dict[str, dict[int, list[float]]]
-"""scenario id → turn number → one value per trial that measured that turn."""
+TrialTurns = dict[str, list[dict[int, float]]]
+"""scenario id → one entry per trial: turn number → value (the turns that trial measured)."""
 
 
 FRONT_DOOR = "front_door"
@@ -82,19 +82,23 @@ def turn_trials(
     return samples
 
 
-def turn_cells_of(
+def trial_turns_of(
     card: Scorecard, metric: Metric, dropped: set[str], source: str | None
-) -> TurnCells:
+) -> TrialTurns:
+    """Each trial's turns kept together: a permutation test relabels whole trials."""
     assert metric.turn_value is not None
-    cells: TurnCells = {}
+    trials: TrialTurns = {}
     for row in card.scenarios:
         if row.key in dropped:
             continue
+        turns = {}
         for t in row.turns:
             value = metric.turn_value(t) if source is None or _source(t) == source else None
             if value is not None and value > 0:
-                cells.setdefault(row.id, {}).setdefault(t.turn, []).append(value)
-    return cells
+                turns[t.turn] = value
+        if turns:
+            trials.setdefault(row.id, []).append(turns)
+    return trials
 
 
 def index_trials(traces: Sequence[Trace], dropped: set[str]) -> TrialValues:

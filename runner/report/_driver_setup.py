@@ -1,4 +1,4 @@
-"""What differs between runs A and B besides the build: setup, decoding, device, order in time.
+"""What differs between runs A and B besides the build: setup, decoding, device.
 
 The driver report refuses a pair that is not a driver comparison (one run served on another
 device than it asked for, or decoded repeatably while the other sampled) and lists every
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from datetime import datetime, timedelta
 from typing import Any
 
 from runner.report._driver_models import (
@@ -132,46 +131,6 @@ def check_devices(a: Scorecard, b: Scorecard, *, allow_mismatch: bool) -> list[s
             "again, or pass --allow-device-mismatch to compare anyway)"
         )
     return [f"device mismatch allowed (--allow-device-mismatch): {p}" for p in problems]
-
-
-# --- order in time -------------------------------------------------------------------------
-
-
-def run_span(card: Scorecard) -> tuple[datetime, datetime] | None:
-    """When a run started and (estimated) ended: its start plus its scenarios' wall time over
-    its concurrency. Rows carry no clock times; the estimate is close at concurrency 1, where
-    scenarios run one after another. None without wall times."""
-    walls = [row.wall_s for row in card.scenarios if row.wall_s]
-    if not walls:
-        return None
-    lasted = sum(walls) / max(card.config.concurrency or 1, 1)
-    return card.timestamp, card.timestamp + timedelta(seconds=lasted)
-
-
-def order_in_time(a: Scorecard, b: Scorecard) -> tuple[str, str]:
-    """('alternated' | 'back to back' | 'unknown', one line saying so with the times)."""
-    span_a, span_b = run_span(a), run_span(b)
-    if span_a is None or span_b is None:
-        return "unknown", (
-            "order in time: unknown (a run has no wall times), so whether A and B were "
-            "alternated cannot be told"
-        )
-
-    def shown(span: tuple[datetime, datetime]) -> str:
-        return f"{span[0]:%Y-%m-%d %H:%M}–~{span[1]:%H:%M} UTC"
-
-    spans = f"A {shown(span_a)}, B {shown(span_b)}"
-    if span_a[0] < span_b[1] and span_b[0] < span_a[1]:
-        return "alternated", (
-            f"order in time: alternated ({spans}: the runs overlap, so a drift of the machine "
-            "falls on both alike)"
-        )
-    first = "A" if span_a[0] <= span_b[0] else "B"
-    return "back to back", (
-        f"order in time: back to back, {first} first ({spans}), not alternated: a drift of "
-        "the machine between the two runs (heat, load, caches) moves every scenario of one "
-        "run alike and the intervals cannot tell it from a change of the build"
-    )
 
 
 RUN_RULE = (

@@ -15,8 +15,11 @@ The tools, and why:
   miss (a TTFT many times the others) from moving a whole scenario. Over scenarios a speed's
   changes can be summed up by a trimmed mean (`trim`) for the same reason, one level up.
 - one scenario on its own has only its trials: `trial_permutation_p` is the exact two-sample
-  permutation test of A's trial means against B's (scipy), valid however few trials there are
-  (with 3 a side it can never reach p < 0.1, and says so by its p).
+  permutation test of its turn-paired change (trials relabelled, each keeping its turns), so
+  the p and the direction come from one statistic; valid however few trials there are (with
+  3 a side it can never reach p < 0.1, and says so by its p). A screen over many scenarios
+  needs more than 5 trials' exact test can give (2/252 against BH's 0.05 · 7/79):
+  `pooled_noise_p` measures a scenario's change against the noise of all scenarios.
 - quality on the same scenarios is *paired* (scenario s, trial i on A and on B): the exact
   McNemar test asks whether the pairs that flipped lean one way more than a fair coin would
   (scipy's exact binomial test on the discordant pairs).
@@ -27,8 +30,9 @@ The tools, and why:
 
 from __future__ import annotations
 
+import itertools
 import math
-import statistics
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -68,34 +72,6 @@ def scenario_differences(
             raise ValueError("a relative change needs positive values on both sides")
         return [float(np.log(y / x)) for x, y in zip(a, b, strict=True)]
     return [y - x for x, y in zip(a, b, strict=True)]
-
-
-def turn_paired_difference(
-    turns_a: Mapping[int, Sequence[float]],
-    turns_b: Mapping[int, Sequence[float]],
-    *,
-    median: bool = True,
-) -> float | None:
-    """One scenario's log change, paired by turn: the mean over the turns both sides measured
-    of median(log B's trials) − median(log A's trials) (their means when not `median`). None
-    when no turn is on both sides.
-
-    Values must be positive (a speed). The median of a turn's trials, not their mean: a TTFT
-    has heavy tails (a prompt-cache miss costs many times a hit), and one tail value in a mean
-    moves the scenario's difference by its full size. On this machine's measured noise the
-    median found TTFT +40 % in 78 % of simulated pairs where the mean found 72 %, the A/A
-    false-finding share within 5 % for both (tests/unit/test_driver_null.py).
-    """
-    common = sorted(turns_a.keys() & turns_b.keys())
-    # Plain Python: a report computes this for every scenario and scope, on 1–10 values each,
-    # where numpy's per-call overhead is most of the cost.
-    centre = statistics.median if median else statistics.fmean
-    diffs = [
-        centre([math.log(v) for v in turns_b[t]]) - centre([math.log(v) for v in turns_a[t]])
-        for t in common
-        if turns_a[t] and turns_b[t]
-    ]
-    return statistics.fmean(diffs) if diffs else None
 
 
 def paired_cluster_bootstrap(
@@ -163,6 +139,52 @@ def trimmed_mean(values: Sequence[float], trim: float) -> float:
     return float(_centre(trim)(np.asarray(values, dtype=float), axis=0))
 
 
+def _trimmed_means(data: np.ndarray, trim: float) -> np.ndarray:
+    """trimmed_mean along the last axis of many rows at once (one partition, no full sort):
+    the power simulation asks it of hundreds of thousands of flipped rows."""
+    n = data.shape[-1]
+    cut = int(trim * n)  # scipy's trim_mean cuts the same whole number from each end
+    if cut == 0:
+        return np.asarray(data.mean(axis=-1), dtype=float)
+    parted = np.partition(data, (cut, n - cut - 1), axis=-1)
+    return np.asarray(parted[..., cut:n - cut].mean(axis=-1), dtype=float)
+
+
+def _two_sided(observed: np.ndarray, null: np.ndarray, exact: bool) -> np.ndarray:
+    """scipy.stats.permutation_test's two-sided p: twice the smaller tail, the observed value
+    counted within a relative tolerance (so a tie by rounding is a tie), Monte Carlo with +1."""
+    tolerance = 1e-14 * np.maximum(np.abs(observed), 1.0)[..., None]
+    less = (null <= observed[..., None] + tolerance).sum(axis=-1)
+    greater = (null >= observed[..., None] - tolerance).sum(axis=-1)
+    count = null.shape[-1]
+    if exact:
+        tails = np.minimum(less, greater) / count
+    else:
+        tails = (np.minimum(less, greater) + 1) / (count + 1)
+    return np.asarray(np.minimum(1.0, 2 * tails), dtype=float)
+
+
+def _sign_flips(n: int, resamples: int, rng: np.random.Generator) -> tuple[np.ndarray, bool]:
+    """Every one of the 2^n sign vectors when there are at most `resamples`, else a sample."""
+    if 2**n <= resamples:
+        bits = (np.arange(2**n)[:, None] >> np.arange(n)) & 1
+        return (2 * bits - 1).astype(float), True
+    return rng.choice([-1.0, 1.0], size=(resamples, n)), False
+
+
+def sign_flip_ps(
+    rows: np.ndarray, *, resamples: int = 2000, seed: int = 0, trim: float = 0.0
+) -> np.ndarray:
+    """`sign_flip_p` of every row of a (runs, scenarios) array at once, the same flips for all
+    rows (the power simulation asks it of hundreds of simulated runs)."""
+    data = np.atleast_2d(np.asarray(rows, dtype=float))
+    flips, exact = _sign_flips(data.shape[-1], resamples, np.random.default_rng(seed))
+    _centre(trim)  # the same check of trim as every other statistic here
+    observed = _trimmed_means(data, trim)
+    null = _trimmed_means(data[:, None, :] * flips[None, :, :], trim)
+    return _two_sided(observed, null, exact)
+
+
 def sign_flip_p(
     differences: Sequence[float], *, resamples: int = 2000, seed: int = 0, trim: float = 0.0
 ) -> float:
@@ -170,40 +192,133 @@ def sign_flip_p(
 
     Exact when 2^n ≤ resamples, Monte Carlo (with scipy's +1 correction) otherwise. Any
     statistic of the flipped differences keeps the test exact: `trim` picks the trimmed mean.
+    It is scipy.stats.permutation_test's definition (a unit test holds the two equal), written
+    out vectorised so the power simulation can run the very same test on many runs at once.
     """
-    centre = _centre(trim)
-    result = stats.permutation_test(
-        (np.asarray(differences, dtype=float),),
-        lambda d, axis: centre(d, axis=axis),
-        permutation_type="samples",
-        alternative="two-sided",
-        n_resamples=resamples,
-        vectorized=True,
-        rng=np.random.default_rng(seed),
-    )
-    return float(result.pvalue)
+    return float(sign_flip_ps(np.asarray(differences, dtype=float)[None, :],
+                              resamples=resamples, seed=seed, trim=trim)[0])
+
+
+def turn_matrix(
+    trials_a: Sequence[Mapping[int, float]], trials_b: Sequence[Mapping[int, float]]
+) -> np.ndarray:
+    """One scenario's trials as rows (A's first, then B's) and its turns as columns, log
+    values, NaN where a trial did not measure a turn."""
+    turns = sorted({t for trial in (*trials_a, *trials_b) for t in trial})
+    rows = [[math.log(trial[t]) if t in trial else math.nan for t in turns]
+            for trial in (*trials_a, *trials_b)]
+    return np.asarray(rows, dtype=float).reshape(len(rows), len(turns))
+
+
+def _turn_paired(matrix: np.ndarray, on_b: np.ndarray, median: bool) -> np.ndarray:
+    """The turn-paired change of each split (rows of `on_b`, True = the trial is B's): per turn
+    median (or mean) of B's trials minus A's, then the mean over the turns both sides have."""
+    centre = np.nanmedian if median else np.nanmean
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a turn no trial of a side measured
+        b = centre(np.where(on_b[:, :, None], matrix[None], np.nan), axis=1)
+        a = centre(np.where(~on_b[:, :, None], matrix[None], np.nan), axis=1)
+        return np.asarray(np.nanmean(b - a, axis=-1), dtype=float)
+
+
+def turn_paired_difference(
+    turns_a: Mapping[int, Sequence[float]] | Sequence[Mapping[int, float]],
+    turns_b: Mapping[int, Sequence[float]] | Sequence[Mapping[int, float]],
+    *,
+    median: bool = True,
+) -> float | None:
+    """One scenario's log change, paired by turn: the mean over the turns both sides measured
+    of median(log B's trials) − median(log A's trials) (their means when not `median`). None
+    when no turn is on both sides. Each side is a list of trials (turn → value) or, the same
+    values without their trial, turn → values.
+
+    Values must be positive (a speed). The median of a turn's trials, not their mean: a TTFT
+    has heavy tails (a prompt-cache miss costs many times a hit), and one tail value in a mean
+    moves the scenario's difference by its full size. On this machine's measured noise the
+    median found TTFT +40 % in 78 % of simulated pairs where the mean found 72 %, the A/A
+    false-finding share within 5 % for both (tests/unit/test_driver_null.py).
+    """
+    a, b = _as_trials(turns_a), _as_trials(turns_b)
+    if not ({t for x in a for t in x} & {t for x in b for t in x}):
+        return None
+    matrix = turn_matrix(a, b)
+    on_b = np.arange(len(a) + len(b)) >= len(a)
+    value = float(_turn_paired(matrix, on_b[None, :], median)[0])
+    return None if math.isnan(value) else value
+
+
+def _as_trials(
+    side: Mapping[int, Sequence[float]] | Sequence[Mapping[int, float]],
+) -> list[Mapping[int, float]]:
+    if isinstance(side, Mapping):  # turn → values: one pseudo-trial per value position
+        depth = max((len(v) for v in side.values()), default=0)
+        return [{t: v[i] for t, v in side.items() if i < len(v)} for i in range(depth)]
+    return list(side)
+
+
+def _splits(n_a: int, n: int, resamples: int, rng: np.random.Generator) -> tuple[np.ndarray, bool]:
+    """Which trials are B's, for every split of n trials into n_a and n − n_a when there are
+    at most `resamples` splits (the observed one among them), else a random sample of splits."""
+    if math.comb(n, n_a) <= resamples:
+        on_b = np.ones((math.comb(n, n_a), n), dtype=bool)
+        for row, chosen in enumerate(itertools.combinations(range(n), n_a)):
+            on_b[row, list(chosen)] = False
+        return on_b, True
+    order = rng.random((resamples, n)).argsort(axis=1)
+    return order >= n_a, False
 
 
 def trial_permutation_p(
-    trials_a: Sequence[float], trials_b: Sequence[float], *, resamples: int = 2000, seed: int = 0
+    trials_a: Sequence[Mapping[int, float]] | Sequence[float],
+    trials_b: Sequence[Mapping[int, float]] | Sequence[float],
+    *,
+    resamples: int = 2000,
+    seed: int = 0,
+    median: bool = False,
 ) -> float:
-    """Two-sided permutation p for "A's and B's trial means come from one distribution".
+    """Two-sided permutation p of one scenario's turn-paired change (`turn_paired_difference`,
+    the very statistic its change is reported by): A's and B's trials relabelled, a trial
+    keeping its turns together. A trial may be a plain value (one turn).
 
     Exact (every split enumerated) when there are at most `resamples` splits, as with 5 trials
     a side (252); otherwise Monte Carlo with the seed.
     """
     if len(trials_a) < 1 or len(trials_b) < 1:
         raise ValueError("a permutation test needs at least one trial on each side")
-    result = stats.permutation_test(
-        (np.asarray(trials_a, dtype=float), np.asarray(trials_b, dtype=float)),
-        lambda x, y, axis: np.mean(y, axis=axis) - np.mean(x, axis=axis),
-        permutation_type="independent",
-        alternative="two-sided",
-        n_resamples=resamples,
-        vectorized=True,
-        rng=np.random.default_rng(seed),
-    )
-    return float(result.pvalue)
+    a = [t if isinstance(t, Mapping) else {1: float(t)} for t in trials_a]
+    b = [t if isinstance(t, Mapping) else {1: float(t)} for t in trials_b]
+    matrix = turn_matrix(a, b)
+    n = len(a) + len(b)
+    observed = _turn_paired(matrix, (np.arange(n) >= len(a))[None, :], median)
+    on_b, exact = _splits(len(a), n, resamples, np.random.default_rng(seed))
+    null = np.nan_to_num(_turn_paired(matrix, on_b, median))
+    return float(_two_sided(np.nan_to_num(observed), null[None, :], exact)[0])
+
+
+def smallest_split_p(n_a: int, n_b: int) -> float:
+    """The smallest two-sided p a permutation test of n_a against n_b trials can give."""
+    return min(1.0, 2 / math.comb(n_a + n_b, n_a))
+
+
+def pooled_sd(groups: Sequence[Sequence[float]]) -> tuple[float, int]:
+    """The sd of values around their own group's mean, pooled over groups, and its degrees of
+    freedom (groups of one value add none)."""
+    squares, df = 0.0, 0
+    for values in groups:
+        if len(values) >= 2:
+            centre = math.fsum(values) / len(values)
+            squares += math.fsum((v - centre) ** 2 for v in values)
+            df += len(values) - 1
+    return (math.sqrt(squares / df) if df else 0.0), df
+
+
+def pooled_noise_p(change: float, standard_error: float, df: int) -> float:
+    """Two-sided p of one scenario's change against the noise pooled over all scenarios: t on
+    `df` degrees of freedom. Why not its own trials alone: with 5 trials a side their exact
+    test cannot go below 2/252, and a screen adjusted over 79 scenarios needs less."""
+    if standard_error <= 0 or df < 1:
+        return 1.0
+    return float(2 * stats.t.sf(abs(change) / standard_error, df))
 
 
 def adjust_bh(p_values: Sequence[float]) -> list[float]:
