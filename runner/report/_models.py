@@ -157,6 +157,14 @@ class ScenarioResult(StrictModel):
     recommended_fix: str | None = Field(default=None, description="the judge's recommended fix")
     error: str | None = Field(default=None, description="infrastructure error, when any")
     wall_s: Seconds | None = Field(default=None, description="scenario wall clock, seconds")
+    started_at: datetime | None = Field(
+        default=None,
+        description="when the scenario run began (UTC; None in rows from before it was kept): "
+        "the driver report reads A's and B's order in time from it",
+    )
+    ended_at: datetime | None = Field(
+        default=None, description="when the scenario run's row was recorded (UTC)"
+    )
     setup: SetupTimings | None = Field(
         default=None,
         description="where the set-up time before the first turn went (from the transcript); "

@@ -14,6 +14,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import TextIO
@@ -165,6 +166,7 @@ class Engine:
                 self._record(job, Outcome(infra=Status.NOT_RUN, error=reason), wall_s=None)
 
     async def run_job(self, job: Job) -> None:
+        began = datetime.now(UTC)  # the row's clock time: the driver report orders runs by it
         started = time.perf_counter()
         outcome = await self.conversations.converse(job)
         # Collecting and removing its sandbox start now, beside the judging: off the clock.
@@ -178,7 +180,7 @@ class Engine:
             if outcome.infra is None and outcome.transcript is not None:
                 await self._judge(job, outcome)
             wall_s = round(time.perf_counter() - started, 3)
-            trace = self._record(job, outcome, wall_s)
+            trace = self._record(job, outcome, wall_s, span=(began, datetime.now(UTC)))
         finally:
             if leaving is not None:
                 self._aftercare.then(leaving, partial(self._left, job, trace))
@@ -227,7 +229,10 @@ class Engine:
 
     # -- recording ------------------------------------------------------------------------------
 
-    def _record(self, job: Job, outcome: Outcome, wall_s: float | None) -> Trace:
+    def _record(
+        self, job: Job, outcome: Outcome, wall_s: float | None,
+        span: tuple[datetime, datetime] | None = None,
+    ) -> Trace:
         scenario = job.scenario
         checks = (run_all_checks(scenario, outcome.transcript, derived=self.settings.derived_checks)
                   if outcome.transcript else [])
@@ -248,6 +253,8 @@ class Engine:
         if outcome.after:
             result.notes.append(f"after the conversation finished: {outcome.after}")
         result.node = outcome.node
+        if span is not None:
+            result.started_at, result.ended_at = span
         self._finished.add(job.key)
         evidence = Evidence.from_transcript(outcome.transcript).model_dump(mode="json") if outcome.transcript else {}
         artifacts = artifacts_of(self.settings.run_dir, job.key)
