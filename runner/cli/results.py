@@ -25,6 +25,9 @@ from runner.run.errors import EXIT_INFRA, EXIT_USAGE
 from runner.system.writes import WriteRefused
 
 export_app = command_group("Write a run in another tool's format.")
+#: calibrate's --deadline ceiling: a gate of a dozen short questions that has not finished in an
+#: hour never will (`--deadline 1e30` waited for ever on a judge that never answered).
+MAX_DEADLINE_S = 3600.0
 ScorecardPath = Annotated[Path, typer.Argument(help="scorecard (file or run folder), ours or GAIA's")]
 
 
@@ -90,11 +93,18 @@ def calibrate(
     """Run only the calibration gate: exit 0 calibrated, 1 failed, 2 configuration error."""
     import asyncio
 
-    from runner.judge import JudgeCache, ProviderConfigError, from_env_and_flags, make_judge
+    from runner.judge import (
+        JudgeCache,
+        JudgeUnavailable,
+        ProviderConfigError,
+        from_env_and_flags,
+        make_judge,
+    )
     from runner.judge import calibrate as gate
 
-    if not (math.isfinite(deadline) and deadline > 0):
-        fail(f"--deadline {deadline}: give a number of seconds greater than 0", EXIT_USAGE)
+    if not (math.isfinite(deadline) and 0 < deadline <= MAX_DEADLINE_S):
+        fail(f"--deadline {deadline}: give a number of seconds above 0 and at most "
+             f"{MAX_DEADLINE_S:g}", EXIT_USAGE)
     check_urls(("--judge-url", judge_url), *env_urls())
     try:
         choices = from_env_and_flags(judge=None if judge_provider == "auto" else judge_provider,
@@ -107,6 +117,8 @@ def calibrate(
     say(f"judge: {choices.judge_reason}")
     try:
         report = asyncio.run(gate(judge, deadline))
+    except JudgeUnavailable as exc:  # the server refused or stayed down: not a verdict
+        fail(f"calibration could not run: {exc}", EXIT_INFRA)
     except Exception as exc:  # noqa: BLE001 — an unreachable judge is a configuration error
         fail(f"calibration could not run: {type(exc).__name__}: {exc}", EXIT_USAGE)
     say(str(report))

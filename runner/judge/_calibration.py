@@ -18,7 +18,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from runner.judge._errors import CalibrationFailed, JudgeError
+from runner.judge._errors import CalibrationFailed, JudgeError, JudgeUnavailable
 from runner.judge._judge import Judge, ModelJudge
 from runner.records.judgments import DIMENSIONS, ClaimJudgment, ClaimLabel, Judgments
 from runner.records.transcript import Transcript
@@ -202,6 +202,8 @@ async def _guarded(judge: Judge, kind: Kind, example: Any, limit: asyncio.Semaph
             if kind == "claim":
                 return await _run_claim(judge, example)
             return await _run_rubric(judge, example)
+        except JudgeUnavailable:
+            raise  # the server, not the model: calibrate stops the gate at once
         except JudgeError as error:
             return ExampleResult(
                 id=example.id, kind=kind, expected=_expected(kind, example), passed=False, error=str(error)
@@ -234,10 +236,21 @@ async def calibrate(
     plan: list[tuple[Kind, Any]] = [("claim", e) for e in chosen.claims] + [("rubric", e) for e in chosen.rubric]
     tasks = [asyncio.ensure_future(_guarded(judge, kind, example, limit)) for kind, example in plan]
     started = time.monotonic()
-    _, pending = await asyncio.wait(tasks, timeout=deadline_s)
+    pending: set[asyncio.Future[ExampleResult]] = set(tasks)
+    # Woken by each raised example (only JudgeUnavailable escapes _guarded): a refused key or
+    # a judge that stays down ends the gate at once, not after every example failed on it.
+    while pending and not _unavailable(tasks):
+        left = started + deadline_s - time.monotonic()
+        if left <= 0:
+            break
+        _, pending = await asyncio.wait(pending, timeout=left, return_when=asyncio.FIRST_EXCEPTION)
     for task in pending:
         task.cancel()
-    await asyncio.gather(*pending, return_exceptions=True)
+    # Every outcome retrieved: none is left to asyncio's "Task exception was never retrieved".
+    outcomes = await asyncio.gather(*tasks, return_exceptions=True)
+    refused = next((o for o in outcomes if isinstance(o, JudgeUnavailable)), None)
+    if refused is not None:
+        raise refused
     elapsed = time.monotonic() - started
     results = [_result(task, kind, example, deadline_s) for task, (kind, example) in zip(tasks, plan)]
     failure = None
@@ -256,6 +269,11 @@ async def calibrate(
         results=results,
         requests=live.spent.requests if live is not None else None,
     )
+
+
+def _unavailable(tasks: Sequence[asyncio.Future[ExampleResult]]) -> bool:
+    return any(t.done() and not t.cancelled() and isinstance(t.exception(), JudgeUnavailable)
+               for t in tasks)
 
 
 def _result(task: asyncio.Future[ExampleResult], kind: Kind, example: Any, deadline_s: float) -> ExampleResult:

@@ -36,6 +36,19 @@ class ProviderConfigError(ValueError):
     """A judge or simulator choice that cannot work (named provider without its key or URL)."""
 
 
+#: The environment variables that hold keys: checked, never printed.
+SECRETS = ("ANTHROPIC_API_KEY", "TRIALBOX_JUDGE_API_KEY")
+
+
+def check_secret(name: str, value: str | None) -> None:
+    """ProviderConfigError naming the variable when its key holds a line break or another
+    character no HTTP header may carry (a key pasted with its CRLF): the HTTP library would
+    refuse it with the header's value — the key — in its message."""
+    if value and any(not (" " < char < "\x7f") for char in value):
+        raise ProviderConfigError(f"{name} holds a line break, space or control character; set it "
+                                  "to the key alone (the key is not printed)")
+
+
 class JudgeConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -152,6 +165,8 @@ def from_env_and_flags(
     `llm_url` is the run's LLM server (the one the agent uses, e.g. http://127.0.0.1:13305/api/v1):
     the `local` simulator writes unscripted turns with it unless --simulator-url names another."""
     env = os.environ if env is None else env
+    for name in SECRETS:
+        check_secret(name, env.get(name))
     judge_config, judge_reason = _resolve_judge(
         env,
         _first(judge, env.get("TRIALBOX_JUDGE")),

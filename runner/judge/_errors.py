@@ -14,3 +14,9 @@ class CalibrationFailed(JudgeError):
     def __init__(self, report: object) -> None:
         self.report = report
         super().__init__(str(report))
+
+
+class JudgeUnavailable(JudgeError):
+    """The judge's server refused us (401/403: the key) or stayed unavailable (402/429/5xx after
+    bounded retries): an infrastructure failure (exit 3), never a verdict — calibration stops at
+    once instead of reading it as "15 of 15 examples wrong"."""

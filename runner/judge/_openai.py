@@ -13,6 +13,7 @@ nothing is read from the cache.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from typing import Any
@@ -21,7 +22,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from runner.judge._ask import BackendReply, StructuredRequest
-from runner.judge._errors import JudgeError
+from runner.judge._errors import JudgeError, JudgeUnavailable
 from runner.records.judgments import JudgeUsage
 
 # The /models fields that say which weights answer. Others change between calls (llama.cpp's
@@ -31,6 +32,12 @@ IDENTITY_FIELDS = ("id", "owned_by", "checkpoint", "served_model", "recipe", "si
 NO_ROUTE = (404, 405, 501)
 # A judge reply (or a /models listing) is a few KB; past this the body is not read further.
 REPLY_BYTES = 8 * 2**20
+# The server refuses our key: no retry can help.
+REFUSED = (401, 403)
+# The server is out of credit, rate-limited or failing: worth a bounded retry with backoff.
+RETRIED = (402, 429, 500, 502, 503, 504)
+RETRIES = 3
+BACKOFF_S = 0.5  # 0.5 + 1 + 2 s: a short outage passes, a long one is said within seconds
 
 
 def _stable(entry: dict[str, Any]) -> dict[str, Any]:
@@ -140,12 +147,16 @@ class OpenAIBackend:
             text = body["choices"][0]["message"].get("content") or ""
         except (KeyError, IndexError, TypeError, AttributeError):
             raise JudgeError(
-                f"openai judge at {self.base}: the reply has no choices[0].message: {str(body)[:300]}"
+                f"openai judge at {self.base}: the reply has no choices[0].message"
             ) from None
+        if not isinstance(text, str):
+            raise JudgeError(f"openai judge at {self.base}: choices[0].message.content is not text")
         used = body.get("usage") or {}
+        if not isinstance(used, dict):
+            raise JudgeError(f"openai judge at {self.base}: the reply's usage is not an object")
         usage = JudgeUsage(
-            input_tokens=int(used.get("prompt_tokens") or 0),
-            output_tokens=int(used.get("completion_tokens") or 0),
+            input_tokens=self._tokens(used, "prompt_tokens"),
+            output_tokens=self._tokens(used, "completion_tokens"),
             requests=1,
         )
         served = body.get("model") if isinstance(body.get("model"), str) else None
@@ -154,8 +165,48 @@ class OpenAIBackend:
             self._identity = {"url": self.base, "model": self.model, "served_model": served}
         return BackendReply(text=text, usage=usage, served_model=served)
 
+    def _tokens(self, used: dict[str, Any], key: str) -> int:
+        """A token count from the reply's usage: a whole number ≥ 0 (absent: 0). Garbage, NaN or
+        a negative count is a malformed reply, not a figure to add to the run's cost."""
+        value = used.get(key)
+        if value is None:
+            return 0
+        if type(value) is not int or value < 0:  # noqa: E721 — True is an int to isinstance
+            raise JudgeError(f"openai judge at {self.base}: the reply's usage.{key} is not a "
+                             "token count")
+        return value
+
     async def _send(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        """The reply's JSON. 402/429/5xx are retried RETRIES times with backoff (a judge outage
+        of a few seconds costs nothing), then JudgeUnavailable, as 401/403 are at once; every
+        other failure is one JudgeError line naming the URL and what went wrong — never the
+        reply's content, which may be anything a proxy sends."""
         url = self.base + path
+        for attempt in range(RETRIES + 1):
+            status, raw = await self._exchange(method, url, body)
+            if status not in RETRIED or attempt == RETRIES:
+                break
+            await asyncio.sleep(BACKOFF_S * 2**attempt)
+        if status in NO_ROUTE and method == "GET":
+            raise _NoRoute(url)
+        if status in REFUSED:
+            raise JudgeUnavailable(f"openai judge: HTTP {status} from {url}: the server refuses "
+                                   "our key — check TRIALBOX_JUDGE_API_KEY")
+        if status in RETRIED:
+            raise JudgeUnavailable(f"openai judge: HTTP {status} from {url}, still after "
+                                   f"{RETRIES} retries — the judge is unavailable; try again later")
+        if status >= 400:
+            raise JudgeError(f"openai judge: HTTP {status} from {url}; check --judge-url and "
+                             "--judge-model")
+        try:
+            return json.loads(raw.decode("utf-8"))
+        except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+            raise JudgeError(f"openai judge: {url} returned {len(raw)} bytes that are not JSON; "
+                             "check --judge-url") from None
+
+    async def _exchange(self, method: str, url: str, body: dict[str, Any] | None
+                        ) -> tuple[int, bytes]:
+        """One request: its status and at most REPLY_BYTES of its (decoded) body."""
         try:
             # Streamed and cut at REPLY_BYTES: a server that never ends its body (or sends
             # gigabytes) is an error after 8 MiB, not a judge buffering it all in memory.
@@ -166,24 +217,20 @@ class OpenAIBackend:
                     if len(raw) > REPLY_BYTES:
                         raise JudgeError(f"openai judge: {url} sent more than {REPLY_BYTES // 2**20} MiB; "
                                          "a judge reply is a few KB — check --judge-url")
+                return response.status_code, bytes(raw)
         except httpx.ConnectError as error:
             raise JudgeError(
-                f"openai judge: cannot connect to {url} ({error}). Start the LLM server or fix "
-                "--judge-url / TRIALBOX_JUDGE_URL."
-            ) from error
+                f"openai judge: cannot connect to {url} ({type(error).__name__}). Start the LLM "
+                "server or fix --judge-url / TRIALBOX_JUDGE_URL."
+            ) from None
         except httpx.TimeoutException as error:
-            raise JudgeError(f"openai judge: {url} did not answer in time ({error!r})") from error
-        if response.status_code in NO_ROUTE and method == "GET":
-            raise _NoRoute(url)
-        text = raw.decode(response.encoding or "utf-8", errors="replace")
-        if response.status_code >= 400:
-            raise JudgeError(
-                f"openai judge: HTTP {response.status_code} from {url}: {text[:300]}"
-            )
-        try:
-            return json.loads(text)
-        except (ValueError, RecursionError):
-            raise JudgeError(f"openai judge: {url} returned non-JSON: {text[:300]}") from None
+            raise JudgeError(f"openai judge: {url} did not answer in time "
+                             f"({type(error).__name__})") from None
+        except httpx.HTTPError as error:
+            # A dropped connection, a bad gzip body, headers past h11's limit, ...: the server's
+            # fault, said by its kind (its text may quote what the server sent).
+            raise JudgeError(f"openai judge: {url} sent a malformed reply "
+                             f"({type(error).__name__}); check --judge-url") from None
 
     async def aclose(self) -> None:
         await self._client.aclose()

@@ -18,6 +18,7 @@ from runner.conversation.simulate import make_simulator
 from runner.judge import (
     CalibrationFailed,
     JudgeError,
+    JudgeUnavailable,
     ProviderConfigError,
     from_env_and_flags,
     open_judge,
@@ -128,6 +129,8 @@ async def prepare_judge(settings: RunSettings, say: Callable[[str], None]) -> tu
     say("calibrating the judge before any scenario runs ...")
     try:
         gated = await open_judge(choices.judge)
+    except JudgeUnavailable as exc:  # refused key or an outage: the machine's, not the model's
+        raise InfraError(f"the judge is unavailable, so nothing was run: {exc}") from None
     except CalibrationFailed as exc:
         raise UsageError(f"the judge failed calibration, so nothing was run:\n{exc}") from exc
     except (httpx.HTTPError, JudgeError) as exc:
