@@ -1,0 +1,214 @@
+"""A judge server that misbehaves, on loopback: a real HTTP server (the test double sits only at
+the judge's edge) that checks the request trialbox sends, then answers badly — 401, 429, 500,
+a dropped connection, a bad gzip body, 2 MB of headers, garbage, NaN in `usage`, or nothing.
+
+Each must be one judge error line within a bounded time, never a verdict: `calibrate` against a
+judge that refuses our key is exit 3 with one infrastructure line (it once read "failed
+calibration: 15 of 15 examples wrong", exit 1), with no asyncio "Task exception was never
+retrieved" after it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runner.judge import JudgeError, JudgeUnavailable
+from runner.judge._ask import StructuredRequest
+from runner.judge._openai import RETRIES, OpenAIBackend
+from runner.run.errors import EXIT_INFRA, EXIT_USAGE
+
+ROOT = Path(__file__).resolve().parents[2]
+TRIALBOX = Path(sys.executable).with_name("trialbox")
+KEY = "sk-loopback-test-key"
+MARK = "never-echo-this-body"  # in every bad body: an error line must not quote it
+
+
+def reply(content: str, usage: Any) -> bytes:
+    return json.dumps({"model": "judge", "usage": usage,
+                       "choices": [{"message": {"role": "assistant", "content": content}}]},
+                      allow_nan=True).encode()
+
+
+class Judge(BaseHTTPRequestHandler):
+    """Answers as `mode` says; records every request it got (path, headers, body)."""
+
+    mode = "ok"
+    seen: list[dict[str, Any]] = []
+
+    def log_message(self, *args: Any) -> None:  # quiet
+        pass
+
+    def _answer(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        for name, value in (headers or {"Content-Type": "application/json"}).items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _handle(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length)) if length else None
+        Judge.seen.append({"path": self.path, "auth": self.headers.get("Authorization"),
+                           "body": body})
+        mode = Judge.mode
+        if self.path.endswith("/models"):
+            self._answer(200, json.dumps({"data": [{"id": "judge"}]}).encode())
+        elif mode in ("401", "403", "429", "500"):
+            self._answer(int(mode), f'{{"error": "{MARK}"}}'.encode())
+        elif mode == "500-once":
+            Judge.mode = "ok"
+            self._answer(500, b"{}")
+        elif mode == "disconnect":
+            self.close_connection = True
+            self.connection.shutdown(2)
+        elif mode == "bad-gzip":
+            self._answer(200, MARK.encode(), {"Content-Type": "application/json",
+                                               "Content-Encoding": "gzip"})
+        elif mode == "huge-headers":
+            self._answer(200, b"{}", {f"X-Pad-{i}": "p" * 1000 for i in range(2000)})
+        elif mode == "garbage":
+            self._answer(200, f"<html>{MARK}</html>".encode())
+        elif mode == "nan-usage":
+            self._answer(200, reply('{"label": "entailed"}', {"prompt_tokens": float("nan")}))
+        elif mode == "text-usage":
+            self._answer(200, reply('{"label": "entailed"}', {"prompt_tokens": MARK}))
+        elif mode == "silent":
+            time.sleep(30)
+        else:
+            self._answer(200, reply('{"label": "entailed"}', {"prompt_tokens": 5,
+                                                               "completion_tokens": 2}))
+
+    do_GET = do_POST = _handle
+
+
+@pytest.fixture()
+def judge_url() -> Iterator[str]:
+    Judge.mode, Judge.seen = "ok", []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Judge)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+
+
+REQUEST = StructuredRequest("RUBRIC", [{"role": "user", "content": "CASE"}], "claim_labels",
+                            {"type": "object"})
+
+
+def ask(url: str, timeout_s: float = 5.0) -> Any:
+    async def once() -> Any:
+        backend = OpenAIBackend(url, "judge", timeout_s=timeout_s)
+        try:
+            return await backend.complete(REQUEST)
+        finally:
+            await backend.aclose()
+    return asyncio.run(once())
+
+
+def test_a_well_behaved_judge_gets_the_request_we_mean(judge_url: str,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Null case, and the check on what we send: the route, the key as a bearer token, the body.
+    monkeypatch.setenv("TRIALBOX_JUDGE_API_KEY", KEY)
+    answer = ask(judge_url)
+    assert answer.usage.input_tokens == 5 and answer.usage.output_tokens == 2
+    [sent] = [r for r in Judge.seen if r["path"] == "/v1/chat/completions"]
+    assert sent["auth"] == f"Bearer {KEY}"
+    assert sent["body"]["model"] == "judge" and sent["body"]["stream"] is False
+    assert sent["body"]["response_format"]["type"] == "json_schema"
+
+
+@pytest.mark.parametrize("mode", ["disconnect", "bad-gzip", "huge-headers", "garbage",
+                                  "nan-usage", "text-usage"])
+def test_a_malformed_reply_is_one_judge_error_line(judge_url: str, mode: str) -> None:
+    Judge.mode = mode
+    started = time.monotonic()
+    with pytest.raises(JudgeError) as raised:
+        ask(judge_url)
+    assert not isinstance(raised.value, JudgeUnavailable)
+    message = str(raised.value)
+    assert "\n" not in message and MARK not in message, message
+    assert time.monotonic() - started < 10
+
+
+def test_a_judge_that_never_answers_is_an_error_at_its_timeout(judge_url: str) -> None:
+    Judge.mode = "silent"
+    started = time.monotonic()
+    with pytest.raises(JudgeError, match="did not answer in time"):
+        ask(judge_url, timeout_s=1.0)
+    assert time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize("status", ["401", "403"])
+def test_a_refused_key_is_unavailable_at_once(judge_url: str, status: str) -> None:
+    Judge.mode = status
+    with pytest.raises(JudgeUnavailable, match=f"HTTP {status}") as raised:
+        ask(judge_url)
+    assert MARK not in str(raised.value)
+    assert len([r for r in Judge.seen if r["path"].endswith("/completions")]) == 1  # no retry
+
+
+def test_rate_limits_are_retried_with_backoff_then_unavailable(judge_url: str) -> None:
+    Judge.mode = "429"
+    with pytest.raises(JudgeUnavailable, match=f"after {RETRIES} retries"):
+        ask(judge_url)
+    assert len([r for r in Judge.seen if r["path"].endswith("/completions")]) == RETRIES + 1
+
+
+def test_a_short_outage_is_ridden_out(judge_url: str) -> None:
+    Judge.mode = "500-once"
+    assert ask(judge_url).usage.input_tokens == 5
+    assert len([r for r in Judge.seen if r["path"].endswith("/completions")]) == 2
+
+
+def calibrate(judge_url: str, *extra: str, env: dict[str, str] | None = None
+              ) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items()
+             if not k.startswith(("TRIALBOX_JUDGE", "ANTHROPIC"))}
+    return subprocess.run(
+        [str(TRIALBOX), "calibrate", "--judge-provider", "openai", "--judge-url", judge_url,
+         "--judge-model", "judge", *extra],
+        cwd=ROOT, env=clean | {"COLUMNS": "200"} | (env or {}), capture_output=True, text=True,
+        timeout=120)
+
+
+@pytest.mark.parametrize("status", ["401", "500"])
+def test_calibrate_against_an_unavailable_judge_is_exit_3_and_one_line(judge_url: str,
+                                                                       status: str) -> None:
+    Judge.mode = status
+    done = calibrate(judge_url, env={"TRIALBOX_JUDGE_API_KEY": KEY})
+    output = done.stdout + done.stderr
+    assert done.returncode == EXIT_INFRA, output
+    errors = [line for line in output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and f"HTTP {status}" in errors[0], output
+    assert "examples wrong" not in output and "Traceback" not in output, output
+    assert "Task exception was never retrieved" not in output, output
+    assert KEY not in output and MARK not in output, output
+
+
+def test_a_key_with_a_line_break_is_refused_by_name_and_never_printed(judge_url: str) -> None:
+    done = calibrate(judge_url, env={"TRIALBOX_JUDGE_API_KEY": KEY + "\r\n"})
+    output = done.stdout + done.stderr
+    assert done.returncode == EXIT_USAGE, output
+    assert "TRIALBOX_JUDGE_API_KEY holds a line break" in output, output
+    assert KEY not in output and "Traceback" not in output, output
+    assert Judge.seen == []  # refused before any request
+
+
+def test_an_endless_deadline_is_refused(judge_url: str) -> None:
+    done = calibrate(judge_url, "--deadline", "1e30")
+    assert done.returncode == EXIT_USAGE and "--deadline" in done.stdout + done.stderr
