@@ -33,7 +33,13 @@ from runner.scenarios import (
     ToolsInOrder,
     Turn,
 )
-from runner.selftest._genuine import ANSWER_CHECKS, genuine_calls, ground_truth_answer, wanted
+from runner.selftest._genuine import (
+    ANSWER_CHECKS,
+    UNKNOWN,
+    genuine_calls,
+    ground_truth_answer,
+    wanted,
+)
 from runner.selftest._report import (
     ScenarioSelftest,
     SelftestReport,
@@ -41,6 +47,7 @@ from runner.selftest._report import (
     TurnSelftest,
     Verdict,
 )
+from runner.selftest._talking import paraphrase
 from runner.selftest._wrong import wrong_answers
 from runner.verdict import Planned, planned_checks, run_scenario_checks, run_turn_checks
 
@@ -106,12 +113,24 @@ def _turn(turn: Turn, scenario: Scenario, manifest: Manifest | None
                         for item in considered)
     with_calls = calls if checks_answer else []
     wrong = wrong_answers(turn, truth or "", considered, scenario, manifest)
-    slipped = [Slipped(kind=item.kind, answer=item.text, tools=[c.name for c in with_calls])
+    slipped = [Slipped(kind=item.kind, family=item.family, answer=item.text,
+                       tools=[c.name for c in with_calls])
                for item in wrong
                if not _failures(turn, _record(turn, item.text, with_calls), considered)]
+    failures = _genuine_failures(turn, genuine, considered)
+    paraphrase_passed = None
+    if truth not in (None, "", UNKNOWN) and checks_answer and not failures:
+        # A right answer in other words must pass too: a check that fails it fails agents
+        # that are right.
+        said = paraphrase(truth or "")
+        failures += [f"the paraphrase {said!r} of the right answer fails {failure}"
+                     for failure in _failures(turn, _record(turn, said, calls), considered)]
+        paraphrase_passed = not failures
     return TurnSelftest(turn=turn.turn, checks=[item.label for item in considered],
                         genuine_answer=truth or "", genuine_tools=[call.name for call in calls],
-                        genuine_failures=_genuine_failures(turn, genuine, considered), wrong_tried=len(wrong),
+                        genuine_failures=failures, wrong_tried=len(wrong),
+                        tried=list(dict.fromkeys(item.family for item in wrong)),
+                        paraphrase_passed=paraphrase_passed,
                         slipped=slipped, judge_only_checks=left_to_judge), genuine
 
 

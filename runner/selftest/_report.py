@@ -7,7 +7,7 @@ from enum import Enum
 from pydantic import BaseModel, Field
 
 __all__ = ["ScenarioSelftest", "SelftestReport", "Slipped", "TurnSelftest", "Verdict",
-           "render", "summary_line"]
+           "kind_table", "render", "summary_line"]
 
 
 class Verdict(str, Enum):
@@ -23,7 +23,11 @@ class Slipped(BaseModel):
     """A wrong answer the turn's checks let through."""
 
     kind: str = Field(description="which wrong answer: '20% off', 'another fact (<doc>/<fact>)', "
-                                  "\"I don't know\", 'hedged list', 'empty answer'")
+                                  "\"I don't know\", 'hedged list', 'empty answer', or a "
+                                  "talking one: 'negation', 'wrong context', 'revision', "
+                                  "'doubt', 'two values', 'wrong entity'")
+    family: str = Field(default="", description=(
+        "the kind without its particulars, as the per-kind table counts it"))
     answer: str = Field(description="the wrong answer's text, as the checks saw it")
     tools: list[str] = Field(description="the tool calls it came with (the genuine trajectory "
                                          "when the turn checks its answer, else none)")
@@ -40,8 +44,13 @@ class TurnSelftest(BaseModel):
     genuine_failures: list[str] = Field(default_factory=list, description=(
         "diagnostics of the checks the genuine attempt failed (empty: passable)"))
     wrong_tried: int = Field(description="how many wrong answers were tried")
+    tried: list[str] = Field(default_factory=list, description=(
+        "the kinds of wrong answer tried (each once in the per-kind table)"))
     slipped: list[Slipped] = Field(default_factory=list, description=(
         "the wrong answers that passed every check (empty: discriminating)"))
+    paraphrase_passed: bool | None = Field(default=None, description=(
+        "the right answer in other words passed every check (None: not tried — no ground "
+        "truth, or the genuine answer already fails)"))
     judge_only_checks: list[str] = Field(default_factory=list, description=(
         "answer checks left to the judge: the turn has no ground truth to prove them on"))
 
@@ -70,6 +79,18 @@ class SelftestReport(BaseModel):
     def decidable(self) -> int:
         """Scenarios some check can decide offline (not judge-only)."""
         return len(self.scenarios) - self.count(Verdict.JUDGE_ONLY)
+
+    def caught_by_kind(self) -> dict[str, tuple[int, int]]:
+        """Per kind of wrong answer: (scenarios that catch it on every turn it was tried on,
+        scenarios it was tried on), kinds in the order first tried."""
+        table: dict[str, tuple[int, int]] = {}
+        for item in self.scenarios:
+            turns = [turn for turn in item.turns if turn.checks]
+            for kind in dict.fromkeys(kind for turn in turns for kind in turn.tried):
+                caught, tried = table.get(kind, (0, 0))
+                slipped = any(slip.family == kind for turn in turns for slip in turn.slipped)
+                table[kind] = (caught + (not slipped), tried + 1)
+        return table
 
     @property
     def sound(self) -> bool:
@@ -102,5 +123,25 @@ def render(report: SelftestReport) -> list[str]:
             for slipped in turn.slipped:
                 lines.append(f"  {item.file}: turn {turn.turn}: wrong answer ({slipped.kind}) "
                              f"passed every check: {slipped.answer!r}")
+    lines += kind_table(report)
     lines.append(summary_line(report))
+    return lines
+
+
+def kind_table(report: SelftestReport) -> list[str]:
+    """"wrong answer      caught by" — per kind, how many of the scenarios it was tried on
+    catch it."""
+    table = report.caught_by_kind()
+    if not table:
+        return []
+    width = max(len(kind) for kind in table)
+    lines = [f"{'wrong answer':{width}}  caught in scenarios"]
+    for kind, (caught, tried) in table.items():
+        mark = "" if caught == tried else f"  ({tried - caught} let it through)"
+        lines.append(f"{kind:{width}}  {caught} of {tried}{mark}")
+    tried_on = [turn.paraphrase_passed for item in report.scenarios for turn in item.turns
+                if turn.paraphrase_passed is not None]
+    if tried_on:
+        lines.append(f"the right answer paraphrased passes on {sum(tried_on)} of "
+                     f"{len(tried_on)} turns (it must pass on all)")
     return lines

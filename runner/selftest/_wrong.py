@@ -2,8 +2,8 @@
 
 Built from the same facts as the genuine answer, so a check that passes one is too weak, not
 the wrong answer too silly: the genuine answer with every figure 20 % off, another fact of the
-same document (from the corpus manifest), "I don't know", a hedged list of three figures, and
-an empty answer.
+same document (from the corpus manifest), "I don't know", a hedged list of three figures, an
+empty answer, and the answers that write the right value without asserting it (`_talking`).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from runner.scenarios import AnswerContains, AnswerNumber, CorpusDocument, Manifest, Scenario, Turn
 from runner.selftest._genuine import UNKNOWN, expected_text, fact_text, render_number
+from runner.selftest._talking import talking_answers
 from runner.verdict import DATES, NUMBER, Planned, literal_in, value_of
 
 __all__ = ["OFF_BY", "WrongAnswer", "wrong_answers"]
@@ -27,6 +28,12 @@ class WrongAnswer:
 
     kind: str
     text: str
+
+    @property
+    def family(self) -> str:
+        """The kind without its particulars ("another fact (doc/fact)" -> "another fact"),
+        what the self-test's table counts by."""
+        return self.kind.split(" (", 1)[0]
 
 
 def wrong_answers(turn: Turn, genuine: str, planned: list[Planned], scenario: Scenario,
@@ -43,10 +50,14 @@ def wrong_answers(turn: Turn, genuine: str, planned: list[Planned], scenario: Sc
         off = _off(genuine)
         if off != genuine:
             wrong.append(WrongAnswer(f"{OFF_BY:.0%} off", off))
-    wrong += _other_facts(turn, planned, scenario, manifest)
+    others = _other_facts(turn, planned, scenario, manifest)
+    wrong += others
     wrong.append(WrongAnswer("hedged list", _hedged(planned)))
     if genuine not in ("", UNKNOWN):
         wrong.append(WrongAnswer("I don't know", UNKNOWN))
+        another = others[0].text if others else None
+        wrong += [WrongAnswer(item.kind, item.text)
+                  for item in talking_answers(genuine, planned, _off, another)]
     if genuine:
         wrong.append(WrongAnswer("empty answer", ""))
     return wrong

@@ -7,6 +7,8 @@ The names other packages use are public here; each module says its one job.
 """
 
 from runner.verdict.answer_checks import deviation_band, relative_deviation
+from runner.verdict.assertions import Cue, Reading, names_a_value, reading_at, reading_of
+from runner.verdict.check_context import UNDECIDED, is_undecided
 from runner.verdict.checks import (
     EXPECTED_TOOLS,
     Planned,
@@ -19,7 +21,7 @@ from runner.verdict.classify import transcript_problem
 from runner.verdict.derived import amount_of, derived_checks, has_expected_answer
 from runner.verdict.gate import UNMEASURED, GateRate, decided_pass_rate, gate_pass_rate
 from runner.verdict.literals import DATES, literal_in
-from runner.verdict.numbers import NUMBER, FoundNumber, find_numbers, value_of
+from runner.verdict.numbers import NUMBER, FoundNumber, find_numbers, number_matches, value_of
 from runner.verdict.prices import judge_cost_usd, judgings_cost_usd
 from runner.verdict.scoring import (
     CHECKS_PASSED_NOT_JUDGED,
@@ -53,17 +55,20 @@ from runner.verdict.trials import (
 __all__ = [
     "CHECKS_PASSED_NOT_JUDGED",
     "DATES",
+    "UNDECIDED",
     "EXPECTED_TOOLS",
     "NUMBER",
     "UNMEASURED",
     "WEIGHTS",
     "CategorySummary",
+    "Cue",
     "Decider",
     "FoundNumber",
     "GateRate",
     "JudgeAgreement",
     "Planned",
     "QualityGates",
+    "Reading",
     "RejudgeSample",
     "ScenarioOutcome",
     "Stability",
@@ -80,11 +85,16 @@ __all__ = [
     "find_numbers",
     "gate_pass_rate",
     "has_expected_answer",
+    "is_undecided",
     "judge_agreement",
     "judge_cost_usd",
     "judgings_cost_usd",
     "literal_in",
+    "names_a_value",
+    "number_matches",
     "pass_hat_k",
+    "reading_at",
+    "reading_of",
     "planned_checks",
     "relative_deviation",
     "run_all_checks",

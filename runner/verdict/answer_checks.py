@@ -1,4 +1,11 @@
-"""The answer checks: answer_contains, answer_not_contains, answer_number (bands, hedging)."""
+"""The answer checks: answer_contains, answer_not_contains, answer_number (bands, hedging).
+
+A positive check passes only where the answer *asserts* what it asks for: each mention of the
+value is read by the cue rules of runner/verdict/assertions.py, and a value the answer writes
+only negated, doubted, superseded, in another period or as one of several fails the check with
+the cue it read quoted; a mention the rules cannot read (a conditional, a question, a
+comparison) is undecided, which leaves the turn to the judge.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +13,9 @@ import math
 import re
 
 from runner.scenarios import AnswerContains, AnswerNotContains, AnswerNumber
-from runner.verdict.check_context import CheckContext, CheckDecider
-from runner.verdict.literals import literal_in
+from runner.verdict.assertions import Cue, names_a_value, reading_of
+from runner.verdict.check_context import CheckContext, CheckDecider, Undecided
+from runner.verdict.literals import literal_spans
 from runner.verdict.numbers import FoundNumber, find_numbers, number_matches, value_of
 
 
@@ -22,10 +30,38 @@ def _position_of(needle: str, haystack: str, ignore_case: bool) -> int:
     return haystack.find(needle)
 
 
+def _asserted(answer: str, spans: list[tuple[int, int]], wanted: str) -> tuple[bool, str]:
+    """Pass when one mention at `spans` asserts the value; else say which cue was read."""
+    if not names_a_value(wanted):
+        return True, ""  # a word of the answer's wording, not a value (assertions.py)
+    reading = reading_of(answer, spans)
+    if reading.asserted:
+        return True, ""
+    start, end = spans[0]
+    said = f"{wanted} is written ({_quote(answer[start:end])}) but {reading.describe()}"
+    if reading.cue is Cue.UNDECIDED:
+        return False, Undecided(f"{said}: the cue rules cannot tell whether the answer "
+                                "asserts it, so the judge decides")
+    return False, f"expected the answer to assert {wanted}; {said} in {_quote(answer)}"
+
+
+def _spans_of(needle: str, haystack: str, ignore_case: bool) -> list[tuple[int, int]]:
+    if not needle:
+        return []
+    text, wanted = ((haystack.casefold(), needle.casefold()) if ignore_case
+                    else (haystack, needle))
+    spans, at = [], text.find(wanted)
+    while at >= 0:
+        spans.append((at, at + len(wanted)))
+        at = text.find(wanted, at + 1)
+    return spans
+
+
 def _answer_contains(check: AnswerContains, context: CheckContext) -> tuple[bool, str]:
     answer = context.answer or ""
-    if _position_of(check.text, answer, check.ignore_case) >= 0:
-        return True, ""
+    spans = _spans_of(check.text, answer, check.ignore_case)
+    if spans:
+        return _asserted(answer, spans, repr(check.text))
     how = " (ignoring case)" if check.ignore_case else ""
     return False, f"expected the answer to contain {check.text!r}{how}; got {_quote(answer)}"
 
@@ -35,8 +71,9 @@ def derived_literal(check: AnswerContains, context: CheckContext) -> tuple[bool,
     declared answer_contains is the author's exact substring, a derived one is a fact that a
     correct answer may write another way ("September 8, 2026" for "8 September 2026")."""
     answer = context.answer or ""
-    if literal_in(check.text, answer):
-        return True, ""
+    spans = literal_spans(check.text, answer)
+    if spans:
+        return _asserted(answer, spans, repr(check.text))
     return False, (f"expected the answer to say {check.text!r} (as whole words, ignoring case, "
                    f"punctuation and how numbers and dates are written); got {_quote(answer)}")
 
@@ -105,6 +142,13 @@ def hedged(answer: str, check: AnswerNumber) -> list[FoundNumber]:
     return []
 
 
+def _within(match: re.Match[str], check: AnswerNumber) -> bool:
+    value = value_of(match)
+    readings = [value, value / 100] if match["percent"] else [value]
+    return any(relative_deviation(reading, check.value) <= check.tolerance + 1e-12
+               for reading in readings)
+
+
 def _answer_number(check: AnswerNumber, context: CheckContext) -> tuple[bool, str]:
     answer = context.answer or ""
     numbers = find_numbers(answer)
@@ -119,7 +163,8 @@ def _answer_number(check: AnswerNumber, context: CheckContext) -> tuple[bool, st
         return False, (f"expected {expected} asserted as one figure; got a hedged answer "
                        f"offering {len(offered)} candidates for it: {listed}")
     if deviation <= check.tolerance + 1e-12:
-        return True, ""
+        spans = [match.span() for match in number_matches(answer) if _within(match, check)]
+        return _asserted(answer, spans, expected)
     band, score = deviation_band(deviation)
     return False, (f"expected {expected}; got {_number(closest.value)} "
                    f"(\"{closest.text}\"), the closest of {len(numbers)} number(s) in the "

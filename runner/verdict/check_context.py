@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner.records.evidence import CallEvidence
+from runner.records.outcomes import CheckResult
 from runner.records.transcript import IndexedDocument
 from runner.scenarios import Scenario
 
@@ -22,5 +23,23 @@ class CheckContext:
     indexed: tuple[IndexedDocument, ...] = ()
 
 
+class Undecided(str):
+    """A decider's diagnostic when the check cannot say (runner/verdict/assertions.py: a
+    conditional, a question, a comparison): the result is not a pass, and not a failure
+    either — the turn goes to the judge."""
+
+
+UNDECIDED = "undecided: "
+"""How an undecided CheckResult's diagnostic begins (passed is False): the one mark scoring
+and the self-test read it by (`is_undecided`), kept in the diagnostic so the on-disk formats
+stay as they are."""
+
+
+def is_undecided(result: CheckResult) -> bool:
+    """The check could not decide: the turn is left to the judge, not failed."""
+    return not result.passed and result.diagnostic.startswith(UNDECIDED)
+
+
 CheckDecider = Callable[[Any, CheckContext], tuple[bool, str]]
-"""Decides one check on its context: (passed, diagnostic), the diagnostic empty on a pass."""
+"""Decides one check on its context: (passed, diagnostic), the diagnostic empty on a pass and
+an `Undecided` when the check cannot say."""

@@ -18,7 +18,7 @@ from runner.records.outcomes import CheckResult
 from runner.records.transcript import Transcript, TurnRecord
 from runner.scenarios import CHECK_MODELS, AnswerContains, Check, Scenario, Turn
 from runner.verdict.answer_checks import ANSWER_DECIDERS, derived_literal
-from runner.verdict.check_context import CheckContext, CheckDecider
+from runner.verdict.check_context import UNDECIDED, CheckContext, CheckDecider, Undecided
 from runner.verdict.derived import derived_checks, expected_tools_check
 from runner.verdict.setup_checks import SETUP_DECIDERS
 from runner.verdict.tool_checks import TOOL_DECIDERS
@@ -111,8 +111,12 @@ def _decide(item: Planned, context: CheckContext) -> CheckResult:
         passed, diagnostic = derived_literal(item.check, context)
     else:
         passed, diagnostic = _DECIDERS[type(item.check)](item.check, context)
+    if not passed and isinstance(diagnostic, Undecided):
+        diagnostic = Undecided(UNDECIDED + item.origin + diagnostic)
+    elif not passed:
+        diagnostic = item.origin + diagnostic
     return CheckResult(type=item.label, turn=context.turn, passed=passed, derived=item.derived,
-                       diagnostic="" if passed else item.origin + diagnostic)
+                       diagnostic="" if passed else diagnostic)
 
 
 # One decider per check model, each found by the model its `check` parameter is typed with: the

@@ -15,8 +15,8 @@ import re
 
 from runner.verdict.numbers import NUMBER, value_of
 
-__all__ = ["DATES", "MIN_LITERAL_CHARACTERS", "characters", "literal_in", "significant_tokens",
-           "tokens"]
+__all__ = ["DATES", "MIN_LITERAL_CHARACTERS", "characters", "literal_in", "literal_spans",
+           "significant_tokens", "tokens"]
 
 MIN_LITERAL_CHARACTERS = 3
 """A literal of fewer letters and digits ("No", "A", "3") occurs by chance in almost any
@@ -63,23 +63,29 @@ def _number_token(match: re.Match[str]) -> str:
     return f"#{value:.12g}" + ("%" if match["percent"] else "")
 
 
+def _token_spans(text: str) -> list[tuple[str, int, int]]:
+    """`text` as comparable tokens with where each was read from, in order (see `tokens`)."""
+    text = text.casefold().replace("\u2019", "'")  # same length: the spans stay the text's
+    found: list[tuple[int, int, list[str]]] = []
+    for pattern in DATES:
+        for match in pattern.finditer(text):
+            found.append((*match.span(), _date_tokens(match)))
+        text = pattern.sub(lambda m: " " * len(m.group(0)), text)  # read each date once
+    for match in NUMBER.finditer(text):
+        found.append((*match.span(), [_number_token(match)]))
+    text = NUMBER.sub(lambda m: " " * len(m.group(0)), text)
+    for match in _WORD.finditer(text):
+        if match.group(0) not in _CURRENCY_WORDS:
+            found.append((*match.span(), [match.group(0)]))
+    return [(token, start, end) for start, end, group in sorted(found, key=lambda item: item[0])
+            for token in group]
+
+
 def tokens(text: str) -> list[str]:
     """`text` as comparable tokens: dates as "@YYYY-MM[-DD]" (and "#YYYY"), numbers as
     "#<value>" ("#1.15e+06" for "$1,150,000" and "$1.15 million"), words case-folded,
     currency signs and words left out."""
-    text = text.casefold().replace("\u2019", "'")
-    found: list[tuple[int, list[str]]] = []
-    for pattern in DATES:
-        for match in pattern.finditer(text):
-            found.append((match.start(), _date_tokens(match)))
-        text = pattern.sub(lambda m: " " * len(m.group(0)), text)  # read each date once
-    for match in NUMBER.finditer(text):
-        found.append((match.start(), [_number_token(match)]))
-    text = NUMBER.sub(lambda m: " " * len(m.group(0)), text)
-    for match in _WORD.finditer(text):
-        if match.group(0) not in _CURRENCY_WORDS:
-            found.append((match.start(), [match.group(0)]))
-    return [token for _, group in sorted(found, key=lambda item: item[0]) for token in group]
+    return [token for token, _, _ in _token_spans(text)]
 
 
 def significant_tokens(literal: str) -> list[str]:
@@ -95,6 +101,28 @@ def literal_in(literal: str, answer: str) -> bool:
     wanted = significant_tokens(literal)
     have = set(tokens(answer))
     return bool(wanted) and all(token in have for token in wanted)
+
+
+def literal_spans(literal: str, answer: str) -> list[tuple[int, int]]:
+    """Where `answer` says `literal`: from each occurrence of its first significant token to
+    the next occurrence of its last one (the whole "Tomasz Lindqvist", so what stands beside
+    it is beside the literal); [] when the literal is not said (literal_in)."""
+    if not literal_in(literal, answer):
+        return []
+    wanted = significant_tokens(literal)
+    spans = _token_spans(answer)
+    found = []
+    for index, (token, start, end) in enumerate(spans):
+        if token != wanted[0]:
+            continue
+        stop, rest = end, wanted[1:]
+        for name, _, until in spans[index + 1:]:
+            if not rest:
+                break
+            if name == rest[0]:  # the literal's tokens in their order, others between
+                stop, rest = until, rest[1:]
+        found.append((start, stop))
+    return found
 
 
 def characters(literal: str) -> int:

@@ -39,6 +39,7 @@ from runner.records.judgments import (
 )
 from runner.records.outcomes import CheckResult
 from runner.records.status import JUDGED, Status
+from runner.verdict.check_context import is_undecided
 
 WEIGHTS: Mapping[str, float] = MappingProxyType(
     {
@@ -173,7 +174,9 @@ def claims_entailed(claims: Iterable[ClaimJudgment]) -> bool:
 
 
 def checks_passed(checks: Iterable[CheckResult]) -> bool:
-    return all(check.passed for check in checks)
+    """No check failed: an undecided check is no failure — it leaves the turn to the judge
+    (and without a judge the scenario stays NOT_JUDGED)."""
+    return all(check.passed or is_undecided(check) for check in checks)
 
 
 def score_turns(judgments: Judgments) -> list[ScoredTurn]:
@@ -230,7 +233,8 @@ def check_note(check: CheckResult) -> str:
         if part
     )
     label = f"{check.type} ({where})" if where else check.type
-    return f"check {label} failed: {check.diagnostic}".rstrip(": ")
+    outcome = "left to the judge" if is_undecided(check) else "failed"
+    return f"check {label} {outcome}: {check.diagnostic}".rstrip(": ")
 
 
 CHECKS_FAILED = "failed: checks"
@@ -248,12 +252,16 @@ def _unjudged(
     if infra is not None:
         return ScenarioOutcome(status=infra, gates=gates, notes=check_notes)
     if not gates.checks_ok:
-        failed = sum(1 for c in checks if not c.passed)
+        failed = sum(1 for c in checks if not c.passed and not is_undecided(c))
         head = f"{CHECKS_FAILED} ({failed} of {len(checks)} exact checks failed; no judge ran)"
         return ScenarioOutcome(
             status=Status.FAIL, gates=gates, notes=[head, *check_notes], decided_by="checks"
         )
-    if checks:
+    undecided = sum(1 for c in checks if is_undecided(c))
+    if undecided:
+        note = (f"{CHECKS_PASSED_NOT_JUDGED}: {len(checks) - undecided} of {len(checks)} exact "
+                f"checks passed, {undecided} undecided (the judge's to decide); no judge ran")
+    elif checks:
         note = f"{CHECKS_PASSED_NOT_JUDGED}: all {len(checks)} exact checks passed; no judge ran"
     else:
         note = "no judge configured and no exact check: verdicts are NOT_JUDGED"

@@ -147,6 +147,25 @@ def test_a_turn_without_ground_truth_leaves_its_answer_checks_to_the_judge(tmp_p
     assert output.startswith("judge_only")
 
 
+def test_an_answer_check_that_counts_any_mention_is_shown_by_the_table(tmp_path):
+    # answer_not_contains "not" guards nothing and the literal check cannot see negation of
+    # a lower-case word: the planted turn lets the talking answers through, and the table
+    # says so per kind.
+    truth = {"doc_id": "budget_fy2027", "fact_id": "approval_date",
+             "expected_answer": "approved by the board"}
+    checks = [{"type": "answer_contains", "text": "board", "ignore_case": True}]
+    folder = tree(tmp_path, budget_scenario([engineering(ground_truth=truth, checks=checks)]))
+    code, output = invoke(str(folder), "--corpus", str(EVAL / "corpus"))
+    assert code == 0, output  # a word, not a value: the talking answers do not apply
+    assert "negation" not in output
+    numbers = [{"type": "answer_number", "value": 2450000, "tolerance": 0.001}]
+    folder = tree(tmp_path / "b", budget_scenario([engineering(checks=numbers)]))
+    code, output = invoke(str(folder), "--corpus", str(EVAL / "corpus"))
+    assert code == 0, output
+    assert "negation       1 of 1" in output and "two values     1 of 1" in output
+    assert "the right answer paraphrased passes on 1 of 1 turns" in output
+
+
 def test_a_sound_planted_tree_exits_0(tmp_path):
     folder = tree(tmp_path, budget_scenario([engineering()]))  # derived: $2,450,000 within 5%
     code, output = invoke(str(folder), "--corpus", str(EVAL / "corpus"))
@@ -166,13 +185,22 @@ def test_a_derived_amount_catches_every_wrong_answer():
     assert result.verdict is Verdict.SOUND
     (turn,) = result.turns
     assert turn.genuine_answer == "$2,450,000" and turn.genuine_failures == []
-    # 20% off, 5 other facts of the budget, hedged list, I don't know, empty
-    assert turn.wrong_tried == 9
+    # 20% off, 5 other facts of the budget, hedged list, I don't know, empty, and the five
+    # talking ones (no wrong entity: the turn checks no entity beside its figure)
+    assert turn.wrong_tried == 14
+    assert turn.tried[-6:] == ["negation", "wrong context", "revision", "doubt", "two values",
+                               "empty answer"]
+    assert turn.paraphrase_passed is True
 
 
 def test_a_tolerance_of_25_percent_lets_20_percent_off_through():
+    # The talking answers put the 20%-off figure beside the right one: asserted, it passes
+    # a band that wide as well.
     checks = [{"type": "answer_number", "value": 2450000, "tolerance": 0.25}]
-    assert slipped(budget_scenario([engineering(checks=checks)])) == {"20% off": "$1,960,000"}
+    found = slipped(budget_scenario([engineering(checks=checks)]))
+    assert found["20% off"] == "$1,960,000"
+    assert found["negation"] == "It is not $2,450,000; it is $1,960,000."
+    assert "doubt" not in found and "two values" not in found
 
 
 def test_a_loose_number_lets_another_fact_of_the_document_through():

@@ -1,0 +1,176 @@
+"""Does an answer *assert* a value where it writes it? The cue rules, all in one place.
+
+An answer check asks whether the answer gives the expected figure or literal as its answer —
+not whether the text occurs. "It is not $2,450,000", "Last year $2,450,000; this year
+$3,100,000", "$2,450,000 was the draft, revised to $2,000,000", "I can't confirm $2,450,000"
+and "$2,450,000 / $3,185,000" all write the figure and assert none of it. Each mention is read
+inside its clause (the text between clause boundaries: `;`, a sentence's end, ", ", "but",
+"whereas", "however", a dash between spaces) by these rules, first that applies wins:
+
+1. UNDECIDED   — the clause is conditional or a question ("if", "unless", "whether",
+                 "assuming", "?"), or compares against the value ("not above X", "no more
+                 than X"): it neither asserts nor denies the value, so the check cannot say
+                 and the turn goes to the judge.
+2. DOUBTED     — the clause doubts what it says ("can't confirm", "not sure", "unverified",
+                 "possibly", "perhaps", "maybe", "might", "probably", "I think", "I believe").
+3. NEGATED     — a negation before the mention in its clause ("not", "never", "no longer",
+                 "isn't", "instead of", "rather than") or a denial after it ("is wrong",
+                 "is incorrect", "is outdated").
+4. ONE_OF_SEVERAL — the mention is joined to another value by "/" or "or" ("X / Y", "X or Y").
+5. ASSERTED    — the mention is the new value of a change ("revised to X", "changed to X",
+                 "now X", "to X" after "from"): asserted, whatever the clause says of the old.
+6. SUPERSEDED  — the clause marks the value as replaced ("draft", "preliminary", "previous",
+                 "former", "original", "old", "outdated", "superseded", "replaced", "revised
+                 from", "used to be"), or a change follows the mention ("X was revised to …",
+                 "from X to …").
+7. OTHER_CONTEXT — the clause puts the value in another period ("last year", "prior year",
+                 "next quarter", "a year ago").
+8. ASSERTED    — none of the above.
+
+What the rules read: every number an answer_number check meets, and a literal that names a
+value — one with a digit or a capital letter (a name, a code, a date, "NOTICE", "2.7"). A
+lower-case word ("silently", "permission", "minor") is the wording of what the answer says
+rather than a value it gives: in "Errors should never pass silently" the negation is the
+rule's content, not a denial of the word, so such a literal counts wherever it is written
+(`names_a_value`).
+
+The rules are deliberately lexical and short: each is a cue a reader can see in the failure
+line (the check quotes the cue it read), and a cue that reads both ways is undecided rather
+than guessed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+
+__all__ = ["Cue", "Reading", "clause_around", "names_a_value", "reading_at", "reading_of"]
+
+
+class Cue(str, Enum):
+    """How an answer offers one mention of a value."""
+
+    ASSERTED = "asserted"
+    UNDECIDED = "undecided"
+    DOUBTED = "doubted"
+    NEGATED = "negated"
+    ONE_OF_SEVERAL = "one of several"
+    SUPERSEDED = "superseded"
+    OTHER_CONTEXT = "in another context"
+
+
+@dataclass(frozen=True)
+class Reading:
+    """The cue a mention was read with and the words that showed it ("" when asserted)."""
+
+    cue: Cue
+    words: str = ""
+
+    @property
+    def asserted(self) -> bool:
+        return self.cue is Cue.ASSERTED
+
+    def describe(self) -> str:
+        """"negated ('not')" — how a failure line names it."""
+        return f"{self.cue.value} ({self.words!r})" if self.words else self.cue.value
+
+
+def names_a_value(literal: str) -> bool:
+    """The literal is a value the cue rules read (a digit or a capital letter in it)."""
+    return any(char.isdigit() or char.isupper() for char in literal)
+
+
+def _words(*alternatives: str) -> re.Pattern[str]:
+    return re.compile(r"\b(?:" + "|".join(alternatives) + r")\b", re.IGNORECASE)
+
+
+_BOUNDARY = re.compile(
+    r"[;!?\n]|\.(?=\s|$)|,\s|\s[-–—]\s|\s(?:but|whereas|however|although|while)\s",
+    re.IGNORECASE)
+
+_CONDITIONAL = _words(r"if", r"unless", r"whether", r"assuming", r"suppose", r"provided that")
+_COMPARISON = re.compile(
+    r"\b(?:not|no)\s+(?:more|less|fewer|greater|higher|lower|above|below|over|under|"
+    r"exceeding|beyond)\b(?:\s+than)?[^\w]*$|\b(?:does|do|did)\s+not\s+exceed\s*$",
+    re.IGNORECASE)
+_DOUBT = _words(r"can(?:no|')?t\s+(?:confirm|verify|be\s+sure)", r"could(?:n't|\s+not)\s+"
+                r"(?:confirm|verify|find)", r"unable\s+to\s+(?:confirm|verify)",
+                r"not\s+(?:sure|certain|confirmed|verified)", r"unsure", r"uncertain",
+                r"unverified", r"unconfirmed", r"possibly", r"perhaps", r"maybe", r"might",
+                r"probably", r"I\s+think", r"I\s+believe", r"I\s+guess", r"presumably")
+_NEGATION_BEFORE = _words(r"not", r"never", r"no\s+longer", r"isn't", r"aren't", r"wasn't",
+                          r"weren't", r"nor", r"neither", r"instead\s+of", r"rather\s+than")
+_DENIAL_AFTER = re.compile(
+    r"^\W*(?:is|was|would\s+be|seems)?\s*(?:wrong|incorrect|not\s+(?:right|correct)|"
+    r"outdated|a\s+mistake|an\s+error)\b", re.IGNORECASE)
+_ALTERNATIVE_AFTER = re.compile(r"^\s*(?:/|\bor\b|\band/or\b)(?=\s*\S)", re.IGNORECASE)
+_ALTERNATIVE_BEFORE = re.compile(r"\S\s*(?:/|\bor\b|\band/or\b)\s*$", re.IGNORECASE)
+_NEW_VALUE_BEFORE = re.compile(
+    r"\b(?:(?:revised|changed|updated|corrected|moved|raised|lowered|increased|decreased|"
+    r"reduced|cut|amended|set)\s+(?:it\s+)?to|now(?:\s+(?:is|at|stands\s+at))?|"
+    r"from\b.*\bto)\s*[^\w\s]?$", re.IGNORECASE)
+_FROM_BEFORE = re.compile(r"\bfrom\s*[^\w\s]?$", re.IGNORECASE)
+_SUPERSEDED = _words(r"draft(?:ed)?", r"preliminary", r"previous(?:ly)?", r"former(?:ly)?",
+                     r"original(?:ly)?", r"old", r"outdated", r"obsolete", r"superseded",
+                     r"replaced", r"withdrawn", r"revised\s+from", r"changed\s+from",
+                     r"used\s+to\s+be", r"initially")
+_CHANGE_AFTER = re.compile(
+    r"^\W*(?:(?:was|were|has\s+been|had\s+been|got)\s+)?(?:revised|changed|updated|"
+    r"corrected|replaced|superseded|moved|cut|raised|lowered|amended)\b", re.IGNORECASE)
+_OTHER_PERIOD = _words(r"(?:last|previous|prior|past|next|following)\s+(?:fiscal\s+)?"
+                       r"(?:year|quarter|month|week|period|FY)", r"(?:a|one|the)\s+year\s+"
+                       r"(?:before|earlier|ago)", r"a\s+year\s+ago", r"in\s+the\s+past")
+
+
+def clause_around(text: str, start: int, end: int) -> tuple[str, str, str]:
+    """The clause's text before and after the mention at [start, end), and the boundary
+    that ends it ("" at the end of the text)."""
+    left = max((m.end() for m in _BOUNDARY.finditer(text, 0, start) if m.end() <= start),
+               default=0)
+    stop = _BOUNDARY.search(text, end)
+    right = stop.start() if stop else len(text)
+    return text[left:start], text[end:right], stop.group(0).strip() if stop else ""
+
+
+def _found(pattern: re.Pattern[str], *texts: str) -> str | None:
+    for text in texts:
+        match = pattern.search(text)
+        if match:
+            return " ".join(match.group(0).split())
+    return None
+
+
+def reading_at(text: str, start: int, end: int) -> Reading:
+    """How `text` offers the mention at [start, end): the first rule of the module that
+    applies, and the words it read."""
+    before, after, stop = clause_around(text, start, end)
+    question = "?" if stop == "?" else None
+    rules: tuple[tuple[Cue, str | None], ...] = (
+        (Cue.UNDECIDED, _found(_CONDITIONAL, before, after) or _found(_COMPARISON, before)
+         or question),
+        (Cue.DOUBTED, _found(_DOUBT, before, after)),
+        (Cue.NEGATED, _found(_NEGATION_BEFORE, before) or _found(_DENIAL_AFTER, after)),
+        (Cue.ONE_OF_SEVERAL, _found(_ALTERNATIVE_AFTER, after)
+         or _found(_ALTERNATIVE_BEFORE, before)),
+        (Cue.ASSERTED, None if _FROM_BEFORE.search(before)
+         else _found(_NEW_VALUE_BEFORE, before)),
+        (Cue.SUPERSEDED, _found(_SUPERSEDED, before, after) or _found(_CHANGE_AFTER, after)
+         or (_found(_FROM_BEFORE, before) if re.search(r"\bto\b", after) else None)),
+        (Cue.OTHER_CONTEXT, _found(_OTHER_PERIOD, before, after)),
+    )
+    for cue, words in rules:
+        if words:
+            return Reading(cue, "" if cue is Cue.ASSERTED else words)
+    return Reading(Cue.ASSERTED)
+
+
+def reading_of(text: str, spans: list[tuple[int, int]]) -> Reading:
+    """How `text` offers a value it writes at each of `spans`: asserted when one mention
+    asserts it; else undecided when one mention is undecided; else the first mention's cue."""
+    readings = [reading_at(text, start, end) for start, end in spans]
+    for cue in (Cue.ASSERTED, Cue.UNDECIDED):
+        found = next((reading for reading in readings if reading.cue is cue), None)
+        if found is not None:
+            return found
+    return readings[0] if readings else Reading(Cue.ASSERTED)

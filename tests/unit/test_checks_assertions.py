@@ -1,0 +1,125 @@
+"""The cue rules (runner/verdict/assertions.py) and the answer checks that use them: a value
+counts only where the answer asserts it, the failure line quotes the cue, and what the rules
+cannot read is undecided — left to the judge, never passed."""
+
+from __future__ import annotations
+
+import pytest
+
+from runner.records.transcript import TurnPerformance, TurnRecord
+from runner.scenarios import Turn
+from runner.verdict import (
+    Cue,
+    check_note,
+    is_undecided,
+    reading_at,
+    run_turn_checks,
+)
+from runner.verdict.scoring import checks_passed
+
+FIGURE = "$2,450,000"
+
+
+def read(text: str, value: str = FIGURE) -> tuple[Cue, str]:
+    at = text.index(value)
+    reading = reading_at(text, at, at + len(value))
+    return reading.cue, reading.words
+
+
+@pytest.mark.parametrize(("text", "cue", "words"), [
+    ("It is not $2,450,000; Engineering gets $1,960,000", Cue.NEGATED, "not"),
+    ("Last year $2,450,000; for FY2027 $3,100,000", Cue.OTHER_CONTEXT, "Last year"),
+    ("$2,450,000 was the draft, revised to $2,000,000", Cue.SUPERSEDED, "draft"),
+    ("$2,450,000 was revised to $2,000,000", Cue.SUPERSEDED, "was revised"),
+    ("$2,450,000 / $3,185,000", Cue.ONE_OF_SEVERAL, "/"),
+    ("$2,450,000 or $3,185,000", Cue.ONE_OF_SEVERAL, "or"),
+    ("I can't confirm $2,450,000", Cue.DOUBTED, "can't confirm"),
+    ("$2,450,000 is wrong", Cue.NEGATED, "is wrong"),
+    ("If it were $2,450,000 we would know", Cue.UNDECIDED, "If"),
+    ("Purchases not above $2,450,000 need no sign-off", Cue.UNDECIDED, "not above"),
+    ("Is it $2,450,000?", Cue.UNDECIDED, "?"),
+    ("Engineering gets $2,450,000.", Cue.ASSERTED, ""),
+    ("The draft said $2,000,000, revised to $2,450,000.", Cue.ASSERTED, ""),
+    ("It went from $2,000,000 to $2,450,000", Cue.ASSERTED, ""),
+    ("It is not $3,000,000; it is $2,450,000.", Cue.ASSERTED, ""),
+    ("Going by the document you shared, the answer is $2,450,000. Hope that helps!",
+     Cue.ASSERTED, ""),
+])
+def test_each_mention_is_read_by_the_first_rule_that_applies(text, cue, words):
+    assert read(text) == (cue, words)
+
+
+def turn_with(checks: list[dict[str, object]]) -> Turn:
+    return Turn.model_validate({"turn": 1, "objective": "Ask for the allocation.",
+                                "checks": checks})
+
+
+def decide(checks: list[dict[str, object]], answer: str):
+    record = TurnRecord(turn=1, user_message="?", answer=answer, tool_calls=[],
+                        performance=TurnPerformance(wall_s=0.0))
+    return run_turn_checks(turn_with(checks), record)
+
+
+NUMBER = [{"type": "answer_number", "value": 2450000, "tolerance": 0.001}]
+LITERAL = [{"type": "answer_contains", "text": "Baltics"}]
+
+
+@pytest.mark.parametrize(("checks", "answer", "cue"), [
+    (NUMBER, "It is not $2,450,000; Engineering gets $1,960,000", "negated ('not')"),
+    (NUMBER, "Last year $2,450,000; for FY2027 $3,100,000", "in another context ('Last year')"),
+    (NUMBER, "$2,450,000 was the draft, revised to $2,000,000", "superseded ('draft')"),
+    (NUMBER, "$2,450,000 / $3,185,000", "one of several ('/')"),
+    (NUMBER, "I can't confirm $2,450,000", "doubted (\"can't confirm\")"),
+    (LITERAL, "It is not the Baltics; it is the Nordics.", "negated ('not')"),
+    (LITERAL, "Baltics / Nordics", "one of several ('/')"),
+])
+def test_a_value_written_without_being_asserted_fails_naming_the_cue(checks, answer, cue):
+    (result,) = decide(checks, answer)
+    assert not result.passed and not is_undecided(result)
+    assert cue in result.diagnostic and "expected the answer to assert" in result.diagnostic
+
+
+@pytest.mark.parametrize(("checks", "answer"), [
+    (NUMBER, "Engineering is allocated $2,450,000 for FY2027."),
+    (NUMBER, "It was $2,000,000 in the draft; revised to $2,450,000."),
+    (LITERAL, "The Baltics, with $1,150,000."),
+])
+def test_an_asserted_value_passes(checks, answer):
+    (result,) = decide(checks, answer)
+    assert result.passed, result.diagnostic
+
+
+def test_what_the_rules_cannot_read_is_undecided_and_goes_to_the_judge():
+    (result,) = decide(NUMBER, "If Engineering were given $2,450,000, it would hire.")
+    assert not result.passed and is_undecided(result)
+    assert result.diagnostic.startswith("undecided: ") and "judge decides" in result.diagnostic
+    assert checks_passed([result])  # no failure: the judge decides the turn
+    assert check_note(result).startswith("check answer_number (turn 1) left to the judge: ")
+
+
+def test_a_lower_case_word_counts_wherever_it_is_written():
+    # "never pass silently" is the rule quoted, not a denial of the word
+    (result,) = decide([{"type": "answer_contains", "text": "silently"}],
+                       "Errors should never pass silently.")
+    assert result.passed
+
+
+def test_a_derived_literal_is_read_over_its_whole_extent():
+    turn = Turn.model_validate({"turn": 1, "objective": "Ask who the treasurer is.",
+                                "ground_truth": {"expected_answer": "Tomasz Lindqvist"}})
+    record = TurnRecord(turn=1, user_message="?", answer="Tomasz Lindqvist / Ada Berg",
+                        tool_calls=[], performance=TurnPerformance(wall_s=0.0))
+    (result,) = run_turn_checks(turn, record)
+    assert not result.passed and "one of several ('/')" in result.diagnostic
+
+
+def test_an_undecided_check_without_a_judge_leaves_the_scenario_not_judged():
+    from runner.records.status import Status
+    from runner.verdict import scenario_status
+
+    (undecided,) = decide(NUMBER, "If Engineering were given $2,450,000, it would hire.")
+    (failed,) = decide(NUMBER, "It is not $2,450,000.")
+    outcome = scenario_status(None, [undecided])
+    assert outcome.status is Status.NOT_JUDGED
+    assert "0 of 1 exact checks passed, 1 undecided" in outcome.notes[0]
+    assert scenario_status(None, [undecided, failed]).status is Status.FAIL
