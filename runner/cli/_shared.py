@@ -158,7 +158,7 @@ def choose_device(requested: str) -> DeviceChoice:
         # The runner container has no /dev/kfd or /dev/accel: the controller on the host
         # already checked the device it passes down.
         match requested:
-            case "cpu" | "rocm" | "npu":
+            case "cpu" | "rocm" | "npu" | "vulkan":
                 return DeviceChoice(device=requested, reason="chosen by the controller on the host")
     try:
         return detect_device(requested)

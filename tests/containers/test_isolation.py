@@ -27,7 +27,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from labelled_containers import LLM_CPU_IMAGE, new_tag, sweep_label
+from labelled_containers import new_tag, sweep_label
+from lemonade_layout import LemonadeLayout, loaded_models
 
 from runner.sandbox import _firewall
 from runner.sandbox._firewall import Firewall, FirewallError, bridge_name
@@ -489,7 +490,6 @@ def test_read_file_reports_a_failure_clearly(hardened) -> None:
 
 ADMIN_TOKEN = "i" * 40
 RUNNER_IMAGE = os.environ.get("TRIALBOX_RUNNER_IMAGE") or "trialbox/runner:dev"
-STANDIN = Path(__file__).resolve().parents[1] / "integration" / "front_door_standin.py"
 #: Docker hands out a fresh network's addresses from the bottom: the first few of the subnet
 #: hold every endpoint it could have attached so far (the gateway, the sandbox, `llm`, ...).
 SWEEP_ADDRESSES = 24
@@ -545,9 +545,12 @@ def http(method, path, body=None, headers=None, timeout=60):
 
 def served():
     health = http("GET", "/api/v1/health")[1] or {}
-    loaded = [(m.get("model_name"), (m.get("recipe_options") or {}).get("ctx_size"))
-              for m in health.get("all_models_loaded") or []]
-    return health.get("model_loaded"), loaded
+    entries = health.get("all_models_loaded") or []
+    loaded = [(m.get("model_name"), (m.get("recipe_options") or {}).get("ctx_size")) for m in entries]
+    # The chat model: real Lemonade's `model_loaded` is whichever model answered last (the
+    # embedder, after an indexing), so the loaded entry of type llm names it.
+    chat = [m.get("model_name") for m in entries if m.get("type") in ("llm", "chat")]
+    return (chat[0] if chat else health.get("model_loaded")), loaded
 
 before = served()
 model = before[0]
@@ -611,39 +614,22 @@ def llm_cpu_environment() -> dict[str, str]:
 
 @dataclass
 class Lemonade:
-    """The ROCm overlay's layout: Lemonade on the stack network only, the front door on the
-    stack network (and, as `llm`, on each sandbox network)."""
+    """The Lemonade overlays' layout, with the real server (the suite's shared one,
+    tests/lemonade_layout.py): Lemonade on the stack network only, the front door on the stack
+    network (and, as `llm`, on each sandbox network)."""
 
     door: str
-    lemonade: object
+    layout: LemonadeLayout
     lemonade_address: str
+    #: Lemonade's loaded models (llama-server pid and window each) before any sandbox asked.
+    models_before: dict[str, tuple[object, object]]
 
 
 @pytest.fixture(scope="module")
-def lemonade() -> Iterator[Lemonade]:
-    client = docker.from_env()
-    tag = new_tag("isolation-lemonade")
-    labels = {"trialbox.run": tag}
-    try:
-        stack = client.networks.create(f"tbx-{tag}-stack", labels=labels)
-        standin = client.containers.run(
-            LLM_CPU_IMAGE, name=f"tbx-{tag}-lemonade", entrypoint=["python"],
-            command=["/standin.py", "13305", "0.0.0.0"], detach=True, labels=labels,
-            network=stack.name, volumes={str(STANDIN): {"bind": "/standin.py", "mode": "ro"}},
-        )
-        door = client.containers.run(
-            LLM_CPU_IMAGE, name=f"tbx-{tag}-llm", detach=True, labels=labels, network=stack.name,
-            entrypoint=["python", "-m", "trialbox_llm.front_door"],
-            command=["--upstream", f"http://tbx-{tag}-lemonade:13305", "--host", "0.0.0.0",
-                     "--port", "13305"],
-            environment={"TRIALBOX_LLM_ADMIN_TOKEN": ADMIN_TOKEN},
-        )
-        # Both answer within seconds; through the door, the stand-in's health is the door's.
-        wait_http(f"http://{address_on(door, stack.name)}:13305/api/v1/health", door, deadline_s=60)
-        yield Lemonade(str(door.name), standin, address_on(standin, stack.name))
-    finally:
-        sweep_label(tag)
-        client.close()
+def lemonade(real_lemonade: LemonadeLayout) -> Lemonade:
+    address = real_lemonade.lemonade_url.split("//")[1].split(":")[0]
+    return Lemonade(str(real_lemonade.door.name), real_lemonade, address,
+                    loaded_models(real_lemonade.health()))
 
 
 @dataclass
@@ -654,7 +640,7 @@ class Sandboxed:
     box: object
     llm_container: object
     runner: object | None  # the runner container (in-container mode)
-    standin: object | None  # the Lemonade stand-in (lemonade), which counts state changes
+    lemonade: Lemonade | None  # the real Lemonade behind the door (its state must not change)
     survey: dict[str, object]
 
 
@@ -718,8 +704,8 @@ def sandboxed(request: pytest.FixtureRequest, setup: Setup) -> Iterator[Sandboxe
         survey = box.exec_run(["python3", "-c", SURVEY, json.dumps(
             {"targets": targets, "timeout": PROBE_TIMEOUT_S, "sweep": sweep, "sweep_timeout": 5})])
         assert survey.exit_code == 0, survey.output.decode(errors="replace")
-        standin = request.getfixturevalue("lemonade").lemonade if llm_kind == "lemonade" else None
-        yield Sandboxed(mode, llm_kind, network, box, llm_container, runner, standin,
+        real = request.getfixturevalue("lemonade") if llm_kind == "lemonade" else None
+        yield Sandboxed(mode, llm_kind, network, box, llm_container, runner, real,
                         json.loads(survey.output.decode().strip().splitlines()[-1]))
     finally:
         made_network = locals().get("network")
@@ -792,10 +778,9 @@ def test_the_front_door_refuses_admin_routes_and_serves_inference(sandboxed: San
     assert status == 200 and 1 <= tokens <= 4, survey["chat"]
     assert survey["served_before"][0] is not None
     assert survey["served_after"] == survey["served_before"]  # same model, same window
-    if sandboxed.standin is not None:  # nothing reached the real server's state
-        changes = sandboxed.standin.exec_run(
-            ["python", "-c", "import httpx; print(httpx.get('http://127.0.0.1:13305/standin/changes').text)"])
-        assert json.loads(changes.output.decode()) == []
+    if sandboxed.lemonade is not None:  # nothing reached the real server's state
+        real = sandboxed.lemonade
+        assert loaded_models(real.layout.health()) == real.models_before
 
 
 def test_the_rules_are_the_host_modes_in_either_mode(sandboxed: Sandboxed) -> None:
