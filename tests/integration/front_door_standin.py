@@ -1,4 +1,8 @@
-"""A Lemonade Server stand-in: a small real HTTP server for the front door's tests.
+"""A Lemonade Server stand-in: a small real HTTP server for the front door's tests of what the
+real server cannot show — answers with planted timings (so the meter's figures can be checked
+against known delays) and a count of every state-changing request that reached it (so "never
+passed on" and "the token is not forwarded" can be seen). Everything the real server can answer
+is tested against it (tests/containers/test_lemonade_*.py, the isolation suite's Lemonade leg).
 
 `python tests/integration/front_door_standin.py PORT` serves what the front door and the device
 check read from a real Lemonade Server, in its shapes:
