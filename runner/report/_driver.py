@@ -390,8 +390,8 @@ def driver_report(
         f"outcomes together) at {headline_alpha(alpha):g}; categories only for a result that "
         "moved, Benjamini–Hochberg again within each; a screen of every scenario's speeds "
         "against the noise pooled over all scenarios, Benjamini–Hochberg over all of them at "
-        f"{screen_alpha(alpha):g} (a finding also needs its own trials' exact p below "
-        f"{alpha:g}); the two together keep the chance of any finding when nothing changed at "
+        f"{screen_alpha(alpha):g} (a finding also needs its own trials' exact p below that); "
+        f"the two together keep the chance of any finding when nothing changed at "
         f"{alpha:g}; with fewer than {MIN_SCENARIOS} paired scenarios each scenario is tested "
         "over its trials as a headline question",
         f"warm-up: the first {warmup} scenario run(s) of each side have their speed figures "

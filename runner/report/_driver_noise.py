@@ -211,14 +211,17 @@ def screen_rows(
     """The screen over single scenarios: every scenario row of a turn-metered speed, tested
     against the noise pooled over all scenarios, Benjamini–Hochberg over all of them together
     at the screen's share of alpha. A row is a finding only when its own trials agree (their
-    exact test below alpha): the pooled noise assumes scenarios are alike in noise, its own
-    trials assume nothing."""
+    exact test below the screen's alpha too; with 5 trials a side, only B's trials all beyond
+    A's): the pooled noise assumes scenarios alike in noise and a mean without TTFT's tails
+    (measured: 8 % of simulated A/A pairs had a screen finding without this), its own trials
+    assume nothing."""
     asked = []
+    noise = {key: _pooled_noise(*sides) for key, sides in trials.items()}
     for row in rows:
         if row.metric not in trials or row.change is None or row.p_value is None:
             continue
         side_a, side_b = trials[row.metric]
-        sd, df = _pooled_noise(side_a, side_b)
+        sd, df = noise[row.metric]
         matrix = turn_matrix(side_a[row.name], side_b[row.name])
         n_a = len(side_a[row.name])
         # The turn-paired mean's variance: per turn 1/n_A + 1/n_B of the pooled variance,
@@ -236,7 +239,7 @@ def screen_rows(
     adjusted = adjust_bh([row.p_value for row, _ in asked if row.p_value is not None])
     for (row, own), p in zip(asked, adjusted, strict=True):
         row.p_adjusted = p
-        moved = p < screen_alpha(alpha) and own < alpha and row.change
+        moved = p < screen_alpha(alpha) and own < screen_alpha(alpha) and row.change
         row.verdict = (_direction(row.change, lower_is_better[row.metric])
                        if moved and row.change else Change.NO_CHANGE)
 

@@ -50,7 +50,9 @@ from __future__ import annotations
 
 import importlib.util
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from importlib.machinery import SourceFileLoader
 from pathlib import Path
 
@@ -61,6 +63,7 @@ from runner.records.transcript import TurnPerformance
 from runner.report import Change, RunConfig, ScenarioResult, Scorecard, TurnResult, driver_report
 from runner.report._driver import detectable_text
 from runner.report._driver_models import DetectableChange
+from runner.report._driver_power import SIMULATIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 _loader = SourceFileLoader("measure_speed_noise", str(ROOT / "scripts/measure-speed-noise"))
@@ -69,7 +72,7 @@ assert _spec is not None
 measure = importlib.util.module_from_spec(_spec)
 _loader.exec_module(measure)  # the measuring script's functions read the simulated runs
 
-PAIRS = 200
+PAIRS = 100
 RESAMPLES = 400  # fewer than the report's 2000: p near 0.05 is resolved to ±0.01, enough here
 #: A planted change must reach p < 0.05 / 6 (a lone change among 6 headline questions under
 #: Benjamini–Hochberg): with 400 resamples a true p of 0.004 reads 0.0075 ± 0.004 and is often
@@ -108,6 +111,7 @@ BASE = np.log([0.2, 55.0, 5.0])  # typical values (s, tok/s, s): only their rati
 SUITE_TURNS = (1,) * 45 + (2,) * 27 + (3,) * 7
 
 TURN = TurnResult.model_construct(turn=1, performance=None)
+START = datetime(2026, 12, 2, 6, 0, tzinfo=UTC)
 ROW = ScenarioResult(id="s", status=Status.PASS)
 PERF = TurnPerformance(wall_s=1.0, source="front_door")
 
@@ -147,10 +151,20 @@ def run(
     *,
     trials: int,
     planted: tuple[float, float, float] = (1.0, 1.0, 1.0),
+    slot: Callable[[int], int] = lambda rank: rank,
+    drift: float = 0.0,
+    only: frozenset[int] | None = None,
 ) -> Scorecard:
     """One simulated run of the suite, its speed figures metered at the front door; `planted`
-    multiplies every turn's (ttft, tok/s, wall)."""
-    shift = np.array([x.run for x in noise]) * rng.standard_normal(3) + np.log(planted)
+    multiplies every turn's (ttft, tok/s, wall) (of the scenarios in `only`, when given).
+
+    Time: trials run in rounds (every scenario's trial 1, then trial 2, ...); the scenario run
+    of rank r takes the machine's time slot `slot(r)` (10 s each, recorded as the row's start
+    and end), and the machine drifts by `drift` (log scale) per slot: slower, in every metric.
+    """
+    shift = np.array([x.run for x in noise]) * rng.standard_normal(3)
+    slower = np.array([1.0, -1.0, 1.0])  # a slower machine: TTFT and wall up, tok/s down
+    scenarios = len(suite.levels)
     rows = []
     for index, levels in enumerate(suite.levels):
         turns = len(levels)
@@ -159,7 +173,10 @@ def run(
         )
         draws[0, 0] += [x.cold_start + x.cold_sd * rng.standard_normal() if x.cold_start else 0.0
                         for x in noise]
-        values = np.exp(levels + shift + draws)  # (trials, turns, 3)
+        plant = np.log(planted) if only is None or index in only else np.zeros(3)
+        slots = np.array([slot(trial * scenarios + index) for trial in range(trials)])
+        machine = (drift * slots)[:, None, None] * slower
+        values = np.exp(levels + shift + plant + draws + machine)  # (trials, turns, 3)
         passed = rng.random(trials) < suite.pass_rate[index]
         scores = np.clip(rng.normal(np.where(passed, 8.0, 4.0), 1.0), 0, 10)
         for trial in range(trials):
@@ -169,6 +186,8 @@ def run(
                 "status": Status.PASS if passed[trial] else Status.FAIL,
                 "score": float(scores[trial]),
                 "trial": trial + 1,
+                "started_at": START + timedelta(seconds=10 * int(slots[trial])),
+                "ended_at": START + timedelta(seconds=10 * int(slots[trial]) + 9),
                 "turns": [
                     TURN.model_copy(update={"turn": t + 1, "performance": PERF.model_copy(update={
                         "time_to_first_token_s": float(values[trial, t, 0]),
@@ -198,7 +217,9 @@ def rates(
         suite = suite_of(rng, turns, noise)
         a = run("a", rng, suite, noise, trials=trials)
         b = run("b", rng, suite, noise, trials=trials, planted=planted)
-        report = driver_report(a, b, resamples=resamples, seed=pair)
+        # The printed size is simulated once (the first pair's); the rates need no size.
+        report = driver_report(a, b, resamples=resamples, seed=pair,
+                               power_simulations=0 if detectable else SIMULATIONS)
         detectable = detectable or report.detectable
         any_finding += bool(report.beyond_noise)
         for d in report.speed:
@@ -256,7 +277,7 @@ def test_a_a_pairs_show_a_finding_in_at_most_5_percent():
     assert false_rate <= 0.05
 
 
-PLANTED_PAIRS = 100
+PLANTED_PAIRS = 60
 
 
 def printed_sizes(seed: int, reports: int = 9) -> dict[str, DetectableChange]:
