@@ -11,6 +11,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from runner.system.json_input import field_path as json_field_path
+
 
 class Level(str, Enum):
     ERROR = "error"  # the scenario (or the manifest) cannot be used as written
@@ -39,11 +41,5 @@ class Problem(BaseModel):
 
 
 def field_path(path: tuple[str | int, ...]) -> str:
-    """("turns", 0, "ground_truth") -> "turns[0].ground_truth"."""
-    text = ""
-    for part in path:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        else:
-            text += f".{part}" if text else part
-    return text
+    """("turns", 0, "ground_truth") -> "turns[0].ground_truth"; "" for the whole file."""
+    return json_field_path(path, top="")

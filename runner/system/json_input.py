@@ -26,12 +26,13 @@ class InputError(ValueError):
     """A file trialbox reads back is refused; the message names the file, the field and the fix."""
 
 
-def field_path(loc: tuple[int | str, ...]) -> str:
-    """A location inside a JSON document as a reader writes it: scenarios[3].scenario_id."""
+def field_path(loc: tuple[int | str, ...], top: str = "(top level)") -> str:
+    """A location inside a document as a reader writes it: scenarios[3].scenario_id (`top`
+    for the document itself). Scenario files (YAML) and our JSON files word it the same."""
     text = ""
     for part in loc:
         text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text or "(top level)"
+    return text or top
 
 
 def refuse_escaping_link(path: Path, fix: str) -> None:
