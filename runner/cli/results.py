@@ -49,6 +49,9 @@ def rescore(
     from runner.run.settings import new_run_id
 
     check_urls(("--judge-url", judge_url))
+    if judge_provider == "none" and (judge_url or judge_model):
+        fail("--judge-provider none judges nothing, so --judge-url/--judge-model would be "
+             "ignored; drop them or choose a judge", EXIT_USAGE)
     original = or_fail(lambda: resume_settings(run_dir))
     settings = original.model_copy(update={
         "run_id": new_run_id(), "results_root": results or run_dir.parent, "judge_provider": judge_provider,
