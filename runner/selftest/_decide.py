@@ -126,7 +126,9 @@ def _turn(turn: Turn, scenario: Scenario, manifest: Manifest | None
         failures += [f"the paraphrase {said!r} of the right answer fails {failure}"
                      for failure in _failures(turn, _record(turn, said, calls), considered)]
         paraphrase_passed = not failures
+    answer_decided = checks_answer and truth not in (None, "")
     return TurnSelftest(turn=turn.turn, checks=[item.label for item in considered],
+                        answer_decided=answer_decided,
                         genuine_answer=truth or "", genuine_tools=[call.name for call in calls],
                         genuine_failures=failures, wrong_tried=len(wrong),
                         tried=list(dict.fromkeys(item.family for item in wrong)),
@@ -159,7 +161,8 @@ def selftest_scenario(scenario: Scenario, manifest: Manifest | None) -> Scenario
     else:
         verdict = Verdict.SOUND
     file = str(scenario.source_file) if scenario.source_file else scenario.id
-    return ScenarioSelftest(file=file, id=scenario.id, verdict=verdict,
+    return ScenarioSelftest(file=file, id=scenario.id, category=scenario.category,
+                            turn_count=len(scenario.turns), verdict=verdict,
                             genuine_failures=scenario_failures, turns=turns)
 
 

@@ -7,7 +7,7 @@ from enum import Enum
 from pydantic import BaseModel, Field
 
 __all__ = ["ScenarioSelftest", "SelftestReport", "Slipped", "TurnSelftest", "Verdict",
-           "kind_table", "render", "summary_line"]
+           "category_table", "kind_table", "render", "summary_line"]
 
 
 class Verdict(str, Enum):
@@ -39,6 +39,8 @@ class TurnSelftest(BaseModel):
 
     turn: int = Field(description="the turn number, as in the scenario")
     checks: list[str] = Field(description="the check types the turn is decided on")
+    answer_decided: bool = Field(default=False, description=(
+        "an answer check with a ground truth to prove it on decides the turn's answer"))
     genuine_answer: str = Field(description="the answer built from the ground truth")
     genuine_tools: list[str] = Field(description="the trajectory built from the tool checks")
     genuine_failures: list[str] = Field(default_factory=list, description=(
@@ -60,6 +62,8 @@ class ScenarioSelftest(BaseModel):
 
     file: str = Field(description="the scenario file")
     id: str = Field(description="the scenario id")
+    category: str = Field(default="", description="the scenario's category")
+    turn_count: int = Field(default=0, description="how many turns the scenario has")
     verdict: Verdict = Field(description="sound, not passable, not discriminating, judge-only")
     genuine_failures: list[str] = Field(default_factory=list, description=(
         "scenario-level checks the genuine trajectory failed"))
@@ -79,6 +83,17 @@ class SelftestReport(BaseModel):
     def decidable(self) -> int:
         """Scenarios some check can decide offline (not judge-only)."""
         return len(self.scenarios) - self.count(Verdict.JUDGE_ONLY)
+
+    def decided_by_category(self) -> dict[str, tuple[int, int]]:
+        """Per category: (turns whose answer is decided offline and proven — an answer check
+        on ground truth in a passable and discriminating scenario — turns in all)."""
+        table: dict[str, tuple[int, int]] = {}
+        for item in self.scenarios:
+            decided, total = table.get(item.category, (0, 0))
+            proven = sum(turn.answer_decided for turn in item.turns) if (
+                item.verdict is Verdict.SOUND) else 0
+            table[item.category] = (decided + proven, total + item.turn_count)
+        return dict(sorted(table.items()))
 
     def caught_by_kind(self) -> dict[str, tuple[int, int]]:
         """Per kind of wrong answer: (scenarios that catch it on every turn it was tried on,
@@ -124,7 +139,22 @@ def render(report: SelftestReport) -> list[str]:
                 lines.append(f"  {item.file}: turn {turn.turn}: wrong answer ({slipped.kind}) "
                              f"passed every check: {slipped.answer!r}")
     lines += kind_table(report)
+    lines += category_table(report)
     lines.append(summary_line(report))
+    return lines
+
+
+def category_table(report: SelftestReport) -> list[str]:
+    """Per category, how many turns have their answer decided offline (and proven)."""
+    table = report.decided_by_category()
+    if not table:
+        return []
+    width = max(len("category"), *(len(name) for name in table))
+    lines = [f"{'category':{width}}  turns whose answer is decided offline"]
+    lines += [f"{name:{width}}  {decided} of {total}" for name, (decided, total) in table.items()]
+    decided = sum(pair[0] for pair in table.values())
+    total = sum(pair[1] for pair in table.values())
+    lines.append(f"{'all':{width}}  {decided} of {total}")
     return lines
 
 

@@ -6,7 +6,8 @@ import re
 
 from runner.records.evidence import UI_INDEXING_STEP
 from runner.scenarios import AnswerContains, AnswerNumber, GroundTruth, ToolsInOrder, ToolStep, Turn
-from runner.verdict.literals import MIN_LITERAL_CHARACTERS, characters
+from runner.verdict.assertions import reading_at
+from runner.verdict.literals import DATES, MIN_LITERAL_CHARACTERS, characters
 from runner.verdict.numbers import NUMBER, value_of
 
 DERIVED_TOLERANCE = 0.05
@@ -54,8 +55,8 @@ def derived_checks(turn: Turn) -> list[AnswerContains | AnswerNumber]:
     A number or an amount ("$412,000", "24.6", "12%") becomes answer_number within GAIA's 5%;
     a short literal (≤ MAX_LITERAL_WORDS words, ≥ MIN_LITERAL_CHARACTERS letters and digits)
     becomes answer_contains, decided on whole tokens (runner/verdict/literals.py: case, punctuation,
-    thousands separators, currency words and date formats do not matter); anything else
-    derives nothing. A list derives one check per item.
+    thousands separators, currency words and date formats do not matter); a sentence derives
+    the dates and figures it asserts (`sentence_checks`). A list derives one check per item.
     """
     truth = turn.ground_truth
     if truth is None or not has_expected_answer(truth):
@@ -64,7 +65,14 @@ def derived_checks(turn: Turn) -> list[AnswerContains | AnswerNumber]:
         return []
     expected = truth.expected_answer
     items = expected if isinstance(expected, list) else [expected]
-    return [check for item in items if (check := _derive(item)) is not None]
+    derived: list[AnswerContains | AnswerNumber] = []
+    for item in items:
+        check = _derive(item)
+        if check is not None:
+            derived.append(check)
+        elif isinstance(item, str):
+            derived += sentence_checks(item)
+    return derived
 
 
 def _derive(value: object) -> AnswerContains | AnswerNumber | None:
@@ -83,6 +91,54 @@ def _derive(value: object) -> AnswerContains | AnswerNumber | None:
     if len(text.split()) <= MAX_LITERAL_WORDS:
         return AnswerContains(type="answer_contains", text=text, ignore_case=True)
     return None
+
+
+_LABEL_BEFORE = re.compile(
+    r"\b(?:section|article|clause|chapter|page|line|step|item|room|version|v|no|number)\s*$",
+    re.IGNORECASE)
+"""A word that makes the number after it a label ("section 3", "Room 404", "HTTP 429"):
+a value only as part of its name, which the judge reads."""
+_LABEL_CAPITAL = re.compile(r"\b[A-Z][\w-]*\s*$")
+
+
+def sentence_checks(sentence: str) -> list[AnswerContains | AnswerNumber]:
+    """The checks a sentence-long expected answer implies: each date it asserts (as a derived
+    literal, any way of writing it) and each figure it asserts (answer_number within GAIA's
+    5 %), each read by the cue rules of runner/verdict/assertions.py — a value the sentence
+    itself negates, compares against, revises or gives as one of several is not its answer.
+
+    Left out as the judge's: years on their own, single digits without a unit (in almost any
+    answer by chance), numbers inside a date, and numbers a label names ("section 3").
+    The rest of the sentence (its names and words) is paraphrased by correct agents, so it
+    derives nothing.
+    """
+    text = " ".join(sentence.split())
+    derived: list[AnswerContains | AnswerNumber] = []
+    dated: list[tuple[int, int]] = []
+    for pattern in DATES:
+        for match in pattern.finditer(text.casefold()):
+            if any(start <= match.start() < end for start, end in dated):
+                continue
+            dated.append(match.span())
+            if reading_at(text, *match.span()).asserted:
+                derived.append(AnswerContains(type="answer_contains",
+                                              text=text[slice(*match.span())], ignore_case=True))
+    for match in NUMBER.finditer(text):
+        if any(start <= match.start() < end for start, end in dated):
+            continue
+        raw = match.group(0)
+        value = value_of(match)
+        marked = bool(_CURRENCY.search(raw) or match["word"] or match["suffix"]
+                      or match["percent"])
+        before = text[: match.start()]
+        if not marked and (abs(value) < 10 and float(value).is_integer()
+                           or (re.fullmatch(r"\d{4}", match["digits"]) and 1900 <= value <= 2100)
+                           or _LABEL_BEFORE.search(before) or _LABEL_CAPITAL.search(before)):
+            continue
+        if reading_at(text, *match.span()).asserted:
+            derived.append(AnswerNumber(type="answer_number", value=value,
+                                        tolerance=DERIVED_TOLERANCE))
+    return derived
 
 
 def amount_of(text: str) -> float | None:
