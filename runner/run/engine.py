@@ -19,7 +19,7 @@ from functools import partial
 from pathlib import Path
 from typing import TextIO
 
-from runner.judge import Judge, JudgeError
+from runner.judge import Judge, JudgeError, JudgeUnavailable
 from runner.records.evidence import Evidence
 from runner.records.judgments import Judgments
 from runner.records.status import Status
@@ -214,6 +214,16 @@ class Engine:
             # never served repeat j's reply and agreement is measured on real replies.
             for repeat in range(self.settings.rejudge):
                 outcome.rejudged.append(await self.judge.judge(job.scenario, outcome.transcript, repeat))
+        except JudgeUnavailable as exc:
+            # The judge's server, not the agent: the conversation is kept unjudged (rescore
+            # judges it later) and no further scenario starts — each would meet the same refusal.
+            outcome.rejudged.clear()
+            outcome.judge_error = f"judge unavailable: {exc}"
+            self._stop(f"the judge is unavailable ({exc}); the conversations so far are kept — "
+                       f"once it answers, `trialbox rescore {self.settings.run_dir}` judges them "
+                       f"and `trialbox run --resume {self.settings.run_dir}` runs the rest",
+                       infrastructure=True)
+            return
         except JudgeError as exc:
             outcome.infra, outcome.judge_error = Status.ERRORED, str(exc)
             outcome.error = f"judge reply rejected: {exc}"
@@ -252,6 +262,8 @@ class Engine:
         )
         if outcome.after:
             result.notes.append(f"after the conversation finished: {outcome.after}")
+        if outcome.judge_error and outcome.infra is None:  # kept unjudged: said, not ERRORED
+            result.notes.append(outcome.judge_error)
         result.node = outcome.node
         if span is not None:
             result.started_at, result.ended_at = span

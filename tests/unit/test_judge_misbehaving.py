@@ -212,3 +212,31 @@ def test_a_key_with_a_line_break_is_refused_by_name_and_never_printed(judge_url:
 def test_an_endless_deadline_is_refused(judge_url: str) -> None:
     done = calibrate(judge_url, "--deadline", "1e30")
     assert done.returncode == EXIT_USAGE and "--deadline" in done.stdout + done.stderr
+
+
+def test_a_judge_refusing_mid_run_stops_the_run_and_keeps_the_conversation(
+        judge_url: str, tmp_path: Path) -> None:
+    # The real openai judge over the loopback server, inside the real engine: the first
+    # scenario's judging meets 401, so its conversation is kept unjudged (rescore judges it
+    # later, its note says why), no further scenario starts, and the run's exit code is 3.
+    from test_engine import Conversations, make_engine, statuses
+
+    from runner.judge import JudgeCache, JudgeConfig, make_judge
+    from runner.records.status import Status
+    from runner.report import read_trace
+    from runner.run.gate import exit_code
+
+    Judge.mode = "401"
+    judge = make_judge(JudgeConfig(provider="openai", url=judge_url, model="judge"),
+                       JudgeCache(tmp_path / "cache"))
+    engine = make_engine(tmp_path, Conversations(), judge)  # type: ignore[arg-type]
+    card = asyncio.run(engine.run())
+    by_key = statuses(card)
+    first = card.scenarios[0]
+    assert first.status is Status.NOT_JUDGED, by_key
+    assert any(note.startswith("judge unavailable: openai judge: HTTP 401") for note in first.notes)
+    assert set(by_key.values()) - {Status.NOT_JUDGED} == {Status.NOT_RUN}, by_key
+    assert exit_code(card, None) == EXIT_INFRA
+    trace = read_trace(engine.settings.run_dir / str(first.trace))
+    assert trace.transcript is not None and trace.transcript.turns  # the conversation is kept
+    assert len([r for r in Judge.seen if r["path"].endswith("/completions")]) == 1
