@@ -151,8 +151,9 @@ def agent_map(items: list[str]) -> dict[str, str]:
 
 
 def choose_device(requested: str) -> DeviceChoice:
-    """The device to serve on (`auto` detects it); one that is not there ends with exit 2."""
-    from runner.stack.hardware import DeviceChoice, DeviceError, detect_device
+    """The device to serve on (`auto` detects it); one this machine lacks ends with exit 3, a
+    name that is no device with exit 2."""
+    from runner.stack.hardware import DeviceAbsent, DeviceChoice, DeviceError, detect_device
 
     if os.environ.get("TRIALBOX_IN_CONTAINER") == "1":
         # The runner container has no /dev/kfd or /dev/accel: the controller on the host
@@ -162,7 +163,9 @@ def choose_device(requested: str) -> DeviceChoice:
                 return DeviceChoice(device=requested, reason="chosen by the controller on the host")
     try:
         return detect_device(requested)
-    except DeviceError as exc:
+    except DeviceAbsent as exc:  # a real device this machine lacks: exit 3
+        fail(str(exc), EXIT_INFRA)
+    except DeviceError as exc:  # a name that is no device: exit 2
         fail(str(exc), EXIT_USAGE)
 
 

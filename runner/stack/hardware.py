@@ -32,6 +32,11 @@ class DeviceError(ValueError):
     """The requested device cannot be used on this machine; the message says what to do."""
 
 
+class DeviceAbsent(DeviceError):
+    """The requested device is a real one, but this machine lacks its device nodes (an
+    infrastructure condition, exit 3 — unlike a device name trialbox does not know, exit 2)."""
+
+
 class DeviceChoice(BaseModel):
     """The device the stack will use and a sentence saying why, printed at the start of a run."""
 
@@ -58,7 +63,7 @@ def detect_device(requested: str = "auto", dev_root: Path = Path("/dev")) -> Dev
         return DeviceChoice(device="cpu", reason="requested with --device cpu")
     if requested == "rocm":
         if not kfd.exists():
-            raise DeviceError(
+            raise DeviceAbsent(
                 f"--device rocm needs {kfd}, which does not exist: install the amdgpu/ROCm "
                 "kernel driver, or use --device cpu"
             )
@@ -66,14 +71,14 @@ def detect_device(requested: str = "auto", dev_root: Path = Path("/dev")) -> Dev
     if requested == "vulkan":
         render = sorted(dev_root.glob(RENDER_NODES))
         if not render:
-            raise DeviceError(
+            raise DeviceAbsent(
                 f"--device vulkan needs a GPU render node ({dev_root / RENDER_NODES}), and there "
                 "is none: install the amdgpu kernel driver and Mesa's RADV, or use --device cpu"
             )
         return DeviceChoice(device="vulkan", reason=f"requested with --device vulkan ({render[0]} present)")
     if requested == "npu":
         if not accel.exists():
-            raise DeviceError(
+            raise DeviceAbsent(
                 f"--device npu needs {accel}, which does not exist: install the amdxdna "
                 "driver (Ryzen AI), or use --device cpu"
             )

@@ -23,6 +23,7 @@ from runner.stack.compose import (
     compose_files,
     down,
     project_name,
+    server_for,
     up_llm,
     wait_healthy,
 )
@@ -37,6 +38,7 @@ from runner.stack.images import (
     repo_root,
     stage_tag,
 )
+from runner.stack.lemonade_image import LEMONADE, SID_BASE_IMAGE
 from runner.system.ports import free_port
 
 pytestmark = pytest.mark.containers
@@ -91,7 +93,9 @@ def test_image_builds_with_its_label(client: docker.DockerClient, name: str) -> 
     image = client.images.get(built.tag)
     assert image.id == built.image_id
     assert image.labels["trialbox.image"] == name
-    assert image.labels["trialbox.base"] == ensure_base_image()
+    # Lemonade's packages are in Debian sid only: that image has its own base.
+    expected_base = SID_BASE_IMAGE if name == LEMONADE else ensure_base_image()
+    assert image.labels["trialbox.base"] == expected_base
 
 
 TWO_STAGE = """\
@@ -219,8 +223,9 @@ def test_runner_user_reaches_the_engine_through_the_mounted_socket(
 # ---- compose files ------------------------------------------------------------------------
 
 
-def rendered(device: str | None) -> dict:
-    files = [ROOT / "compose" / "compose.yaml"] if device is None else compose_files(device)
+def rendered(device: str | None, server: str | None = None) -> dict:
+    files = ([ROOT / "compose" / "compose.yaml"] if device is None
+             else compose_files(device, server=server_for(device, server)))
     cmd = ["docker", "compose", "-p", "trialbox"]
     for path in files:
         cmd += ["-f", str(path)]
@@ -230,11 +235,13 @@ def rendered(device: str | None) -> dict:
     return json.loads(done.stdout)
 
 
-@pytest.mark.parametrize("device", [None, "cpu", "rocm", "npu"])
-def test_every_compose_combination_is_valid_and_labelled(device: str | None) -> None:
+@pytest.mark.parametrize(("device", "server"), [
+    (None, None), ("cpu", "llm-cpu"), ("cpu", "lemonade"), ("rocm", None), ("npu", None),
+    ("vulkan", None)])
+def test_every_compose_combination_is_valid_and_labelled(device: str | None, server: str | None) -> None:
     if compose_version() is None:
         pytest.skip("docker compose v2 is missing; run scripts/ensure-docker")
-    config = rendered(device)
+    config = rendered(device, server)
     llm = config["services"]["llm"]
     assert [(p["host_ip"], p["target"]) for p in llm["ports"]] == [("127.0.0.1", 13305)]
     for name, service in config["services"].items():
@@ -268,6 +275,32 @@ def test_rocm_overlay_passes_gpu_devices_and_the_pinned_lemonade_image() -> None
     assert front_door["image"].startswith("trialbox/llm-cpu")
     assert front_door["command"][:2] == ["--upstream", "http://lemonade:13305"]
     assert not front_door.get("devices")
+
+
+def test_vulkan_overlay_passes_only_the_render_nodes_and_our_vulkan_image() -> None:
+    if compose_version() is None:
+        pytest.skip("docker compose v2 is missing")
+    services = rendered("vulkan")["services"]
+    lemonade, front_door = services["lemonade"], services["llm"]
+    assert lemonade["image"] == "trialbox/lemonade:vulkan"
+    assert [d["source"] for d in lemonade["devices"]] == ["/dev/dri"]  # no /dev/kfd: not ROCm
+    assert set(lemonade["group_add"]) == {"video", "render"}
+    assert lemonade["read_only"] is True and lemonade["cap_drop"] == ["ALL"]
+    assert front_door["command"][:2] == ["--upstream", "http://lemonade:13305"]
+    assert front_door["labels"]["trialbox.llm-server"] == "lemonade"
+
+
+def test_lemonade_on_the_cpu_is_the_real_server_behind_the_front_door() -> None:
+    if compose_version() is None:
+        pytest.skip("docker compose v2 is missing")
+    services = rendered("cpu", "lemonade")["services"]
+    lemonade, front_door = services["lemonade"], services["llm"]
+    assert lemonade["image"] == "trialbox/lemonade:dev" and not lemonade.get("devices")
+    assert not lemonade.get("ports") and lemonade["networks"] == {"stack": None}
+    assert lemonade["read_only"] is True and lemonade["user"] == "10001"
+    assert front_door["image"].startswith("trialbox/llm-cpu")
+    assert front_door["command"][:2] == ["--upstream", "http://lemonade:13305"]
+    assert front_door["depends_on"]["lemonade"]["condition"] == "service_healthy"
 
 
 def test_npu_overlay_passes_the_accel_node_with_unlimited_memlock() -> None:

@@ -8,24 +8,44 @@ from pathlib import Path
 import pytest
 
 from runner.stack.compose import (
+    DEFAULT_CPU_SERVER,
     ComposeError,
     compose_command,
     compose_files,
+    overlay_name,
     port_in_use,
     project_name,
+    server_for,
     stack_environment,
 )
 
 
-@pytest.mark.parametrize("device", ["cpu", "rocm", "npu"])
-def test_each_device_gets_the_base_file_then_its_overlay(device: str) -> None:
-    files = compose_files(device)
-    assert [path.name for path in files] == ["compose.yaml", f"compose.{device}.yaml"]
+@pytest.mark.parametrize(("device", "server", "overlay"), [
+    ("cpu", "llm-cpu", "cpu"), ("cpu", "lemonade", "lemonade"), ("rocm", "lemonade", "rocm"),
+    ("npu", "lemonade", "npu"), ("vulkan", "lemonade", "vulkan")])
+def test_each_device_and_server_gets_the_base_file_then_its_overlay(
+        device: str, server: str, overlay: str) -> None:
+    files = compose_files(device, server=server)
+    assert [path.name for path in files] == ["compose.yaml", f"compose.{overlay}.yaml"]
     assert all(path.is_file() for path in files), files
 
 
+def test_an_accelerator_is_served_by_lemonade_unless_told_otherwise() -> None:
+    assert server_for("rocm", None) == "lemonade" and server_for("vulkan", None) == "lemonade"
+    assert server_for("cpu", None) == DEFAULT_CPU_SERVER
+    assert server_for("cpu", "lemonade") == "lemonade"
+    assert "compose.rocm.yaml" in " ".join(compose_command("rocm", "trialbox", "ps"))
+
+
+def test_llm_cpu_cannot_serve_an_accelerator_nor_an_unknown_server_anything() -> None:
+    with pytest.raises(ComposeError, match="serves on the CPU only.*--llm-server lemonade"):
+        overlay_name("rocm", "llm-cpu")
+    with pytest.raises(ComposeError, match="llm-cpu, lemonade"):
+        overlay_name("cpu", "vllm")
+
+
 def test_unknown_device_has_no_overlay() -> None:
-    with pytest.raises(ComposeError, match="cpu, rocm, npu"):
+    with pytest.raises(ComposeError, match="cpu, rocm, npu, vulkan"):
         compose_files("auto")
 
 

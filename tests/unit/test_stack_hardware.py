@@ -6,7 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from runner.stack.hardware import DeviceError, detect_device, hardware_fingerprint
+from runner.stack.hardware import (
+    DeviceAbsent,
+    DeviceError,
+    detect_device,
+    hardware_fingerprint,
+    served_on_from,
+)
 
 
 def make_dev(tmp_path: Path, *nodes: str) -> Path:
@@ -58,8 +64,46 @@ def test_explicit_npu_without_accel_node_fails(tmp_path: Path) -> None:
 
 
 def test_unknown_device_lists_the_choices(tmp_path: Path) -> None:
-    with pytest.raises(DeviceError, match="auto, cpu, rocm, npu"):
+    with pytest.raises(DeviceError, match="auto, cpu, rocm, npu, vulkan") as raised:
         detect_device("cuda", make_dev(tmp_path))
+    assert not isinstance(raised.value, DeviceAbsent)  # a usage error, not a missing node
+
+
+def test_vulkan_needs_a_render_node_and_auto_never_picks_it(tmp_path: Path) -> None:
+    with pytest.raises(DeviceAbsent, match=r"renderD\*.*--device cpu"):
+        detect_device("vulkan", make_dev(tmp_path, "dri/card0"))
+    dev = tmp_path / "with-gpu"
+    dev.mkdir()
+    (dev / "dri").mkdir()
+    (dev / "dri" / "renderD128").touch()
+    assert detect_device("vulkan", dev).device == "vulkan"
+    assert detect_device("auto", dev).device == "cpu"  # /dev/dri is not proof of an AMD GPU
+
+
+# Lemonade's real answers on this CPU machine (trialbox/lemonade:dev, 2026.39.1-2), trimmed to
+# the fields the device truth reads — and the trap: its health says device "gpu".
+LEMONADE_HEALTH = {"all_models_loaded": [{
+    "model_name": "Gemma-4-E4B-it-GGUF", "type": "llm", "recipe": "llamacpp", "device": "gpu",
+    "recipe_options": {"ctx_size": 65536, "llamacpp_backend": "system"}}]}
+
+
+def lemonade_system_info(system_devices: list[str]) -> dict[str, object]:
+    return {"devices": {"cpu": {"available": True}, "amd_gpu": []},
+            "recipes": {"llamacpp": {"default_backend": "system", "backends": {
+                "system": {"devices": system_devices, "state": "installed"},
+                "vulkan": {"devices": ["cpu"], "state": "unsupported"}}}}}
+
+
+@pytest.mark.parametrize(("requested", "devices", "served", "fell_back"), [
+    ("cpu", ["cpu"], "cpu", False), ("rocm", ["cpu"], "cpu", True), ("vulkan", ["cpu"], "cpu", True),
+    ("rocm", ["amd_gpu", "cpu"], "rocm", False), ("vulkan", ["amd_gpu"], "vulkan", False),
+    ("rocm", [], "unknown", False)])
+def test_lemonades_system_backend_is_read_from_the_devices_system_info_lists(
+        requested: str, devices: list[str], served: str, fell_back: bool) -> None:
+    truth = served_on_from(requested, LEMONADE_HEALTH, lemonade_system_info(devices))
+    assert truth.served_on == served and truth.fell_back is fell_back
+    assert "health: Gemma-4-E4B-it-GGUF llamacpp_backend=system" in truth.evidence
+    assert not any("device=gpu" in line for line in truth.evidence)  # never Lemonade's own field
 
 
 def test_request_is_case_insensitive(tmp_path: Path) -> None:
