@@ -15,7 +15,7 @@ import anthropic
 import httpx2
 
 from runner.judge._ask import BackendReply, StructuredRequest
-from runner.judge._errors import JudgeError
+from runner.judge._errors import REFUSED, RETRIED, JudgeError, JudgeUnavailable
 from runner.records.judgments import JudgeUsage
 from runner.verdict.prices import judge_cost_usd
 
@@ -130,11 +130,17 @@ class AnthropicBackend:
         except anthropic.APIConnectionError as error:
             raise JudgeError(f"anthropic judge: cannot reach the API ({error})") from error
         except anthropic.APIStatusError as error:
+            status = error.status_code
+            if status in REFUSED or status in RETRIED:  # the SDK has retried 429/5xx already
+                raise JudgeUnavailable(f"anthropic judge: HTTP {status} from the Messages API — "
+                                       + ("check ANTHROPIC_API_KEY" if status in REFUSED
+                                          else "the API is unavailable; try again later")) from None
             raise JudgeError(
-                f"anthropic judge: HTTP {error.status_code} from the Messages API: {error.message}"
+                f"anthropic judge: HTTP {status} from the Messages API: {error.message}"
             ) from error
-        except ValueError as error:  # pydantic's ValidationError: not a Messages API reply
-            raise JudgeError(f"anthropic judge: the reply is not a message: {str(error)[:300]}") from None
+        except ValueError:  # pydantic's ValidationError: not a Messages API reply
+            raise JudgeError("anthropic judge: the reply is not a Messages API message; check "
+                             "ANTHROPIC_BASE_URL") from None
         return BackendReply(text=_reply_text(message, request.schema_name), usage=self._usage(message),
                             served_model=message.model or None)
 

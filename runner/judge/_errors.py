@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+#: HTTP statuses by which a judge's server says it refuses our key: no retry can help.
+REFUSED = (401, 403)
+#: ... that it is out of credit, rate-limited or failing: worth bounded retries with backoff.
+RETRIED = (402, 429, 500, 502, 503, 504)
+
 
 class JudgeError(RuntimeError):
     """The judge could not produce a valid judgment (bad reply after one correction, unreachable

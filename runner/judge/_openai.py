@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from runner.judge._ask import BackendReply, StructuredRequest
-from runner.judge._errors import JudgeError, JudgeUnavailable
+from runner.judge._errors import REFUSED, RETRIED, JudgeError, JudgeUnavailable
 from runner.records.judgments import JudgeUsage
 
 # The /models fields that say which weights answer. Others change between calls (llama.cpp's
@@ -32,10 +32,6 @@ IDENTITY_FIELDS = ("id", "owned_by", "checkpoint", "served_model", "recipe", "si
 NO_ROUTE = (404, 405, 501)
 # A judge reply (or a /models listing) is a few KB; past this the body is not read further.
 REPLY_BYTES = 8 * 2**20
-# The server refuses our key: no retry can help.
-REFUSED = (401, 403)
-# The server is out of credit, rate-limited or failing: worth a bounded retry with backoff.
-RETRIED = (402, 429, 500, 502, 503, 504)
 RETRIES = 3
 BACKOFF_S = 0.5  # 0.5 + 1 + 2 s: a short outage passes, a long one is said within seconds
 

@@ -240,3 +240,23 @@ def test_a_judge_refusing_mid_run_stops_the_run_and_keeps_the_conversation(
     trace = read_trace(engine.settings.run_dir / str(first.trace))
     assert trace.transcript is not None and trace.transcript.turns  # the conversation is kept
     assert len([r for r in Judge.seen if r["path"].endswith("/completions")]) == 1
+
+
+def test_the_anthropic_judge_refused_its_key_is_unavailable(
+        judge_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # ANTHROPIC_BASE_URL may point at any proxy: the loopback judge answers 401 to /v1/messages.
+    from runner.judge import AnthropicBackend
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", judge_url.removesuffix("/v1"))
+    Judge.mode = "401"
+
+    async def once() -> None:
+        backend = AnthropicBackend(max_retries=0)
+        with pytest.raises(JudgeUnavailable, match="HTTP 401") as raised:
+            await backend.complete(REQUEST)
+        assert MARK not in str(raised.value) and KEY not in str(raised.value)
+
+    asyncio.run(once())
+    [sent] = [r for r in Judge.seen if r["path"].endswith("/messages")]
+    assert sent["body"]["messages"] == [{"role": "user", "content": "CASE"}]
