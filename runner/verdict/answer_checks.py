@@ -111,8 +111,9 @@ CANDIDATE_BAND = 0.5
 offering it as the figure asked for (GAIA's rubric gives anything further off 0)."""
 
 _HEDGE = re.compile(r"\b(?:or|either|maybe|perhaps|possibly|might|could be|not sure|unsure|"
-                    r"somewhere|between)\b", re.IGNORECASE)
-"""Words that offer a figure as one of several ("$400,000 or $412,000")."""
+                    r"somewhere|between)\b|\s/\s", re.IGNORECASE)
+"""Words that offer a figure as one of several ("$400,000 or $412,000", "47 / 37.6"; a slash
+between spaces only: "24/7" and "km/h" offer nothing)."""
 
 
 def _candidates(answer: str, check: AnswerNumber) -> list[FoundNumber]:

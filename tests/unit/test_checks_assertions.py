@@ -68,7 +68,7 @@ LITERAL = [{"type": "answer_contains", "text": "Baltics"}]
     (NUMBER, "It is not $2,450,000; Engineering gets $1,960,000", "negated ('not')"),
     (NUMBER, "Last year $2,450,000; for FY2027 $3,100,000", "in another context ('Last year')"),
     (NUMBER, "$2,450,000 was the draft, revised to $2,000,000", "superseded ('draft')"),
-    (NUMBER, "$2,450,000 / $3,185,000", "one of several ('/')"),
+    (NUMBER, "$2,450,000 / $9,185,000", "one of several ('/')"),
     (NUMBER, "I can't confirm $2,450,000", "doubted (\"can't confirm\")"),
     (LITERAL, "It is not the Baltics; it is the Nordics.", "negated ('not')"),
     (LITERAL, "Baltics / Nordics", "one of several ('/')"),
@@ -77,6 +77,11 @@ def test_a_value_written_without_being_asserted_fails_naming_the_cue(checks, ans
     (result,) = decide(checks, answer)
     assert not result.passed and not is_undecided(result)
     assert cue in result.diagnostic and "expected the answer to assert" in result.diagnostic
+
+
+def test_two_candidates_either_side_of_a_slash_are_a_hedge():
+    (result,) = decide(NUMBER, "$2,450,000 / $3,185,000")
+    assert not result.passed and "hedged answer offering 2 candidates" in result.diagnostic
 
 
 @pytest.mark.parametrize(("checks", "answer"), [
