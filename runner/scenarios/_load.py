@@ -157,9 +157,16 @@ def discover(paths: Iterable[Path], skip: Path | None = None
                                     fix="check the path given for the scenarios"))
             continue
         if root.is_dir():
+            tree = root.resolve()
             for file in _walk(root):
                 resolved = file.resolve()
-                if skipped is None or not resolved.is_relative_to(skipped):
+                if file.is_symlink() and not resolved.is_relative_to(tree):
+                    # A link to /etc/shadow would have its lines shown as "unknown key" warnings.
+                    problems.append(Problem(
+                        file=file, message="is a symbolic link leading out of the scenario "
+                        "folder; refused without reading it",
+                        fix="copy the scenario file into the folder instead of linking it"))
+                elif skipped is None or not resolved.is_relative_to(skipped):
                     found.setdefault(resolved, file)
         elif os.path.lexists(root):
             # A file, or a FIFO/device/dangling link: the reader refuses the odd ones clearly.

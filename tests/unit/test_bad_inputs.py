@@ -378,3 +378,18 @@ def test_an_anthropic_endpoint_that_never_ends_its_body_is_cut_at_the_cap(
 
     asyncio.run(ask())
     assert REPLY_BYTES < sent <= REPLY_BYTES + 2 * (1 << 20)
+
+
+def test_a_scenario_file_linked_out_of_the_tree_is_refused_unread(tmp_path: Path) -> None:
+    # A link to /etc/shadow once had its lines printed back as "unknown key" warnings.
+    tree = tmp_path / "suite"
+    shutil.copytree(SUITE, tree)
+    secret = tmp_path / "shadow"
+    secret.write_text("secret_line: never-printed-value\n")
+    (tree / "scenarios" / "rag_quality" / "linked.yaml").symlink_to(secret)
+    done = trialbox(tmp_path, "validate", str(tree / "scenarios"))
+    output = done.stdout + done.stderr
+    assert done.returncode == EXIT_USAGE, output
+    assert "linked.yaml: is a symbolic link leading out of the scenario folder" in output
+    assert "secret_line" not in output and "never-printed" not in output, output
+    assert "3 scenario(s) valid" in output  # the rest of the tree still loads
