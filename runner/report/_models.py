@@ -245,6 +245,10 @@ class RunConfig(StrictModel):
     llm_server: dict[str, Any] = Field(
         default_factory=dict, description="what the LLM server says it is (/health, /models)"
     )
+    llm_server_build: dict[str, str] = Field(
+        default_factory=dict, description="the real LLM server's build behind the front door, "
+        "from its image's labels: lemonade-server, llama.cpp-tools and libggml0 versions, the ggml "
+        "backends and the image; {} for llm-cpu or a server trialbox did not start")
     hardware: dict[str, Any] = Field(
         default_factory=dict, description="fingerprint: cpu, gpu, driver, memory"
     )

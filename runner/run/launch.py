@@ -36,6 +36,7 @@ from runner.run.llm_server import (
     served_capabilities,
     served_chat_model,
     served_on,
+    server_build,
 )
 from runner.run.lock import is_owned, owning
 from runner.run.prepare import (
@@ -77,6 +78,7 @@ def run_config(settings: RunSettings, extra: dict[str, Any] | None = None) -> Ru
         served_model=served_model_of(identity),
         derived_checks=settings.derived_checks,
         llm_server=identity,
+        llm_server_build=server_build(settings.llm_container),
         hardware=hardware_fingerprint().model_dump(mode="json"),
         concurrency=settings.concurrency,
         trials=settings.trials,

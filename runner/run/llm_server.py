@@ -54,12 +54,12 @@ def served_on(settings: RunSettings) -> Any:
     return served_on_from(requested, llm_identity(settings.llm_url), llm_system_info(settings.llm_url))
 
 
-def server_groups(llm_container: str | None) -> list[str]:
-    """The groups the real LLM server's container was added to (compose `group_add`): the
-    `lemonade` service of the same compose project as the front door `llm_container`; [] when
-    there is none (llm-cpu, a server trialbox did not start) or Docker cannot say."""
+def _real_server(llm_container: str | None) -> dict[str, Any] | None:
+    """The real LLM server's container (`docker inspect`) behind the front door
+    `llm_container`: the `lemonade` service of the same compose project; None when there is none
+    (llm-cpu, a server trialbox did not start) or Docker cannot say."""
     if not llm_container:
-        return []
+        return None
     import docker
     from docker.errors import DockerException
 
@@ -69,12 +69,36 @@ def server_groups(llm_container: str | None) -> list[str]:
             project = client.containers.get(llm_container).labels.get("com.docker.compose.project")
             found = client.containers.list(filters={"label": [
                 f"com.docker.compose.project={project}", "trialbox.role=lemonade"]}) if project else []
-            added = found[0].attrs.get("HostConfig", {}).get("GroupAdd") if found else None
+            if not found:
+                return None
+            attrs = dict(found[0].attrs)
+            attrs["ImageLabels"] = dict(client.images.get(attrs["Image"]).labels or {})
+            return attrs
         finally:
             client.close()
     except DockerException:
-        return []
+        return None
+
+
+def server_groups(llm_container: str | None) -> list[str]:
+    """The groups the real LLM server's container was added to (compose `group_add`); []
+    when there is no real server behind the front door."""
+    server = _real_server(llm_container)
+    added = server.get("HostConfig", {}).get("GroupAdd") if server else None
     return [str(group) for group in added or []]
+
+
+def server_build(llm_container: str | None) -> dict[str, str]:
+    """The real server's build, from its image's labels (runner/stack/lemonade_image.py stamps
+    the pinned Debian versions and ggml backends): what the scorecard records beside what the
+    server says of itself. {} for the registry image (no such labels) or no real server."""
+    from runner.stack.lemonade_image import image_versions_of
+
+    server = _real_server(llm_container)
+    if server is None:
+        return {}
+    build = image_versions_of(server["ImageLabels"])
+    return {**build, "image": str(server.get("Config", {}).get("Image", ""))} if build else {}
 
 
 def check_served_device(settings: RunSettings, say: Callable[[str], None]) -> None:

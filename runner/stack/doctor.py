@@ -73,6 +73,21 @@ def images_check() -> Check:
     return Check("images", Level.OK, ", ".join(image_tag(name) for name in IMAGES))
 
 
+def lemonade_check() -> Check:
+    """The Lemonade image's pinned Debian packages (its labels), or how to build it."""
+    from runner.stack.lemonade_image import LEMONADE_VERSION, image_versions, lemonade_tag
+
+    try:
+        versions = image_versions(lemonade_tag())
+    except ImageBuildError as error:
+        return Check("lemonade", Level.FAIL, str(error), "run scripts/ensure-docker")
+    if versions is None:
+        return Check("lemonade", Level.WARN, f"{lemonade_tag()} is not built (Lemonade Server "
+                     f"{LEMONADE_VERSION} from Debian sid)", "run `make images`")
+    detail = ", ".join(f"{name} {version}" for name, version in versions.items())
+    return Check("lemonade", Level.OK, f"{lemonade_tag()}: {detail}")
+
+
 def llm_check(url: str | None = None) -> Check:
     url = url or os.environ.get("TRIALBOX_LLM_URL") or f"http://127.0.0.1:{LLM_PORT}"
     try:
@@ -113,6 +128,7 @@ DEFAULT_PROBES: tuple[Probe, ...] = (
     compose_check,
     device_check,
     images_check,
+    lemonade_check,
     llm_check,
     judge_check,
 )

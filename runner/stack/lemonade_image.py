@@ -119,15 +119,22 @@ def installed_versions(tag: str) -> dict[str, str]:
     return {name: version for name, _, version in pairs}
 
 
-def image_versions(tag: str) -> dict[str, str] | None:
-    """The versions stamped on an image's labels; None when there is no such image."""
-    labels = image_labels(tag)
-    if labels is None:
-        return None
-    return {"lemonade-server": labels.get(VERSION_LABEL, "unknown"),
+def image_versions_of(labels: dict[str, str]) -> dict[str, str]:
+    """The versions stamped on a trialbox/lemonade image, from its labels; {} for another image
+    (the registry's Lemonade carries none of them)."""
+    if VERSION_LABEL not in labels:
+        return {}
+    return {"lemonade-server": labels[VERSION_LABEL],
             "llama.cpp-tools": labels.get(LLAMACPP_LABEL, "unknown"),
             "libggml0": labels.get(GGML_LABEL, "unknown"),
-            "backends": labels.get(BACKENDS_LABEL, "unknown")}
+            "backends": labels.get(BACKENDS_LABEL, "unknown"),
+            "suite": labels.get(SUITE_LABEL, "unknown")}
+
+
+def image_versions(tag: str) -> dict[str, str] | None:
+    """The versions stamped on the image `tag`; None when there is no such image."""
+    labels = image_labels(tag)
+    return None if labels is None else image_versions_of(labels)
 
 
 __all__ = [
@@ -137,6 +144,7 @@ __all__ = [
     "backends_wanted",
     "build_lemonade_image",
     "image_versions",
+    "image_versions_of",
     "installed_versions",
     "lemonade_tag",
 ]
