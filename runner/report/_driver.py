@@ -45,6 +45,7 @@ from runner.report._driver_noise import (
     MIN_SCENARIOS,
     NOT_TESTED,
     RESAMPLES,
+    SCREEN_OWN_P,
     SPEED_TRIM,
     TURN_MEDIAN,
     Knobs,
@@ -55,6 +56,7 @@ from runner.report._driver_noise import (
     scenario_changes,
     screen_alpha,
     screen_rows,
+    trim_of,
 )
 from runner.report._driver_power import SIMULATIONS
 from runner.report._driver_quality import (
@@ -306,6 +308,7 @@ def driver_report(
     }
     detectable = detectable_changes(
         [d for d in headline if d.metric != SCORE.key], changes,
+        {key: trim_of(samples[key][0]) for key in changes},
         family=sum(d.p_value is not None for d in family)
         + sum(o.verdict is not Change.TOO_FEW for o in all_outcomes),
         trials=min(a.config.trials, b.config.trials), alpha=alpha, resamples=resamples,
@@ -326,11 +329,11 @@ def driver_report(
     # a change confined to a few scenarios (which the trimmed mean leaves out) is still seen.
     screened = [
         metric_delta(samples[key][0], scope, samples[key][1], samples[key][2], **knobs,
-                     trials=turns[key])
+                     trials=turns[key], own_test=False)
         for key in turns if key in samples and key not in few
         for scope in scopes if scope[0] == "scenario"
     ]
-    screen_rows(screened, turns, better, alpha)
+    screen_rows(screened, turns, better, alpha, resamples=resamples, seed=seed)
     speed += screened
     order = {"all": 0, "category": 1, "scenario": 2}
     keys = [m.key for m in SPEED_METRICS]
@@ -390,7 +393,8 @@ def driver_report(
         f"outcomes together) at {headline_alpha(alpha):g}; categories only for a result that "
         "moved, Benjamini–Hochberg again within each; a screen of every scenario's speeds "
         "against the noise pooled over all scenarios, Benjamini–Hochberg over all of them at "
-        f"{screen_alpha(alpha):g} (a finding also needs its own trials' exact p below that); "
+        f"{screen_alpha(alpha):g} (a finding also needs its own trials' exact p below "
+        f"{SCREEN_OWN_P:g}); "
         f"the two together keep the chance of any finding when nothing changed at "
         f"{alpha:g}; with fewer than {MIN_SCENARIOS} paired scenarios each scenario is tested "
         "over its trials as a headline question",
@@ -399,7 +403,9 @@ def driver_report(
         "scenario runs' speed figures)",
         f"speed figures compared: {compared_from}; a scenario's change is the mean over its "
         f"turns of the change of the turn's {'median' if TURN_MEDIAN else 'mean'} trial (log "
-        f"scale), over scenarios their {SPEED_TRIM:.0%}-trimmed mean",
+        f"scale), over scenarios their {SPEED_TRIM:.0%}-trimmed mean (decode speed, which has "
+        "no tail: the mean trial and the plain mean); a scenario's own row: the change of its "
+        "trials' mean per turn, the statistic its exact test uses",
         RUN_RULE,
         order_text,
         *(drift_text(d) for d in drift),

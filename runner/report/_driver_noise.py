@@ -38,7 +38,11 @@ ALPHA = 0.05
 #: The share of ALPHA the screen over single scenarios spends; the headline family gets the
 #: rest, so the two together (Bonferroni) keep the chance of any finding when nothing changed
 #: at ALPHA.
-SCREEN_SHARE = 0.2
+SCREEN_SHARE = 0.1
+#: A screen finding also needs its own trials' exact test below this: with 5 trials a side that
+#: is B's trials all beyond A's (2/252 = 0.008), which the screen's own share of alpha is too
+#: small to ask of so few trials.
+SCREEN_OWN_P = 0.01
 CONFIDENCE = 0.95
 RESAMPLES = 2000
 
@@ -53,6 +57,11 @@ SPEED_TRIM = 0.1
 #: the mean's goes to 2/252. The row's change is that same statistic, so its p and its
 #: direction never disagree.
 SCENARIO_MEDIAN = False
+
+
+def trim_of(metric: Metric) -> float:
+    """The share trimmed off each end of a metric's per-scenario changes (0: the mean)."""
+    return SPEED_TRIM if metric.relative and metric.tailed else 0.0
 
 
 def headline_alpha(alpha: float) -> float:
@@ -94,6 +103,7 @@ def metric_delta(
     seed: int,
     tested: bool = True,
     trials: tuple[TrialTurns, TrialTurns] | None = None,
+    own_test: bool = True,
 ) -> MetricDelta:
     """The scope's estimate and unadjusted p; the verdict waits for the family's adjustment.
 
@@ -101,7 +111,8 @@ def metric_delta(
     (`turn_paired_difference`); without, it is the log ratio (or difference) of its means.
 
     Not `tested` (a drill-down under a headline within noise): the change is shown, no test
-    is run and the verdict is no detectable change.
+    is run and the verdict is no detectable change. Not `own_test` (a scenario row the screen
+    tests): its trials' exact test is left for the rows the screen finds (`screen_rows`).
     """
     kind, name, ids = scope
     paired = [s for s in ids if a.get(s) and b.get(s)]
@@ -141,6 +152,9 @@ def metric_delta(
                 f"p ≥ {floor:.2g}; run more trials"
             ) if metric.relative else "a score is tested over scenarios, not within one"
             return base
+        if not own_test:
+            base.verdict = Change.NO_CHANGE  # testable; the screen decides
+            return base
         base.p_value = trial_permutation_p(
             trials_a, trials_b, resamples=resamples, seed=_seed(seed, metric.key, kind, name),
             median=SCENARIO_MEDIAN,
@@ -150,7 +164,7 @@ def metric_delta(
         base.note = "no scenario measured on both sides"
         return base
     differences = scenario_changes(metric, paired, a, b, trials)
-    trim = SPEED_TRIM if metric.relative else 0.0
+    trim = trim_of(metric)
     mean = trimmed_mean(differences, trim)
     base.change = math.expm1(mean) if metric.relative else mean
     if not tested:
@@ -198,7 +212,8 @@ def scenario_changes(
     if trials is None or not metric.relative:
         return differences
     by_turn = [
-        turn_paired_difference(trials[0].get(s, []), trials[1].get(s, []), median=TURN_MEDIAN)
+        turn_paired_difference(trials[0].get(s, []), trials[1].get(s, []),
+                               median=TURN_MEDIAN and metric.tailed)
         for s in paired
     ]
     return [d if t is None else t for d, t in zip(differences, by_turn, strict=True)]
@@ -206,42 +221,52 @@ def scenario_changes(
 
 def screen_rows(
     rows: Sequence[MetricDelta], trials: dict[str, tuple[TrialTurns, TrialTurns]],
-    lower_is_better: dict[str, bool | None], alpha: float,
+    lower_is_better: dict[str, bool | None], alpha: float, *, resamples: int, seed: int,
 ) -> None:
     """The screen over single scenarios: every scenario row of a turn-metered speed, tested
     against the noise pooled over all scenarios, Benjamini–Hochberg over all of them together
     at the screen's share of alpha. A row is a finding only when its own trials agree (their
-    exact test below the screen's alpha too; with 5 trials a side, only B's trials all beyond
-    A's): the pooled noise assumes scenarios alike in noise and a mean without TTFT's tails
+    exact test below SCREEN_OWN_P; with 5 trials a side, only B's trials all beyond A's): the
+    pooled noise assumes scenarios alike in noise and a mean without TTFT's tails
     (measured: 8 % of simulated A/A pairs had a screen finding without this), its own trials
     assume nothing."""
     asked = []
     noise = {key: _pooled_noise(*sides) for key, sides in trials.items()}
     for row in rows:
-        if row.metric not in trials or row.change is None or row.p_value is None:
+        if row.metric not in trials or row.change is None or row.verdict is Change.TOO_FEW:
             continue
-        side_a, side_b = trials[row.metric]
+        side_a, side_b = trials[row.metric][0][row.name], trials[row.metric][1][row.name]
+        floor = smallest_split_p(len(side_a), len(side_b))
+        if floor >= SCREEN_OWN_P:
+            row.verdict = Change.TOO_FEW
+            row.note = (f"{len(side_a)} vs {len(side_b)} trials: its own trials' exact test "
+                        f"cannot go below {floor:.2g}, the screen needs < {SCREEN_OWN_P:g}")
+            continue
         sd, df = noise[row.metric]
-        matrix = turn_matrix(side_a[row.name], side_b[row.name])
-        n_a = len(side_a[row.name])
+        matrix = turn_matrix(side_a, side_b)
         # The turn-paired mean's variance: per turn 1/n_A + 1/n_B of the pooled variance,
         # averaged over the turns both sides measured.
-        counts_a = (~np.isnan(matrix[:n_a])).sum(axis=0)
-        counts_b = (~np.isnan(matrix[n_a:])).sum(axis=0)
+        counts_a = (~np.isnan(matrix[:len(side_a)])).sum(axis=0)
+        counts_b = (~np.isnan(matrix[len(side_a):])).sum(axis=0)
         both = (counts_a > 0) & (counts_b > 0)
         if not both.any():
             continue
         se = sd * math.sqrt(float(np.sum(1 / counts_a[both] + 1 / counts_b[both]))) / both.sum()
-        own = row.p_value
         row.p_value = pooled_noise_p(math.log1p(row.change), se, df)
-        row.note = f"own trials' exact p = {own:.3g}"
-        asked.append((row, own))
-    adjusted = adjust_bh([row.p_value for row, _ in asked if row.p_value is not None])
-    for (row, own), p in zip(asked, adjusted, strict=True):
+        asked.append(row)
+    adjusted = adjust_bh([row.p_value for row in asked if row.p_value is not None])
+    for row, p in zip(asked, adjusted, strict=True):
         row.p_adjusted = p
-        moved = p < screen_alpha(alpha) and own < screen_alpha(alpha) and row.change
-        row.verdict = (_direction(row.change, lower_is_better[row.metric])
-                       if moved and row.change else Change.NO_CHANGE)
+        row.verdict = Change.NO_CHANGE
+        if p >= screen_alpha(alpha) or not row.change:
+            continue
+        side_a, side_b = trials[row.metric][0][row.name], trials[row.metric][1][row.name]
+        own = trial_permutation_p(side_a, side_b, resamples=resamples,
+                                  seed=_seed(seed, row.metric, "screen", row.name),
+                                  median=SCENARIO_MEDIAN)
+        row.note = f"own trials' exact p = {own:.3g}"
+        if own < SCREEN_OWN_P:
+            row.verdict = _direction(row.change, lower_is_better[row.metric])
 
 
 def _pooled_noise(a: TrialTurns, b: TrialTurns) -> tuple[float, int]:
@@ -257,7 +282,8 @@ def _pooled_noise(a: TrialTurns, b: TrialTurns) -> tuple[float, int]:
 
 
 def detectable_changes(
-    headline: Sequence[MetricDelta], changes: dict[str, list[float]], *, family: int,
+    headline: Sequence[MetricDelta], changes: dict[str, list[float]],
+    trims: dict[str, float], *, family: int,
     trials: int, alpha: float, resamples: int, seed: int, simulations: int,
 ) -> list[DetectableChange]:
     """Per headline speed, the change this report finds POWER of the time (simulated: its own
@@ -274,7 +300,7 @@ def detectable_changes(
             why = "not simulated"
         else:
             size = simulated_detectable(
-                changes[d.metric], trim=SPEED_TRIM, family=family, alpha=headline_alpha(alpha),
+                changes[d.metric], trim=trims[d.metric], family=family, alpha=headline_alpha(alpha),
                 resamples=resamples, seed=_seed(seed, d.metric, "detectable"),
                 simulations=simulations,
             )

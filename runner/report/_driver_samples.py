@@ -18,6 +18,11 @@ class Metric:
     unit: str
     lower_is_better: bool | None  # None: a score (higher is better, absolute change)
     turn_value: Callable[[TurnResult], float | None] | None  # None: comes from traces
+    # Heavy-tailed (a prompt-cache miss, a request queued behind another client: a value many
+    # times the others): summed up by medians and a trimmed mean. Decode speed has no tail on
+    # this machine (measured, both profiles: no trial ×3 off its turn's median), and the mean
+    # finds a change with fewer samples (a median of 5 normal values is ~1.4× as variable).
+    tailed: bool = True
 
     @property
     def relative(self) -> bool:
@@ -30,7 +35,8 @@ def _perf(get: Callable[[Any], float | None]) -> Callable[[TurnResult], float | 
 
 SPEED_METRICS = (
     Metric("ttft_s", "time to first token", "s", True, _perf(lambda p: p.time_to_first_token_s)),
-    Metric("tokens_per_s", "decode speed", "tok/s", False, _perf(lambda p: p.tokens_per_s)),
+    Metric("tokens_per_s", "decode speed", "tok/s", False, _perf(lambda p: p.tokens_per_s),
+           tailed=False),
     Metric("turn_wall_s", "turn wall time", "s", True, _perf(lambda p: p.wall_s)),
     Metric("index_s", "index time per document", "s", True, None),
 )

@@ -72,7 +72,7 @@ assert _spec is not None
 measure = importlib.util.module_from_spec(_spec)
 _loader.exec_module(measure)  # the measuring script's functions read the simulated runs
 
-PAIRS = 100
+PAIRS = 40
 RESAMPLES = 400  # fewer than the report's 2000: p near 0.05 is resolved to ±0.01, enough here
 #: A planted change must reach p < 0.05 / 6 (a lone change among 6 headline questions under
 #: Benjamini–Hochberg): with 400 resamples a true p of 0.004 reads 0.0075 ± 0.004 and is often
@@ -270,56 +270,22 @@ def test_the_simulation_has_the_measured_noise():
     assert_simulation_reads_as(MEASURED_FIGURES, MEASURED)
 
 
-def test_a_a_pairs_show_a_finding_in_at_most_5_percent():
-    # The suite's size (79 scenarios, 120 turns), 5 trials, the measured noise: nothing changed.
-    false_rate, _, _ = rates(MEASURED, seed=1018)
-    print(f"\nA/A: {false_rate:.1%} of {PAIRS} pairs show a finding beyond noise")
-    assert false_rate <= 0.05
+# The A/A rate and the found-rate at the printed size are tested on a drifting machine, the
+# harder case, in test_driver_null_drift.py (this file's simulation, with time added).
 
 
 PLANTED_PAIRS = 60
-
-
-def printed_sizes(seed: int, reports: int = 9) -> dict[str, DetectableChange]:
-    """Per speed metric, the median of what `reports` A/A reports print as detectable.
-
-    One report's size rests on one run's noise estimate, which with TTFT's tails varies (10th
-    to 90th percentile of 30 A/A reports: 30–43 % with a plain mean over scenarios)."""
-    seen: dict[str, list[DetectableChange]] = {}
-    for i in range(reports):
-        for d in rates(MEASURED, seed=seed + i, pairs=1)[2]:
-            seen.setdefault(d.metric, []).append(d)
-    return {m: sorted(v, key=lambda d: d.detectable)[len(v) // 2] for m, v in seen.items()}
 
 
 def test_a_planted_5_percent_ttft_is_beyond_this_noise_and_the_report_says_so():
     # TTFT 5 % slower on every turn: its noise (a core of 0.30 per trial and 20 % of trials ×3
     # or more slower) hides it at the suite's size, and the report's minimum detectable change
     # says so before anyone runs the comparison.
-    _, found, sizes = rates(MEASURED, planted=(1.05, 1.0, 1.0), seed=2006, pairs=60,
+    _, found, sizes = rates(MEASURED, planted=(1.05, 1.0, 1.0), seed=2006, pairs=20,
                             resamples=PLANTED_RESAMPLES)
     size = next(d for d in sizes if d.metric == "ttft_s")
+    assert size.detectable is not None
     trials_needed = math.ceil(5 * (math.log1p(size.detectable) / math.log(1.05)) ** 2)
-    print(f"\nplanted +5% TTFT: found in {found['ttft_s']:.0%} of 60 pairs "
+    print(f"\nplanted +5% TTFT: found in {found['ttft_s']:.0%} of 20 pairs "
           f"({detectable_text(size)}; +5% would need about {trials_needed} trials)")
     assert size.detectable > 0.05 and found["ttft_s"] < 0.5
-
-
-def test_a_planted_change_of_the_printed_detectable_size_is_found_4_times_in_5():
-    # What the report prints is what it delivers: plant, on every turn, the change it says is
-    # found 80 % of the time (rounded up to a whole percent), one metric at a time, and count.
-    sizes = printed_sizes(seed=2070)
-    found = {}
-    for metric, planted, seed in (("ttft_s", 0, 2008), ("tokens_per_s", 1, 2009)):
-        factor = 1 + math.ceil(sizes[metric].detectable * 100) / 100
-        change = [1.0, 1.0, 1.0]
-        change[planted] = factor if metric == "ttft_s" else 1 / factor  # slower either way
-        _, slower, _ = rates(MEASURED, planted=(change[0], change[1], change[2]), seed=seed,
-                             pairs=PLANTED_PAIRS, resamples=PLANTED_RESAMPLES)
-        found[metric] = slower[metric]
-        print(f"\nplanted {factor - 1:.0%} slower {metric} (the printed size: "
-              f"{detectable_text(sizes[metric])}): found in {slower[metric]:.0%} of "
-              f"{PLANTED_PAIRS} pairs")
-    # 100 pairs measure a true 80 % as 80 ± 8 %: 0.75 leaves room for this test's own
-    # sampling error, not the report's.
-    assert all(share >= 0.75 for share in found.values()), found

@@ -90,7 +90,7 @@ WITH_CACHE_FIGURES = {
     "turn_wall_s": (0.41, 0.054, 0.044, 0.0),
 }
 
-PLANTED_PAIRS = 60
+PLANTED_PAIRS = 20
 
 
 def test_the_simulation_has_the_measured_repeatable_noise():
@@ -113,7 +113,8 @@ def test_a_planted_5_percent_ttft_with_5_trials_is_found_4_times_in_5():
     size = next(d for d in sizes if d.metric == "ttft_s")
     print(f"\nrepeatable decoding, planted +5% TTFT, 5 trials: found in {found['ttft_s']:.0%} of "
           f"{PLANTED_PAIRS} pairs ({detectable_text(size)})")
-    assert found["ttft_s"] >= 0.80 and math.isfinite(size.detectable)
+    assert found["ttft_s"] >= 0.80 and size.detectable is not None
+    assert math.isfinite(size.detectable)
 
 
 def test_a_repeatable_run_is_not_compared_with_a_sampled_one():
