@@ -1,0 +1,251 @@
+"""llm-cpu and the real Lemonade Server side by side on the same model files, in one run.
+
+Which server trialbox starts on the CPU by default is decided here, by what a GAIA user feels:
+decode speed and first-token latency on GAIA-shaped chats (a long system prompt with tool
+descriptions, a short question, a streamed answer), embedding throughput on GAIA's batches (25
+chunks of ~256 tokens per request), GAIA's own index of a large document (its RAG SDK, in the
+agent-ui image), resident memory, and start-up to ready. Both servers run at once on a network
+of the bench's own (`trialbox.run=bench-servers-…`, removed at the end), each serving
+SmolLM2-135M-Instruct Q4_1 and all-MiniLM-L6-v2 Q8_0 — the very files of .cache/models — under
+GAIA's names; requests go to each directly (no front door: the servers are compared, not trialbox).
+
+Rounds alternate the order (A B, B A, ...), so a drift of the machine falls on both alike, and
+every ratio is B ÷ A within a round. Chats are greedy with one seed and `cache_prompt: false`
+(each request prefills its prompt afresh, as a new Agent UI session does), so both servers
+decode the same tokens. `--null` makes B a second llm-cpu: every ratio must read ~1.00.
+
+    scripts/bench-servers [--rounds 5] [--chats 3] [--batches 3] [--index-chars 1000000] [--null]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import docker
+import httpx
+
+from runner.stack.labels import RUN_LABEL
+from runner.stack.lemonade_container import start_lemonade
+from runner.stack.llm_container import LlmContainer, start_llm_container
+from runner.system.paths import cache_root, eval_root
+
+CHAT_MODEL = "Gemma-4-E4B-it-GGUF"
+EMBED_MODEL = "user.embeddinggemma-300m-GGUF"
+UI_IMAGE = "trialbox/agent-ui:dev"
+#: GAIA's embedding batch, and chunks long enough that MiniLM cuts each to its 256 tokens.
+BATCH = 25
+CHUNK_CHARS = 1800
+#: Tokens asked per chat answer (a short agent turn).
+ANSWER_TOKENS = 64
+
+INDEX_SCRIPT = r"""
+import json, sys, time
+from gaia.rag.sdk import RAGSDK, RAGConfig
+rag = RAGSDK(RAGConfig(cache_dir="/tmp/rag", use_vlm=False, max_total_chunks=10**7, allowed_paths=["/doc"]))
+started = time.monotonic()
+result = rag.index_document(sys.argv[1])
+print("RESULT " + json.dumps({"seconds": time.monotonic() - started, "chunks": result.get("num_chunks"),
+                              "ok": bool(result.get("success")), "error": result.get("error")}))
+"""
+
+
+@dataclass
+class Server:
+    """One side: its container, where it answers, and what was measured of it."""
+
+    key: str
+    kind: str
+    url: str = ""
+    container: Any = None
+    ready_s: float = 0.0
+    figures: dict[str, list[float]] = field(default_factory=dict)
+
+    def add(self, metric: str, value: float) -> None:
+        self.figures.setdefault(metric, []).append(value)
+
+
+def corpus_text(chars: int) -> str:
+    """Our own corpus prose (eval/corpus), repeated to `chars` characters."""
+    root = eval_root() / "corpus"
+    texts = [p.read_text(encoding="utf-8", errors="replace") for p in sorted(root.rglob("*"))
+             if p.suffix in {".md", ".txt"} and p.is_file()]
+    text = "\n\n".join(t for t in texts if t.strip())
+    return (text * (chars // max(len(text), 1) + 1))[:chars]
+
+
+def chunks(count: int) -> list[str]:
+    text = corpus_text(count * CHUNK_CHARS)
+    return [text[i:i + CHUNK_CHARS] for i in range(0, len(text), CHUNK_CHARS)][:count]
+
+
+def gaia_shaped_chat(question: str) -> dict[str, Any]:
+    """A system prompt of an Agent UI turn's size (instructions, tool descriptions, a retrieved
+    excerpt: ~1,500 tokens of our own text) and a short question, streamed, greedy."""
+    tools = "\n".join(f"- {name}: {what}" for name, what in (
+        ("query_documents", "search the indexed documents for passages that answer a question"),
+        ("index_document", "add a file to the document index so it can be searched"),
+        ("list_indexed_documents", "list the documents the index holds"),
+        ("search_file", "find files on the user's machine by name"),
+        ("read_file", "read a text file the user named")))
+    excerpt = corpus_text(4500)
+    system = ("You are a careful assistant on the user's own computer. Answer from the documents "
+              f"and cite them. Tools you may call:\n{tools}\n\nRetrieved excerpt:\n{excerpt}")
+    return {"model": CHAT_MODEL, "stream": True, "max_tokens": ANSWER_TOKENS, "temperature": 0,
+            "top_k": 1, "seed": 1234, "cache_prompt": False, "stream_options": {"include_usage": True},
+            "messages": [{"role": "system", "content": system}, {"role": "user", "content": question}]}
+
+
+def chat_once(client: httpx.Client, server: Server, question: str) -> None:
+    """TTFT (first content chunk, on this clock) and decode rate (tokens after the first over
+    first-to-last token time, counted by the server's usage)."""
+    started = time.perf_counter()
+    first = last = None
+    tokens = 0
+    with client.stream("POST", f"{server.url}/api/v1/chat/completions",
+                       json=gaia_shaped_chat(question)) as reply:
+        if reply.status_code != 200:
+            raise SystemExit(f"{server.key}: chat HTTP {reply.status_code}: {reply.read()[:300]!r}")
+        for line in reply.iter_lines():
+            if not line.startswith("data: ") or line == "data: [DONE]":
+                continue
+            chunk = json.loads(line.removeprefix("data: "))
+            if any((c.get("delta") or {}).get("content") for c in chunk.get("choices") or []):
+                last = time.perf_counter()
+                first = first or last
+            tokens = int((chunk.get("usage") or {}).get("completion_tokens")
+                         or (chunk.get("timings") or {}).get("predicted_n") or tokens)
+    if first is None or last is None or tokens < 2:
+        raise SystemExit(f"{server.key}: the chat streamed no answer")
+    server.add("ttft_s", first - started)
+    server.add("decode_tokens_per_s", (tokens - 1) / max(last - first, 1e-6))
+
+
+def embed_batches(client: httpx.Client, server: Server, batches: list[list[str]]) -> None:
+    started = time.perf_counter()
+    for batch in batches:
+        reply = client.post(f"{server.url}/api/v1/embeddings", json={"model": EMBED_MODEL, "input": batch})
+        if reply.status_code != 200 or len(reply.json().get("data", [])) != len(batch):
+            raise SystemExit(f"{server.key}: embeddings HTTP {reply.status_code}: {reply.text[:300]}")
+    server.add("embed_chunks_per_s", sum(map(len, batches)) / (time.perf_counter() - started))
+
+
+def memory_mib(server: Server) -> float:
+    stats = server.container.stats(stream=False)
+    return float(stats["memory_stats"].get("usage", 0)) / 2**20
+
+
+def gaia_index(server: Server, network: str, doc: Path, tag: str) -> dict[str, Any]:
+    """GAIA's own RAG SDK indexes `doc` against the server; its wall time and chunk count."""
+    done = subprocess.run(
+        ["docker", "run", "--rm", "--label", f"{RUN_LABEL}={tag}", "--network", network,
+         "-v", f"{doc.parent}:/doc:ro", "-e", f"LEMONADE_BASE_URL={server.url}",
+         "--entrypoint", "python", UI_IMAGE, "-c", INDEX_SCRIPT, f"/doc/{doc.name}"],
+        capture_output=True, text=True, check=False)
+    for line in done.stdout.splitlines():
+        if line.startswith("RESULT "):
+            result: dict[str, Any] = json.loads(line.removeprefix("RESULT "))
+            return result
+    raise SystemExit(f"GAIA's index against {server.key} failed:\n{done.stderr[-2000:]}")
+
+
+def start(server: Server, network: str, tag: str, client: docker.DockerClient) -> None:
+    labels = {RUN_LABEL: tag}
+    started = time.perf_counter()
+    name = f"tbx-{tag}-{server.key.lower()}"
+    if server.kind == "lemonade":
+        lemonade = start_lemonade(name, labels, network, client=client)
+        server.url, server.container = lemonade.url, lemonade.container
+    else:
+        llm: LlmContainer = start_llm_container(name, labels, models=True, network=network,
+                                                client=client)
+        server.url, server.container = llm.url, llm.container
+    server.ready_s = time.perf_counter() - started
+
+
+def spread(values: list[float]) -> str:
+    if len(values) < 2:
+        return f"{values[0]:.3g}"
+    q1, _, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return f"{statistics.median(values):.3g} (IQR {q1:.3g}–{q3:.3g})"
+
+
+def ratios(a: list[float], b: list[float], per_round: int) -> list[float]:
+    """B ÷ A of each round's medians (the rounds are the unit: they are what alternated)."""
+    rounds = min(len(a), len(b)) // per_round
+    return [statistics.median(b[i * per_round:(i + 1) * per_round])
+            / statistics.median(a[i * per_round:(i + 1) * per_round]) for i in range(rounds)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="llm-cpu (A) and real Lemonade (B), side by side.")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--chats", type=int, default=3, help="chats per server per round")
+    parser.add_argument("--batches", type=int, default=3, help="embedding requests of 25 per round")
+    parser.add_argument("--index-chars", type=int, default=1_000_000,
+                        help="GAIA indexes a document of this many characters on each (0: skip)")
+    parser.add_argument("--null", action="store_true", help="B is a second llm-cpu (reads ~1.00)")
+    args = parser.parse_args(argv)
+
+    tag = f"bench-servers-{int(time.time())}"
+    client = docker.from_env()
+    a, b = Server("A", "llm-cpu"), Server("B", "llm-cpu" if args.null else "lemonade")
+    questions = ["What is the travel budget?", "Who owns the contract?", "Summarise the audit.",
+                 "When is the launch?", "List the open actions."]
+    network = client.networks.create(f"tbx-{tag}", labels={RUN_LABEL: tag})
+    network_name = str(network.name)
+    try:
+        for server in (a, b):
+            start(server, network_name, tag, client)
+        with httpx.Client(timeout=300) as http:
+            for server in (a, b):  # warm-up, not counted
+                chat_once(http, server, questions[0])
+                embed_batches(http, server, [chunks(BATCH)])
+                server.figures.clear()
+            batches = [chunks(BATCH * args.batches)[i:i + BATCH] for i in range(0, BATCH * args.batches, BATCH)]
+            for round_no in range(args.rounds):
+                for server in (a, b) if round_no % 2 == 0 else (b, a):
+                    for i in range(args.chats):
+                        chat_once(http, server, questions[(round_no + i) % len(questions)])
+                    embed_batches(http, server, batches)
+                    server.add("memory_mib", memory_mib(server))
+                print(f"round {round_no + 1}/{args.rounds} done", flush=True)
+        index: dict[str, dict[str, Any]] = {}
+        if args.index_chars:
+            folder = cache_root() / "bench-servers"
+            folder.mkdir(parents=True, exist_ok=True)
+            doc = folder / "register.md"
+            doc.write_text(corpus_text(args.index_chars), encoding="utf-8")
+            for server in (a, b):
+                index[server.key] = gaia_index(server, network_name, doc, tag)
+        print(f"\nA = llm-cpu, B = {b.kind}; {args.rounds} alternated rounds; same model files\n")
+        print(f"{'figure':<26} {'A':<28} {'B':<28} B ÷ A per round (median, min–max)")
+        per_round = {"ttft_s": args.chats, "decode_tokens_per_s": args.chats,
+                     "embed_chunks_per_s": 1, "memory_mib": 1}
+        for metric, n in per_round.items():
+            r = ratios(a.figures[metric], b.figures[metric], n)
+            print(f"{metric:<26} {spread(a.figures[metric]):<28} {spread(b.figures[metric]):<28} "
+                  f"{statistics.median(r):.2f} ({min(r):.2f}–{max(r):.2f})")
+        print(f"{'start-up to ready (s)':<26} {a.ready_s:<28.1f} {b.ready_s:<28.1f} {b.ready_s / a.ready_s:.2f}")
+        for key, result in index.items():
+            print(f"GAIA index of {args.index_chars:,} characters on {key}: {result['seconds']:.1f} s, "
+                  f"{result['chunks']} chunks, ok={result['ok']}")
+        if len(index) == 2:
+            print(f"GAIA index B ÷ A: {index['B']['seconds'] / index['A']['seconds']:.2f} (one pair, A then B)")
+        print("load average:", " ".join(Path("/proc/loadavg").read_text().split()[:3]))
+    finally:
+        for container in client.containers.list(all=True, filters={"label": f"{RUN_LABEL}={tag}"}):
+            container.remove(force=True)
+        network.remove()
+        client.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
