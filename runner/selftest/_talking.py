@@ -54,11 +54,11 @@ def _value_checks(planned: list[Planned]) -> list[AnswerContains | AnswerNumber]
 
 
 def talking_answers(truth: str, planned: list[Planned], shifted: Callable[[str], str],
-                    another: str | None) -> list[TalkingAnswer]:
+                    another: str | None, question: str = "") -> list[TalkingAnswer]:
     """The talking wrong answers for a turn whose ground truth is `truth`. Beside the right
     values stands a wrong one of the same shape: `shifted` of them (the figures 20 % off),
     else `another` (another fact of the document), else "something else". [] when no check
-    of the turn reads a value."""
+    of the turn reads a value. The wrong context is a period `question` does not ask for."""
     checks = _value_checks(planned)
     if not checks:
         return []
@@ -66,7 +66,7 @@ def talking_answers(truth: str, planned: list[Planned], shifted: Callable[[str],
     other = shifted(right) if shifted(right) != right else another or "something else"
     answers = [
         TalkingAnswer("negation", f"It is not {right}; it is {other}."),
-        TalkingAnswer("wrong context", f"Last year {right}; this year {other}."),
+        TalkingAnswer("wrong context", f"{_other_period(question)} {right}; now {other}."),
         TalkingAnswer("revision", f"{right} was the draft, revised to {other}."),
         TalkingAnswer("doubt", f"I can't confirm {right}."),
         TalkingAnswer("two values", f"{right} / {other}"),
@@ -80,6 +80,11 @@ def talking_answers(truth: str, planned: list[Planned], shifted: Callable[[str],
         answers.append(TalkingAnswer("wrong entity",
                                      " with ".join(["Another one", *values]) + "."))
     return answers
+
+
+def _other_period(question: str) -> str:
+    """A period the question does not ask about ("Last year", else "In the previous quarter")."""
+    return "In the previous quarter" if "last year" in question.casefold() else "Last year"
 
 
 def paraphrase(truth: str) -> str:

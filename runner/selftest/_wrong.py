@@ -57,7 +57,8 @@ def wrong_answers(turn: Turn, genuine: str, planned: list[Planned], scenario: Sc
         wrong.append(WrongAnswer("I don't know", UNKNOWN))
         another = others[0].text if others else None
         wrong += [WrongAnswer(item.kind, item.text)
-                  for item in talking_answers(genuine, planned, _off, another)]
+                  for item in talking_answers(genuine, planned, _off, another,
+                                              turn.user_message or turn.objective)]
     if genuine:
         wrong.append(WrongAnswer("empty answer", ""))
     return wrong

@@ -30,11 +30,12 @@ def _position_of(needle: str, haystack: str, ignore_case: bool) -> int:
     return haystack.find(needle)
 
 
-def _asserted(answer: str, spans: list[tuple[int, int]], wanted: str) -> tuple[bool, str]:
+def _asserted(answer: str, spans: list[tuple[int, int]], wanted: str,
+              context: CheckContext) -> tuple[bool, str]:
     """Pass when one mention at `spans` asserts the value; else say which cue was read."""
     if not names_a_value(wanted):
         return True, ""  # a word of the answer's wording, not a value (assertions.py)
-    reading = reading_of(answer, spans)
+    reading = reading_of(answer, spans, context.question)
     if reading.asserted:
         return True, ""
     start, end = spans[0]
@@ -61,7 +62,7 @@ def _answer_contains(check: AnswerContains, context: CheckContext) -> tuple[bool
     answer = context.answer or ""
     spans = _spans_of(check.text, answer, check.ignore_case)
     if spans:
-        return _asserted(answer, spans, repr(check.text))
+        return _asserted(answer, spans, repr(check.text), context)
     how = " (ignoring case)" if check.ignore_case else ""
     return False, f"expected the answer to contain {check.text!r}{how}; got {_quote(answer)}"
 
@@ -73,7 +74,7 @@ def derived_literal(check: AnswerContains, context: CheckContext) -> tuple[bool,
     answer = context.answer or ""
     spans = literal_spans(check.text, answer)
     if spans:
-        return _asserted(answer, spans, repr(check.text))
+        return _asserted(answer, spans, repr(check.text), context)
     return False, (f"expected the answer to say {check.text!r} (as whole words, ignoring case, "
                    f"punctuation and how numbers and dates are written); got {_quote(answer)}")
 
@@ -165,7 +166,7 @@ def _answer_number(check: AnswerNumber, context: CheckContext) -> tuple[bool, st
                        f"offering {len(offered)} candidates for it: {listed}")
     if deviation <= check.tolerance + 1e-12:
         spans = [match.span() for match in number_matches(answer) if _within(match, check)]
-        return _asserted(answer, spans, expected)
+        return _asserted(answer, spans, expected, context)
     band, score = deviation_band(deviation)
     return False, (f"expected {expected}; got {_number(closest.value)} "
                    f"(\"{closest.text}\"), the closest of {len(numbers)} number(s) in the "

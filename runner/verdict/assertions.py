@@ -4,15 +4,17 @@ An answer check asks whether the answer gives the expected figure or literal as 
 not whether the text occurs. "It is not $2,450,000", "Last year $2,450,000; this year
 $3,100,000", "$2,450,000 was the draft, revised to $2,000,000", "I can't confirm $2,450,000"
 and "$2,450,000 / $3,185,000" all write the figure and assert none of it. Each mention is read
-inside its clause (the text between clause boundaries: `;`, a sentence's end, ", ", "but",
-"whereas", "however", a dash between spaces) by these rules, first that applies wins:
+inside its clause (the text between clause boundaries: `;`, a sentence's end, ", ", ": ",
+a bracket, "but", "whereas", "however", a dash between spaces) by these rules, first that
+applies wins:
 
 1. UNDECIDED   — the clause is conditional or a question ("if", "unless", "whether",
-                 "assuming", "?"), or compares against the value ("not above X", "no more
-                 than X"): it neither asserts nor denies the value, so the check cannot say
-                 and the turn goes to the judge.
+                 "assuming", "?"), compares against the value ("not above X", "no more
+                 than X") or hedges softly ("I think", "I believe", "presumably"): it
+                 neither asserts nor denies the value, so the check cannot say and the turn
+                 goes to the judge.
 2. DOUBTED     — the clause doubts what it says ("can't confirm", "not sure", "unverified",
-                 "possibly", "perhaps", "maybe", "might", "probably", "I think", "I believe").
+                 "possibly", "perhaps", "maybe", "might", "probably").
 3. NEGATED     — a negation before the mention in its clause ("not", "never", "no longer",
                  "isn't", "instead of", "rather than") or a denial after it ("is wrong",
                  "is incorrect", "is outdated").
@@ -20,11 +22,13 @@ inside its clause (the text between clause boundaries: `;`, a sentence's end, ",
 5. ASSERTED    — the mention is the new value of a change ("revised to X", "changed to X",
                  "now X", "to X" after "from"): asserted, whatever the clause says of the old.
 6. SUPERSEDED  — the clause marks the value as replaced ("draft", "preliminary", "previous",
-                 "former", "original", "old", "outdated", "superseded", "replaced", "revised
+                 "former", "originally", "old", "outdated", "superseded", "replaced", "revised
                  from", "used to be"), or a change follows the mention ("X was revised to …",
                  "from X to …").
 7. OTHER_CONTEXT — the clause puts the value in another period ("last year", "prior year",
                  "next quarter", "a year ago").
+   (6 and 7 do not apply when the question itself says the words: "What was the draft
+   figure?" is answered by "The draft said X".)
 8. ASSERTED    — none of the above.
 
 What the rules read: every number an answer_number check meets, and a literal that names a
@@ -86,7 +90,7 @@ def _words(*alternatives: str) -> re.Pattern[str]:
 
 
 _BOUNDARY = re.compile(
-    r"[;!?\n]|\.(?=\s|$)|,\s|\s[-–—]\s|\s(?:but|whereas|however|although|while)\s",
+    r"[;!?()\n]|\.(?=\s|$)|[,:]\s|\s[-–—]\s|\s(?:but|whereas|however|although|while)\s",
     re.IGNORECASE)
 
 _CONDITIONAL = _words(r"if", r"unless", r"whether", r"assuming", r"suppose", r"provided that")
@@ -98,7 +102,9 @@ _DOUBT = _words(r"can(?:no|')?t\s+(?:confirm|verify|be\s+sure)", r"could(?:n't|\
                 r"(?:confirm|verify|find)", r"unable\s+to\s+(?:confirm|verify)",
                 r"not\s+(?:sure|certain|confirmed|verified)", r"unsure", r"uncertain",
                 r"unverified", r"unconfirmed", r"possibly", r"perhaps", r"maybe", r"might",
-                r"probably", r"I\s+think", r"I\s+believe", r"I\s+guess", r"presumably")
+                r"probably")
+_SOFT_HEDGE = _words(r"I\s+think", r"I\s+believe", r"I\s+guess", r"presumably",
+                     r"as\s+far\s+as\s+I\s+(?:can\s+tell|know)")
 _NEGATION_BEFORE = _words(r"not", r"never", r"no\s+longer", r"isn't", r"aren't", r"wasn't",
                           r"weren't", r"nor", r"neither", r"instead\s+of", r"rather\s+than")
 _DENIAL_AFTER = re.compile(
@@ -112,7 +118,7 @@ _NEW_VALUE_BEFORE = re.compile(
     r"from\b.*\bto)\s*[^\w\s]?$", re.IGNORECASE)
 _FROM_BEFORE = re.compile(r"\bfrom\s*[^\w\s]?$", re.IGNORECASE)
 _SUPERSEDED = _words(r"draft(?:ed)?", r"preliminary", r"previous(?:ly)?", r"former(?:ly)?",
-                     r"original(?:ly)?", r"old", r"outdated", r"obsolete", r"superseded",
+                     r"originally", r"old", r"outdated", r"obsolete", r"superseded",
                      r"replaced", r"withdrawn", r"revised\s+from", r"changed\s+from",
                      r"used\s+to\s+be", r"initially")
 _CHANGE_AFTER = re.compile(
@@ -141,23 +147,31 @@ def _found(pattern: re.Pattern[str], *texts: str) -> str | None:
     return None
 
 
-def reading_at(text: str, start: int, end: int) -> Reading:
+def _not_asked(words: str | None, asked: str) -> str | None:
+    """The cue's words, unless the question itself says them ("What was last year's
+    figure?" asks for the other period, so "Last year X" answers it)."""
+    return None if words and words.casefold() in asked.casefold() else words
+
+
+def reading_at(text: str, start: int, end: int, asked: str = "") -> Reading:
     """How `text` offers the mention at [start, end): the first rule of the module that
-    applies, and the words it read."""
+    applies, and the words it read. `asked` is the question answered: a period or a draft it
+    names itself is no cue."""
     before, after, stop = clause_around(text, start, end)
     question = "?" if stop == "?" else None
     rules: tuple[tuple[Cue, str | None], ...] = (
         (Cue.UNDECIDED, _found(_CONDITIONAL, before, after) or _found(_COMPARISON, before)
-         or question),
+         or _found(_SOFT_HEDGE, before, after) or question),
         (Cue.DOUBTED, _found(_DOUBT, before, after)),
         (Cue.NEGATED, _found(_NEGATION_BEFORE, before) or _found(_DENIAL_AFTER, after)),
         (Cue.ONE_OF_SEVERAL, _found(_ALTERNATIVE_AFTER, after)
          or _found(_ALTERNATIVE_BEFORE, before)),
         (Cue.ASSERTED, None if _FROM_BEFORE.search(before)
          else _found(_NEW_VALUE_BEFORE, before)),
-        (Cue.SUPERSEDED, _found(_SUPERSEDED, before, after) or _found(_CHANGE_AFTER, after)
+        (Cue.SUPERSEDED, _not_asked(_found(_SUPERSEDED, before, after), asked)
+         or _found(_CHANGE_AFTER, after)
          or (_found(_FROM_BEFORE, before) if re.search(r"\bto\b", after) else None)),
-        (Cue.OTHER_CONTEXT, _found(_OTHER_PERIOD, before, after)),
+        (Cue.OTHER_CONTEXT, _not_asked(_found(_OTHER_PERIOD, before, after), asked)),
     )
     for cue, words in rules:
         if words:
@@ -165,10 +179,10 @@ def reading_at(text: str, start: int, end: int) -> Reading:
     return Reading(Cue.ASSERTED)
 
 
-def reading_of(text: str, spans: list[tuple[int, int]]) -> Reading:
+def reading_of(text: str, spans: list[tuple[int, int]], asked: str = "") -> Reading:
     """How `text` offers a value it writes at each of `spans`: asserted when one mention
     asserts it; else undecided when one mention is undecided; else the first mention's cue."""
-    readings = [reading_at(text, start, end) for start, end in spans]
+    readings = [reading_at(text, start, end, asked) for start, end in spans]
     for cue in (Cue.ASSERTED, Cue.UNDECIDED):
         found = next((reading for reading in readings if reading.cue is cue), None)
         if found is not None:

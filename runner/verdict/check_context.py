@@ -21,6 +21,7 @@ class CheckContext:
     turn: int | None
     scenario: Scenario | None = None
     indexed: tuple[IndexedDocument, ...] = ()
+    question: str = ""  # what the user asked this turn (the cue rules read its words)
 
 
 class Undecided(str):

@@ -66,7 +66,8 @@ def planned_checks(turn: Turn, derived: bool = True) -> list[Planned]:
 def run_turn_checks(turn: Turn, record: TurnRecord, derived: bool = True) -> list[CheckResult]:
     """Decide one turn's checks on that turn's tool calls and final answer."""
     evidence = TurnEvidence.from_record(record)
-    context = CheckContext(calls=evidence.calls, answer=evidence.answer, turn=turn.turn)
+    context = CheckContext(calls=evidence.calls, answer=evidence.answer, turn=turn.turn,
+                           question=evidence.user_message)
     # A derived literal is matched whitespace-insensitively: line breaks and double spaces in
     # a model's answer are layout, not a different answer.
     flat = replace(context, answer=" ".join(evidence.answer.split()))

@@ -128,3 +128,25 @@ def test_an_undecided_check_without_a_judge_leaves_the_scenario_not_judged():
     assert outcome.status is Status.NOT_JUDGED
     assert "0 of 1 exact checks passed, 1 undecided" in outcome.notes[0]
     assert scenario_status(None, [undecided, failed]).status is Status.FAIL
+
+
+@pytest.mark.parametrize(("text", "cue"), [
+    ("Engineering gets $2,450,000 (previously $2,000,000).", Cue.ASSERTED),
+    ("I think it is $2,450,000.", Cue.UNDECIDED),
+    ("The original allocation is $2,450,000.", Cue.ASSERTED),  # "original" is no revision
+])
+def test_brackets_bound_a_clause_and_soft_hedges_are_undecided(text, cue):
+    assert read(text)[0] is cue
+
+
+def test_a_period_the_question_asks_for_is_no_cue():
+    at = "Last year it was $2,450,000.".index(FIGURE)
+    text = "Last year it was $2,450,000."
+    assert reading_at(text, at, at + len(FIGURE)).cue is Cue.OTHER_CONTEXT
+    assert reading_at(text, at, at + len(FIGURE),
+                      asked="What was the allocation last year?").cue is Cue.ASSERTED
+    record = TurnRecord(turn=1, user_message="And the draft figure?",
+                        answer="The draft said $2,450,000.", tool_calls=[],
+                        performance=TurnPerformance(wall_s=0.0))
+    (result,) = run_turn_checks(turn_with(NUMBER), record)
+    assert result.passed, result.diagnostic
