@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from runner.cli._shared import command_group, fail, say
-from runner.cli.options import DeviceName
+from runner.cli.options import DeviceName, LlmServerName
 from runner.run.errors import EXIT_INFRA, InfraError
 
 node_app = command_group("This machine as a Ray cluster node (needs trialbox[cluster]).")
@@ -17,6 +17,7 @@ node_app = command_group("This machine as a Ray cluster node (needs trialbox[clu
 def node_join(
     address: Annotated[str, typer.Argument(help="the Ray head's address, HOST:PORT")],
     device: DeviceName = "auto",
+    llm_server: LlmServerName = None,
     slots: Annotated[int | None, typer.Option(
         min=1, max=16, help="sandboxes at once [default: by cores]")] = None,
     llm_container: Annotated[str | None, typer.Option(help="use this running LLM container")] = None,
@@ -30,7 +31,7 @@ def node_join(
 
     try:
         join(address, device=device, slots=slots, llm_container=llm_container, llm_url=llm_url,
-             name=name, node_ip=node_ip, say=say)
+             name=name, node_ip=node_ip, say=say, llm_server=llm_server)
     except (NodeError, InfraError) as exc:
         fail(str(exc), EXIT_INFRA)
 

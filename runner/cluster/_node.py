@@ -3,7 +3,7 @@
 Joining ensures the stack (engine, images, the LLM server for the device) or takes an LLM
 server that already runs, records what the node is in a node config (device, sandbox slots,
 LLM container and URL, hardware fingerprint), and starts a Ray worker that announces it:
-resources ``trialbox`` (sandbox slots) and ``device:<cpu|rocm|npu>``, labels naming the
+resources ``trialbox`` (sandbox slots) and ``device:<cpu|rocm|npu|vulkan>``, labels naming the
 fingerprint and driver build. The Ray worker gets ``TRIALBOX_NODE_CONFIG`` so every job that
 lands on this node reads *this* node's LLM container and URL — never the controller's.
 """
@@ -142,9 +142,10 @@ def llm_url_of(container: str) -> str:
     return f"http://{address}:13305"
 
 
-def ensure_stack(device: str, say: Callable[[str], None]) -> tuple[str, str, str]:
-    """Engine, images and the LLM server for `device` (auto: detected); returns
-    (stack device, container, URL)."""
+def ensure_stack(device: str, say: Callable[[str], None],
+                 llm_server: str | None = None) -> tuple[str, str, str]:
+    """Engine, images and the LLM server for `device` (auto: detected), served by `llm_server`
+    (llm-cpu | lemonade; default: the device's); returns (stack device, container, URL)."""
     from rich.console import Console
 
     from runner.run.stack_up import build_images, ensure_engine, start_llm
@@ -158,7 +159,7 @@ def ensure_stack(device: str, say: Callable[[str], None]) -> tuple[str, str, str
     ensure_engine(say)
     console = Console()
     build_images(console)
-    container, url = start_llm(console, choice)
+    container, url = start_llm(console, choice, llm_server)
     return choice.device, container, url
 
 
@@ -170,7 +171,8 @@ def ray_command() -> Path:
 def join(address: str, *, device: str = "auto", slots: int | None = None,
          llm_container: str | None = None, llm_url: str | None = None, name: str | None = None,
          state_dir: Path = DEFAULT_STATE_DIR, say: Callable[[str], None] = print,
-         timeout_s: float = 120.0, node_ip: str | None = None) -> NodeState:
+         timeout_s: float = 120.0, node_ip: str | None = None,
+         llm_server: str | None = None) -> NodeState:
     """Make this machine a node of the Ray cluster at `address` and print what it offers.
 
     With `llm_container` the running LLM server is used as it is (its device must be given);
@@ -187,10 +189,10 @@ def join(address: str, *, device: str = "auto", slots: int | None = None,
                             "`trialbox node leave` first")
     if llm_container:
         if device == "auto":
-            raise NodeError("--llm-container needs --device cpu|rocm|npu: the device of that server")
+            raise NodeError("--llm-container needs --device cpu|rocm|npu|vulkan: the device of that server")
         stack_device, url = device, llm_url or llm_url_of(llm_container)
     else:
-        stack_device, llm_container, url = ensure_stack(device, say)
+        stack_device, llm_container, url = ensure_stack(device, say, llm_server)
     config = make_config(device=stack_device, slots=slots or default_slots(),
                          llm_container=llm_container, llm_url=url, name=name,
                          cache_dir=state_dir / "cache")
