@@ -141,6 +141,12 @@ class RunWriter:
         result = trace.result
         result.trace = result.trace or f"traces/{result.key}.json"
         path = self.run_dir / result.trace
+        traces = (self.run_dir / "traces").resolve()
+        if path.resolve().parent != traces:
+            # An id or trace field like ../../x (a damaged scorecard resumed) names a file
+            # outside this run's traces/: refused, never written there.
+            raise ScorecardError("a scorecard row's trace path is not a file in this "
+                                 "run's traces/ folder; restore the scorecard row or re-run")
         with self._lock:
             atomic_write(path, trace.model_dump_json(indent=2) + "\n")
             self.results = [r for r in self.results if r.key != result.key] + [result]

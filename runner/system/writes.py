@@ -89,7 +89,7 @@ def atomic_write(path: Path, text: str) -> None:
 
 
 def _refused(path: Path, exc: OSError) -> WriteRefused:
-    reason = exc.strerror or type(exc).__name__
+    reason = exc.strerror or str(exc) or type(exc).__name__
     if exc.errno in _INFRASTRUCTURE:
         return WriteRefused(f"cannot write {path}: {reason} — free space on that disk or write "
                             "elsewhere", infrastructure=True)
