@@ -49,7 +49,13 @@ from runner.selftest._report import (
 )
 from runner.selftest._talking import paraphrase
 from runner.selftest._wrong import wrong_answers
-from runner.verdict import Planned, planned_checks, run_scenario_checks, run_turn_checks
+from runner.verdict import (
+    Planned,
+    is_undecided,
+    planned_checks,
+    run_scenario_checks,
+    run_turn_checks,
+)
 
 __all__ = ["decides", "selftest_scenario", "selftest_suite"]
 
@@ -68,13 +74,17 @@ def _record(turn: Turn, answer: str, calls: list[ToolCall]) -> TurnRecord:
                       answer=answer, tool_calls=calls, performance=TurnPerformance(wall_s=0.0))
 
 
-def _failures(turn: Turn, record: TurnRecord, considered: list[Planned]) -> list[str]:
-    """Diagnostics of the considered checks that `record` fails (a check left to the judge
-    is run with the others and its result set aside)."""
+def _failures(turn: Turn, record: TurnRecord, considered: list[Planned],
+              undecided_fails: bool = True) -> list[str]:
+    """Diagnostics of the considered checks that `record` does not pass (a check left to the
+    judge is run with the others and its result set aside). With `undecided_fails` False an
+    undecided check does not count: a wrong answer only the judge would stop is not caught
+    by the checks."""
     return [f"{result.type}: {result.diagnostic}"
             for item, result in zip(planned_checks(turn), run_turn_checks(turn, record),
                                     strict=True)
-            if item in considered and not result.passed]
+            if item in considered and not result.passed
+            and (undecided_fails or not is_undecided(result))]
 
 
 def _genuine_failures(turn: Turn, genuine: TurnRecord, considered: list[Planned]) -> list[str]:
@@ -116,7 +126,8 @@ def _turn(turn: Turn, scenario: Scenario, manifest: Manifest | None
     slipped = [Slipped(kind=item.kind, family=item.family, answer=item.text,
                        tools=[c.name for c in with_calls])
                for item in wrong
-               if not _failures(turn, _record(turn, item.text, with_calls), considered)]
+               if not _failures(turn, _record(turn, item.text, with_calls), considered,
+                                undecided_fails=False)]
     failures = _genuine_failures(turn, genuine, considered)
     paraphrase_passed = None
     if truth not in (None, "", UNKNOWN) and checks_answer and not failures:
