@@ -48,11 +48,12 @@ def selftest(
                        "the stack: `trialbox up`)")] = False,
     results: Annotated[Path, typer.Option(help="--live: where the two runs are written")] = Path("results"),
 ) -> None:
-    """Prove the checks tell right from wrong: per scenario, a genuine answer built from the
-    ground truth must pass every check and each wrong answer must fail one (no model, no
-    Docker). Exit 0 when every decidable scenario is passable and discriminating, 1 naming
-    file, turn and answer otherwise, 2 when a file cannot be loaded; judge-only scenarios are
-    reported, not failed."""
+    """Prove the checks tell right from wrong: per scenario, the ground truth alone (never a
+    check's own text) and its paraphrase must pass every check, and each wrong answer — the
+    talking ones too: negated, revised, doubted, one of two — must fail one (no model, no
+    Docker); a table shows per kind how many scenarios catch it. Exit 0 when every decidable
+    scenario is passable and discriminating, 1 naming file, turn and the values otherwise, 2
+    when a file cannot be loaded; judge-only scenarios and turns are reported, not failed."""
     from runner.scenarios import load_suite
     from runner.selftest import render, selftest_suite
 
