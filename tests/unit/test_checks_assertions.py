@@ -150,3 +150,33 @@ def test_a_period_the_question_asks_for_is_no_cue():
                         performance=TurnPerformance(wall_s=0.0))
     (result,) = run_turn_checks(turn_with(NUMBER), record)
     assert result.passed, result.diagnostic
+
+
+@pytest.mark.parametrize(("checks", "question", "answer"), [
+    (NUMBER, "How much is allocated to Engineering?",
+     "According to the FY2027 budget plan, Engineering is allocated **$2,450,000**."),
+    (NUMBER, "How much is allocated to Engineering?",
+     "Engineering receives $2.45 million (USD) in FY2027, out of a total of $5,210,000."),
+    (NUMBER, "How much is allocated to Engineering?",
+     "- **Engineering:** $2,450,000 — the largest departmental allocation"),
+    (NUMBER, "How much is allocated to Engineering?",
+     "Engineering gets $2,450,000, not the $5,210,000 total."),
+    (NUMBER, "How much is allocated to Engineering?",
+     "It isn't $2,540,000 — it's $2,450,000."),
+    ([{"type": "answer_number", "value": 12.0, "tolerance": 0.01}],
+     "And how does that compare with the same quarter last year?",
+     "Revenue grew 12.0% year over year, from $7.47 million in Q2 FY2025 to $8.37 million."),
+    ([{"type": "answer_contains", "text": "Finance Director", "ignore_case": True}],
+     "If Engineering wants to buy a $40,000 test rig, who has to approve it?",
+     "You need the Finance Director's approval, since it's above the $25,000 threshold but "
+     "not above $250,000."),
+    ([{"type": "answer_contains", "text": "Baltics"},
+      {"type": "answer_number", "value": 1150000, "tolerance": 0.001}],
+     "Which region has the smallest full-year target, and who owns it?",
+     "The Baltics have the smallest full-year target at $1,150,000; Lucan Mercier-Dube owns it."),
+])
+def test_correct_answers_as_agents_write_them_pass(checks, question, answer):
+    record = TurnRecord(turn=1, user_message=question, answer=answer, tool_calls=[],
+                        performance=TurnPerformance(wall_s=0.0))
+    results = run_turn_checks(turn_with(checks), record)
+    assert all(result.passed for result in results), [r.diagnostic for r in results]
