@@ -106,6 +106,31 @@ def test_a_literal_found_in_every_answer_exits_1_naming_file_turn_and_answer(tmp
         "1 of 1 scenarios decidable offline: 0 not passable, 1 not discriminating")
 
 
+GAIA_SHAPED = """\
+id: engineering_allocation_planted
+name: Engineering allocation
+category: rag_quality
+severity: high
+description: A planted scenario whose check transposes two digits of its ground truth.
+persona: data_analyst
+setup:
+  index_documents:
+    - corpus_doc: budget_fy2027
+      path: documents/budget_fy2027_plan.json
+turns:
+  - turn: 1
+    objective: Ask for the Engineering department's FY2027 allocation.
+    ground_truth:
+      doc_id: budget_fy2027
+      fact_id: engineering_allocation
+      expected_answer: "$2,450,000"
+    success_criteria: States $2,450,000 for Engineering.
+    checks:
+      - {check}
+expected_outcome: The agent reads the figure from the JSON budget.
+"""
+
+
 @pytest.mark.parametrize(("check", "wants"), [
     ({"type": "answer_contains", "text": "$2,540,000"}, "answer_contains '$2,540,000'"),
     ({"type": "answer_number", "value": 2540000, "tolerance": 0.01},
@@ -114,8 +139,12 @@ def test_a_literal_found_in_every_answer_exits_1_naming_file_turn_and_answer(tmp
 def test_a_check_that_contradicts_the_ground_truth_exits_1_naming_file_turn_and_both_values(
         tmp_path, check, wants):
     # The genuine answer is the ground truth alone: $2,450,000 with a check asking for the
-    # transposed $2,540,000 is a scenario a correct agent fails for ever.
-    folder = tree(tmp_path, budget_scenario([engineering(checks=[check])]))
+    # transposed $2,540,000 is a scenario a correct agent fails for ever. The file is written
+    # in the shape GAIA's scenario YAML has (name, severity, description, success_criteria,
+    # expected_outcome), plus our check.
+    folder = tmp_path / "scenarios" / "rag_quality"
+    folder.mkdir(parents=True)
+    (folder / "s0.yaml").write_text(GAIA_SHAPED.format(check=json.dumps(check)))
     code, output = invoke(str(folder), "--corpus", str(EVAL / "corpus"))
     assert code == 1, output
     line = next(line for line in output.splitlines() if "not passable:" in line)
