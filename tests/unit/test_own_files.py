@@ -314,3 +314,20 @@ def test_a_full_disk_is_an_infrastructure_refusal_and_the_old_file_survives(tmp_
     from runner.cli._shared import write_exit_code
 
     assert write_exit_code(refused.value) == EXIT_INFRA
+
+
+def test_a_baseline_onto_a_fifo_or_a_device_is_refused_and_the_node_kept(tmp_path: Path) -> None:
+    from runner.report import read_any_scorecard, save_baseline
+
+    card = read_any_scorecard(a_run(tmp_path))
+    fifo = tmp_path / "baseline.json"
+    os.mkfifo(fifo)
+    with pytest.raises(WriteRefused, match="FIFO"):
+        save_baseline(card, fifo)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert not (tmp_path / "meta.json").exists()  # nothing written beside it either
+    with pytest.raises(WriteRefused, match="/dev/full"):  # a folder baseline: not a directory
+        save_baseline(card, Path("/dev/full"))
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
+    # Null case: a plain path takes the baseline.
+    assert [p.name for p in save_baseline(card, tmp_path / "ok.json")] == ["ok.json", "meta.json"]
