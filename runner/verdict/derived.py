@@ -110,7 +110,10 @@ def sentence_checks(sentence: str) -> list[AnswerContains | AnswerNumber]:
     Left out as the judge's: years on their own, single digits without a unit (in almost any
     answer by chance), numbers inside a date, and numbers a label names ("section 3").
     The rest of the sentence (its names and words) is paraphrased by correct agents, so it
-    derives nothing.
+    derives nothing. A sentence that asserts more than one value derives nothing either:
+    which of them the question asks for, and which are context a correct answer may leave
+    out ("$14.2M, up 8% on Q2"), is the judge's to read — a check that demanded the context
+    would fail right answers, and a check can overrule the judge's PASS.
     """
     text = " ".join(sentence.split())
     derived: list[AnswerContains | AnswerNumber] = []
@@ -138,7 +141,7 @@ def sentence_checks(sentence: str) -> list[AnswerContains | AnswerNumber]:
         if reading_at(text, *match.span()).asserted:
             derived.append(AnswerNumber(type="answer_number", value=value,
                                         tolerance=DERIVED_TOLERANCE))
-    return derived
+    return derived if len(derived) == 1 else []
 
 
 def amount_of(text: str) -> float | None:

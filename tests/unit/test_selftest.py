@@ -288,14 +288,14 @@ def test_the_bench_line_is_the_suites_self_test():
 # --- a sentence-long expected answer (GAIA users' usual shape) -----------------------------
 
 
-def test_a_sentence_answer_is_decided_offline_on_the_values_it_asserts():
+def test_a_sentence_answer_is_decided_offline_on_the_one_value_it_asserts():
     truth = {"doc_id": "budget_fy2027", "fact_id": "approval_date",
-             "expected_answer": "The board approved the budget on 22 June 2026, with "
-                                "$5,210,000 allocated in total"}
+             "expected_answer": "The board approved the FY2027 budget on 22 June 2026, after "
+                                "the draft of 3 June was withdrawn"}
     result = selftest_of(budget_scenario([engineering(ground_truth=truth)]))
     assert result.verdict is Verdict.SOUND, result
     (turn,) = result.turns
-    assert turn.answer_decided and turn.checks == ["answer_contains", "answer_number"]
+    assert turn.answer_decided and turn.checks == ["answer_contains"]
     assert {"negation", "revision", "doubt", "two values"} <= set(turn.tried)
     assert turn.paraphrase_passed is True
 
@@ -308,3 +308,8 @@ def test_a_sentence_derives_no_check_for_a_value_it_does_not_assert():
         "expected_answer": "The Finance Director: above $25,000 but not above $250,000"}})
     assert [(check.type, getattr(check, "value", None)) for check in derived_checks(turn)] == [
         ("answer_number", 25000.0)]
+    # two asserted values: which one is asked for is the judge's to read
+    turn = Turn.model_validate({"turn": 1, "objective": "Ask for the allocation.",
+                                "ground_truth": {"expected_answer": "Engineering gets $2,450,000 "
+                                                 "of the $5,210,000 total"}})
+    assert derived_checks(turn) == []
