@@ -327,7 +327,23 @@ def _agreement(card: Scorecard) -> list[str]:
         f"- **Observed agreement:** {_pct(a.observed_agreement)}",
         f"- **Mean dimension spread (max − min):** {_num(a.mean_spread)}",
         f"- **Verdict changed on:** {', '.join(a.unstable_scenarios) or 'none'}",
+        f"- **Judge sampling:** temperature {_sampled(a.temperature)}, seed "
+        f"{'none sent' if a.seed is None else a.seed}",
+        *_at_temperature_zero(a.temperature),
     ]
+
+
+def _sampled(temperature: float | None) -> str:
+    return "the provider's default" if temperature is None else f"{temperature:g}"
+
+
+def _at_temperature_zero(temperature: float | None) -> list[str]:
+    """What κ means when the judge samples greedily: its K replies differ only where the
+    server is not deterministic, so agreement says little about how sure the judge is."""
+    if temperature != 0:
+        return []
+    return ["- At temperature 0 the K judgings differ only where the judge server is not "
+            "deterministic: κ measures that server's repeatability, not the judge's certainty"]
 
 
 def render_summary_md(card: Scorecard) -> str:
