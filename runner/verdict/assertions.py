@@ -10,13 +10,13 @@ applies wins:
 
 1. UNDECIDED   — the clause is conditional or a question ("if", "unless", "whether",
                  "assuming", "?"), compares against the value ("not above X", "no more
-                 than X") or hedges softly ("I think", "I believe", "presumably"): it
+                 than X", "cannot exceed X") or hedges softly ("I think", "I believe", "presumably"): it
                  neither asserts nor denies the value, so the check cannot say and the turn
                  goes to the judge.
 2. DOUBTED     — the clause doubts what it says ("can't confirm", "not sure", "unverified",
                  "possibly", "perhaps", "maybe", "might", "probably").
 3. NEGATED     — a negation before the mention in its clause ("not", "never", "no longer",
-                 "isn't", "instead of", "rather than") or a denial after it ("is wrong",
+                 "isn't", "doesn't", "cannot", "instead of", "rather than") or a denial after it ("is wrong",
                  "is incorrect", "is outdated").
 4. ONE_OF_SEVERAL — the mention is joined to another value by "/" or "or" ("X / Y", "X or Y").
 5. ASSERTED    — the mention is the new value of a change ("revised to X", "changed to X",
@@ -96,7 +96,10 @@ _BOUNDARY = re.compile(
 _CONDITIONAL = _words(r"if", r"unless", r"whether", r"assuming", r"suppose", r"provided that")
 _COMPARISON = re.compile(
     r"\b(?:not|no)\s+(?:more|less|fewer|greater|higher|lower|above|below|over|under|"
-    r"exceeding|beyond)\b(?:\s+than)?[^\w]*$|\b(?:does|do|did)\s+not\s+exceed\s*$",
+    r"exceeding|beyond)\b(?:\s+than)?[^\w]*$"
+    r"|\b(?:(?:does|do|did|can|must|may|should|will)\s*not|doesn't|don't|didn't|cannot|can't|"
+    r"mustn't|won't)\s+(?:exceed|go\s+(?:above|over|beyond|below|under)|be\s+(?:more|less|"
+    r"higher|lower)\s+than)\s*[^\w\s]?$",
     re.IGNORECASE)
 _DOUBT = _words(r"can(?:no|')?t\s+(?:confirm|verify|be\s+sure)", r"could(?:n't|\s+not)\s+"
                 r"(?:confirm|verify|find)", r"unable\s+to\s+(?:confirm|verify)",
@@ -106,7 +109,9 @@ _DOUBT = _words(r"can(?:no|')?t\s+(?:confirm|verify|be\s+sure)", r"could(?:n't|\
 _SOFT_HEDGE = _words(r"I\s+think", r"I\s+believe", r"I\s+guess", r"presumably",
                      r"as\s+far\s+as\s+I\s+(?:can\s+tell|know)")
 _NEGATION_BEFORE = _words(r"not", r"never", r"no\s+longer", r"isn't", r"aren't", r"wasn't",
-                          r"weren't", r"nor", r"neither", r"instead\s+of", r"rather\s+than")
+                          r"weren't", r"doesn't", r"don't", r"didn't", r"won't", r"hasn't",
+                          r"haven't", r"cannot", r"can't", r"nor", r"neither", r"instead\s+of",
+                          r"rather\s+than")
 _DENIAL_AFTER = re.compile(
     r"^\W*(?:is|was|would\s+be|seems)?\s*(?:wrong|incorrect|not\s+(?:right|correct)|"
     r"outdated|a\s+mistake|an\s+error)\b", re.IGNORECASE)

@@ -38,6 +38,8 @@ def read(text: str, value: str = FIGURE) -> tuple[Cue, str]:
     ("If it were $2,450,000 we would know", Cue.UNDECIDED, "If"),
     ("Purchases not above $2,450,000 need no sign-off", Cue.UNDECIDED, "not above"),
     ("Is it $2,450,000?", Cue.UNDECIDED, "?"),
+    ("A purchase cannot exceed $2,450,000 without the board", Cue.UNDECIDED, "cannot exceed"),
+    ("Engineering doesn't get $2,450,000", Cue.NEGATED, "doesn't"),
     ("Engineering gets $2,450,000.", Cue.ASSERTED, ""),
     ("The draft said $2,000,000, revised to $2,450,000.", Cue.ASSERTED, ""),
     ("It went from $2,000,000 to $2,450,000", Cue.ASSERTED, ""),
