@@ -178,10 +178,11 @@ def stack_llm_container(backend: str) -> str | None:
     return find_llm_container()
 
 
-def stack_server(options: RunOptions, choice: Any) -> tuple[str, str]:
-    """`--llm-server`: the stack's LLM service started (or kept) with that server; refused
-    beside --llm-url/--llm-container (a server trialbox does not start is not its to choose)
-    and with the local backend (its Agent UI reaches the server on loopback, not the stack)."""
+def stack_server(options: RunOptions, choice: DeviceChoice) -> tuple[str, str]:
+    """`--llm-server`: the stack's LLM service started (or kept) with that server, as
+    (container, URL); refused beside --llm-url/--llm-container (a server trialbox does not start
+    is not its to choose). Either backend reaches it: sandboxes through the front door, local
+    processes on its loopback port."""
     from runner.run.stack_up import start_llm
 
     if options.llm_container or options.llm_url != RunOptions.llm_url:

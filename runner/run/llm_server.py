@@ -27,7 +27,7 @@ def llm_identity(url: str) -> dict[str, Any]:
 
 
 #: The stack device a GAIA session device stands for (SESSION_DEVICE read backwards; GAIA's
-#: "gpu" is ROCm unless the run says Vulkan, see `requested_device`).
+#: "gpu" is ROCm unless the run's `stack_device` says Vulkan).
 STACK_DEVICE = {"cpu": "cpu", "gpu": "rocm", "npu": "npu"}
 #: The compose variables that name the groups the Lemonade container is added to.
 _DEVICE_GID_VARIABLES = {"rocm": ("TRIALBOX_VIDEO_GID", "TRIALBOX_RENDER_GID"),

@@ -63,9 +63,11 @@ def compose_dir() -> Path:
     return Path(__file__).resolve().parents[2] / "compose"
 
 
-def overlay_name(device: str, server: str = DEFAULT_CPU_SERVER) -> str:
-    """The overlay for ``device`` served by ``server``: on the CPU either server (llm-cpu →
-    compose.cpu.yaml, lemonade → compose.lemonade.yaml); an accelerator is always Lemonade's."""
+def overlay_name(device: str, server: str | None = None) -> str:
+    """The overlay for ``device`` served by ``server`` (default: `server_for`): on the CPU
+    either server (llm-cpu → compose.cpu.yaml, lemonade → compose.lemonade.yaml); an
+    accelerator is always Lemonade's."""
+    server = server_for(device, server)
     if device not in DEVICES:
         raise ComposeError(
             f"no compose overlay for device {device!r}; use one of: {', '.join(DEVICES)}"
@@ -82,7 +84,7 @@ def overlay_name(device: str, server: str = DEFAULT_CPU_SERVER) -> str:
 
 
 def compose_files(device: str, directory: Path | None = None,
-                  server: str = DEFAULT_CPU_SERVER) -> list[Path]:
+                  server: str | None = None) -> list[Path]:
     """The base file plus the one overlay for ``device`` and ``server`` (later files override
     earlier ones)."""
     directory = directory or compose_dir()
@@ -174,7 +176,7 @@ def stack_environment(
 
 def compose_command(device: str, project: str, *args: str, server: str | None = None) -> list[str]:
     cmd = ["docker", "compose", "-p", project]
-    for path in compose_files(device, server=server_for(device, server)):
+    for path in compose_files(device, server=server):
         cmd += ["-f", str(path)]
     return [*cmd, *args]
 
