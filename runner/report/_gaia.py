@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 
 def _number_or_none(value: Any) -> float | None:
@@ -30,6 +30,23 @@ def _int_or_zero(value: Any) -> int:
 
 Number = Annotated[float | None, BeforeValidator(_number_or_none)]
 Count = Annotated[int, BeforeValidator(_int_or_zero)]
+
+
+def _score_range(value: float | None) -> float | None:
+    # Lax about type as GAIA's compare is, but a score past the rubric's 0–10 is a damaged file.
+    if value is not None and not 0.0 <= value <= 10.0:
+        raise ValueError("a score must be between 0 and 10")
+    return value
+
+
+def _not_negative(value: float | None) -> float | None:
+    if value is not None and value < 0:
+        raise ValueError("a time cannot be negative")
+    return value
+
+
+Score = Annotated[Number, AfterValidator(_score_range)]
+Seconds = Annotated[Number, AfterValidator(_not_negative)]
 
 
 class _Gaia(BaseModel):
@@ -60,7 +77,7 @@ class GaiaTurn(_Gaia):
     scores: dict[str, Any] = Field(
         default_factory=dict, description="the seven rubric dimensions, 0-10"
     )
-    overall_score: Number = Field(default=None, description="weighted turn score, 0-10")
+    overall_score: Score = Field(default=None, description="weighted turn score, 0-10")
     passed: bool | None = Field(default=None, alias="pass", description="GAIA's turn rule")
     failure_category: str | None = Field(default=None, description="judge's failure label")
     reasoning: str | None = Field(default=None, description="judge's reasoning")
@@ -92,12 +109,12 @@ class GaiaScenario(_Gaia):
 
     scenario_id: str = Field(description="the scenario's id: GAIA's compare keys rows by it")
     status: str = Field(description="PASS, FAIL, BLOCKED_BY_ARCHITECTURE, TIMEOUT, ...")
-    overall_score: Number = Field(default=None, description="mean turn score, 0-10")
+    overall_score: Score = Field(default=None, description="mean turn score, 0-10")
     turns: list[GaiaTurn] = Field(default_factory=list, description="judged turns in order")
     root_cause: Any = Field(default=None, description="judge's root cause (text or object)")
     recommended_fix: Any = Field(default=None, description="judge's fix (text or object)")
     cost_estimate: GaiaCostEstimate | None = Field(default=None, description="judging cost")
-    elapsed_s: Number = Field(default=None, description="scenario wall clock, seconds")
+    elapsed_s: Seconds = Field(default=None, description="scenario wall clock, seconds")
     category: str | None = Field(default=None, description="scenario category")
     name: str | None = Field(default=None, description="scenario display name")
     severity: str | None = Field(default=None, description="critical|high|medium|low|standard")
@@ -143,7 +160,7 @@ class GaiaCategory(_Gaia):
     skipped: Count = Field(default=0, description="SKIPPED_NO_DOCUMENT/MODEL rows")
     not_run: Count = Field(default=0, description="NOT_RUN rows")
     errored: Count = Field(default=0, description="ERRORED and unknown statuses")
-    avg_score: Number = Field(default=None, description="judged rows, FAIL capped at 5.99")
+    avg_score: Score = Field(default=None, description="judged rows, FAIL capped at 5.99")
 
 
 class GaiaSummary(GaiaCategory):

@@ -126,6 +126,20 @@ def trace_renamed_row(work: Path) -> list[str]:
     return ["rescore", str(run), "--judge-provider", "none"]
 
 
+GAIA_BASELINE = Path(__file__).resolve().parents[1] / "fixtures" / "gaia_scorecards" / "baseline"
+
+
+def gaia_after(change: Callable[[dict[str, Any]], None]) -> Callable[[Path], list[str]]:
+    """GAIA's committed baseline.json, damaged, on both sides of compare."""
+    def damage(work: Path) -> list[str]:
+        card = work / "gaia" / "baseline.json"
+        card.parent.mkdir()
+        card.write_text((GAIA_BASELINE / "baseline.json").read_text())
+        edit_json(card, change)
+        return ["compare", str(card), str(card)]
+    return damage
+
+
 def set_path(path: tuple[str | int, ...], value: Any) -> Callable[[dict[str, Any]], None]:
     def change(data: dict[str, Any]) -> None:
         node: Any = data
@@ -169,6 +183,14 @@ CASES = [
          EXIT_USAGE, ("--baseline", "scenarios[0].score", "not a finite number")),
     Case("a future scorecard as --baseline", baseline_after(set_path(("schema_version",), 999)),
          EXIT_USAGE, ("--baseline", "schema_version 999")),
+    Case("a GAIA scorecard scored 12", gaia_after(scenario_row(lambda r: r.update(overall_score=12))),
+         EXIT_USAGE, ("scenarios[0].overall_score", "between 0 and 10")),
+    Case("a GAIA scorecard with a negative time",
+         gaia_after(scenario_row(lambda r: r.update(elapsed_s=-3))), EXIT_USAGE,
+         ("scenarios[0].elapsed_s", "cannot be negative")),
+    Case("a GAIA scorecard with a NaN score",
+         gaia_after(scenario_row(lambda r: r.update(overall_score=NAN))), EXIT_USAGE,
+         ("scenarios[0].overall_score", "not a finite number")),
     Case("a truncated trace", trace_truncated, EXIT_USAGE, ("traces/", "not JSON")),
     Case("a trace that is a FIFO", trace_a_fifo, EXIT_USAGE, ("FIFO",)),
     Case("a trace linked to another run's", trace_linked_to_another_run, EXIT_USAGE,
