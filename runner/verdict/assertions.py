@@ -10,7 +10,7 @@ applies wins:
 
 1. UNDECIDED   — the clause is conditional or a question ("if", "unless", "whether",
                  "assuming", "?"), compares against the value ("not above X", "no more
-                 than X", "cannot exceed X") or hedges softly ("I think", "I believe", "presumably"): it
+                 than X", "cannot exceed X", "cannot spend more than X") or hedges softly ("I think", "I believe", "presumably"): it
                  neither asserts nor denies the value, so the check cannot say and the turn
                  goes to the judge.
 2. DOUBTED     — the clause doubts what it says ("can't confirm", "not sure", "unverified",
@@ -101,6 +101,11 @@ _COMPARISON = re.compile(
     r"mustn't|won't)\s+(?:exceed|go\s+(?:above|over|beyond|below|under)|be\s+(?:more|less|"
     r"higher|lower)\s+than)\s*[^\w\s]?$",
     re.IGNORECASE)
+_COMPARATIVE_BEFORE = re.compile(
+    r"\b(?:(?:more|less|fewer|greater|higher|lower)\s+than|above|below|over|under|exceeding|"
+    r"beyond|up\s+to|at\s+(?:most|least))\s*[^\w\s]?$", re.IGNORECASE)
+"""A bound right before the value: under a negation ("cannot spend more than X") it states a
+limit, neither the value asserted nor denied."""
 _DOUBT = _words(r"can(?:no|')?t\s+(?:confirm|verify|be\s+sure)", r"could(?:n't|\s+not)\s+"
                 r"(?:confirm|verify|find)", r"unable\s+to\s+(?:confirm|verify)",
                 r"not\s+(?:sure|certain|confirmed|verified)", r"unsure", r"uncertain",
@@ -166,6 +171,7 @@ def reading_at(text: str, start: int, end: int, asked: str = "") -> Reading:
     question = "?" if stop == "?" else None
     rules: tuple[tuple[Cue, str | None], ...] = (
         (Cue.UNDECIDED, _found(_CONDITIONAL, before, after) or _found(_COMPARISON, before)
+         or (_found(_COMPARATIVE_BEFORE, before) if _NEGATION_BEFORE.search(before) else None)
          or _found(_SOFT_HEDGE, before, after) or question),
         (Cue.DOUBTED, _found(_DOUBT, before, after)),
         (Cue.NEGATED, _found(_NEGATION_BEFORE, before) or _found(_DENIAL_AFTER, after)),

@@ -40,6 +40,7 @@ def read(text: str, value: str = FIGURE) -> tuple[Cue, str]:
     ("Is it $2,450,000?", Cue.UNDECIDED, "?"),
     ("A purchase cannot exceed $2,450,000 without the board", Cue.UNDECIDED, "cannot exceed"),
     ("Engineering doesn't get $2,450,000", Cue.NEGATED, "doesn't"),
+    ("You cannot spend more than $2,450,000 without approval", Cue.UNDECIDED, "more than"),
     ("Engineering gets $2,450,000.", Cue.ASSERTED, ""),
     ("The draft said $2,000,000, revised to $2,450,000.", Cue.ASSERTED, ""),
     ("It went from $2,000,000 to $2,450,000", Cue.ASSERTED, ""),
