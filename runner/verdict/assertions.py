@@ -10,14 +10,14 @@ applies wins:
 
 1. UNDECIDED   — the clause is conditional or a question ("if", "unless", "whether",
                  "assuming", "?"), compares against the value ("not above X", "no more
-                 than X", "cannot exceed X", "cannot spend more than X") or hedges softly ("I think", "I believe", "presumably"): it
-                 neither asserts nor denies the value, so the check cannot say and the turn
-                 goes to the judge.
+                 than X", "cannot exceed X", "cannot spend more than X") or hedges softly
+                 ("I think", "I believe", "presumably"): it neither asserts nor denies the
+                 value, so the check cannot say and the turn goes to the judge.
 2. DOUBTED     — the clause doubts what it says ("can't confirm", "not sure", "unverified",
                  "possibly", "perhaps", "maybe", "might", "probably").
 3. NEGATED     — a negation before the mention in its clause ("not", "never", "no longer",
-                 "isn't", "doesn't", "cannot", "instead of", "rather than") or a denial after it ("is wrong",
-                 "is incorrect", "is outdated").
+                 "isn't", "doesn't", "cannot", "instead of", "rather than") or a denial
+                 after it ("is wrong", "is incorrect", "is outdated").
 4. ONE_OF_SEVERAL — the mention is joined to another value by "/" or "or" ("X / Y", "X or Y").
 5. ASSERTED    — the mention is the new value of a change ("revised to X", "changed to X",
                  "now X", "to X" after "from"): asserted, whatever the clause says of the old.
