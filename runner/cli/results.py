@@ -164,7 +164,11 @@ def compare(
         render_driver_md,
     )
     from runner.report import compare as diff
+    from runner.system.writes import check_destination
 
+    if html is not None:  # refused before any result is printed: "exit 0" then exit 2 misleads
+        with exit_codes():
+            check_destination(html)
     try:
         old, new = read_any_scorecard(baseline), read_any_scorecard(current)
         result = diff(old, new, require_complete=require_complete)
