@@ -395,7 +395,7 @@ def driver_report(
         "against the noise pooled over all scenarios, Benjamini–Hochberg over all of them at "
         f"{screen_alpha(alpha):g} (a finding also needs its own trials' exact p below "
         f"{SCREEN_OWN_P:g}); "
-        f"the two together keep the chance of any finding when nothing changed at "
+        f"the two together keep the chance of any finding when nothing changed below "
         f"{alpha:g}; with fewer than {MIN_SCENARIOS} paired scenarios each scenario is tested "
         "over its trials as a headline question",
         f"warm-up: the first {warmup} scenario run(s) of each side have their speed figures "

@@ -50,11 +50,15 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import multiprocessing as mp
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from importlib.machinery import SourceFileLoader
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -62,9 +66,10 @@ from runner.records.status import Status
 from runner.records.transcript import TurnPerformance
 from runner.report import Change, RunConfig, ScenarioResult, Scorecard, TurnResult, driver_report
 from runner.report._driver import detectable_text
-from runner.report._driver_models import DetectableChange
+from runner.report._driver_models import DetectableChange, DriverReport
 from runner.report._driver_power import SIMULATIONS
 
+T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[2]
 _loader = SourceFileLoader("measure_speed_noise", str(ROOT / "scripts/measure-speed-noise"))
 _spec = importlib.util.spec_from_loader(_loader.name, _loader)
@@ -202,6 +207,27 @@ def run(
     )
 
 
+def in_parallel(job: Callable[[int], T], count: int) -> list[T]:
+    """job(0..count-1) on this machine's two cores (forked workers: the simulated runs are
+    built and reported in the worker, only the result comes back)."""
+    if count < 4:
+        return [job(i) for i in range(count)]
+    with ProcessPoolExecutor(max_workers=2, mp_context=mp.get_context("fork")) as pool:
+        return list(pool.map(job, range(count), chunksize=max(1, count // 8)))
+
+
+def _pair(noise: tuple[Noise, ...], turns: tuple[int, ...], trials: int,
+          planted: tuple[float, float, float], seed: int, resamples: int,
+          pair: int) -> DriverReport:
+    rng = np.random.default_rng([seed, pair])  # each pair its own stream, in any worker
+    suite = suite_of(rng, turns, noise)
+    a = run("a", rng, suite, noise, trials=trials)
+    b = run("b", rng, suite, noise, trials=trials, planted=planted)
+    # The printed size is simulated once (the first pair's); the rates need no size.
+    return driver_report(a, b, resamples=resamples, seed=pair,
+                         power_simulations=SIMULATIONS if pair == 0 else 0)
+
+
 def rates(
     noise: tuple[Noise, ...], *, turns: tuple[int, ...] = SUITE_TURNS, trials: int = 5,
     planted: tuple[float, float, float] = (1.0, 1.0, 1.0), seed: int,
@@ -209,22 +235,10 @@ def rates(
 ) -> tuple[float, dict[str, float], list[DetectableChange]]:
     """(share of pairs with any finding, per speed metric the share with it found slower over
     all scenarios, the first pair's minimum detectable changes)."""
-    rng = np.random.default_rng(seed)
-    any_finding = 0
-    slower = dict.fromkeys(METRICS, 0)
-    detectable: list[DetectableChange] = []
-    for pair in range(pairs):
-        suite = suite_of(rng, turns, noise)
-        a = run("a", rng, suite, noise, trials=trials)
-        b = run("b", rng, suite, noise, trials=trials, planted=planted)
-        # The printed size is simulated once (the first pair's); the rates need no size.
-        report = driver_report(a, b, resamples=resamples, seed=pair,
-                               power_simulations=0 if detectable else SIMULATIONS)
-        detectable = detectable or report.detectable
-        any_finding += bool(report.beyond_noise)
-        for d in report.speed:
-            slower[d.metric] += d.scope == "all" and d.verdict is Change.SLOWER
-    return any_finding / pairs, {m: n / pairs for m, n in slower.items()}, detectable
+    reports = in_parallel(partial(_pair, noise, turns, trials, planted, seed, resamples), pairs)
+    slower = {m: sum(any(d.metric == m and d.scope == "all" and d.verdict is Change.SLOWER
+                         for d in r.speed) for r in reports) / pairs for m in METRICS}
+    return sum(bool(r.beyond_noise) for r in reports) / pairs, slower, reports[0].detectable
 
 
 #: The measured run's design (6 scenarios × 3 turns × 3 trials) and what scripts/measure-speed-noise
