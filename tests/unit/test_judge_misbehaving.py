@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from runner.judge import JudgeError, JudgeUnavailable
 from runner.judge._ask import StructuredRequest
@@ -45,6 +47,7 @@ class Judge(BaseHTTPRequestHandler):
     """Answers as `mode` says; records every request it got (path, headers, body)."""
 
     mode = "ok"
+    body = b""  # what mode "body" answers
     seen: list[dict[str, Any]] = []
 
     def log_message(self, *args: Any) -> None:  # quiet
@@ -87,6 +90,8 @@ class Judge(BaseHTTPRequestHandler):
             self._answer(200, reply('{"label": "entailed"}', {"prompt_tokens": MARK}))
         elif mode == "silent":
             time.sleep(30)
+        elif mode == "body":
+            self._answer(200, Judge.body)
         else:
             self._answer(200, reply('{"label": "entailed"}', {"prompt_tokens": 5,
                                                                "completion_tokens": 2}))
@@ -260,3 +265,41 @@ def test_the_anthropic_judge_refused_its_key_is_unavailable(
     asyncio.run(once())
     [sent] = [r for r in Judge.seen if r["path"].endswith("/messages")]
     assert sent["body"]["messages"] == [{"role": "user", "content": "CASE"}]
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner,
+                                                                max_size=4),
+    max_leaves=12)
+
+
+@st.composite
+def judge_replies(draw: st.DrawFn) -> bytes:
+    """A chat completion reply with one part replaced by any JSON value (NaN and infinities
+    included), or cut short."""
+    reply_ = {"model": "judge", "usage": {"prompt_tokens": 5, "completion_tokens": 2},
+              "choices": [{"message": {"role": "assistant", "content": '{"label": "entailed"}'}}]}
+    where = draw(st.sampled_from([("model",), ("usage",), ("usage", "prompt_tokens"),
+                                  ("usage", "completion_tokens"), ("choices",), ("choices", 0),
+                                  ("choices", 0, "message"), ("choices", 0, "message", "content")]))
+    node: Any = reply_
+    for key in where[:-1]:
+        node = node[key]
+    node[where[-1]] = draw(JSON_VALUES)
+    text = json.dumps(reply_, allow_nan=True).encode()
+    return text[:draw(st.integers(0, len(text)))] if draw(st.booleans()) else text
+
+
+@settings(max_examples=40, derandomize=True, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(body=judge_replies())
+def test_any_reply_is_a_reply_or_one_judge_error(judge_url: str, body: bytes) -> None:
+    Judge.mode, Judge.body = "body", body
+    try:
+        answer = ask(judge_url)
+    except JudgeError as error:
+        assert "\n" not in str(error)
+    else:  # accepted: its figures are real token counts and its text is text
+        assert isinstance(answer.text, str)
+        assert answer.usage.input_tokens >= 0 and answer.usage.output_tokens >= 0
