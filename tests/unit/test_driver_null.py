@@ -295,11 +295,11 @@ def test_a_planted_5_percent_ttft_is_beyond_this_noise_and_the_report_says_so():
     # TTFT 5 % slower on every turn: its noise (a core of 0.30 per trial and 20 % of trials ×3
     # or more slower) hides it at the suite's size, and the report's minimum detectable change
     # says so before anyone runs the comparison.
-    _, found, sizes = rates(MEASURED, planted=(1.05, 1.0, 1.0), seed=2006, pairs=20,
+    _, found, sizes = rates(MEASURED, planted=(1.05, 1.0, 1.0), seed=2006, pairs=10,
                             resamples=PLANTED_RESAMPLES)
     size = next(d for d in sizes if d.metric == "ttft_s")
     assert size.detectable is not None
     trials_needed = math.ceil(5 * (math.log1p(size.detectable) / math.log(1.05)) ** 2)
-    print(f"\nplanted +5% TTFT: found in {found['ttft_s']:.0%} of 20 pairs "
+    print(f"\nplanted +5% TTFT: found in {found['ttft_s']:.0%} of 10 pairs "
           f"({detectable_text(size)}; +5% would need about {trials_needed} trials)")
     assert size.detectable > 0.05 and found["ttft_s"] < 0.5

@@ -90,7 +90,7 @@ WITH_CACHE_FIGURES = {
     "turn_wall_s": (0.41, 0.054, 0.044, 0.0),
 }
 
-PLANTED_PAIRS = 20
+PLANTED_PAIRS = 10
 
 
 def test_the_simulation_has_the_measured_repeatable_noise():
