@@ -365,25 +365,6 @@ def adjust_bh(p_values: Sequence[float]) -> list[float]:
     return [float(p) for p in stats.false_discovery_control(list(p_values), method="bh")]
 
 
-def detectable_change(
-    standard_error: float, scenarios: int, *, confidence: float = 0.95, power: float = 0.8
-) -> tuple[float, float]:
-    """For a test over `scenarios` with this standard error: (noise floor, change found often).
-
-    The noise floor is the interval's half-width: a true change smaller than it can never be
-    told from noise. The second is the change the test finds `power` of the time:
-    (t₁₋α/₂ + t_power) · SE on n − 1 degrees of freedom, with the bootstrap's SE scaled by
-    √(n / (n − 1)) (a bootstrap over n clusters underestimates it by that much).
-    """
-    if scenarios < 2:
-        raise ValueError("a detectable change needs at least 2 scenarios")
-    df = scenarios - 1
-    se = standard_error * (scenarios / df) ** 0.5
-    t_alpha = float(stats.t.ppf(1 - (1 - confidence) / 2, df))
-    t_power = float(stats.t.ppf(power, df))
-    return t_alpha * se, (t_alpha + t_power) * se
-
-
 def mcnemar_exact(b: int, c: int) -> float:
     """Two-sided exact McNemar p-value for b pairs that went A-yes/B-no and c that went A-no/B-yes.
 
