@@ -4,8 +4,9 @@ A hardware vendor asks three questions of runs A and B: what differs between the
 and stacks; is B faster or slower, beyond the noise; did quality move, beyond the noise. This
 module answers them from two scorecards (and, for indexing time, their traces) into one
 `DriverReport` and says its findings in sentences. Its parts: the models (_driver_models), what
-differs besides the build (_driver_setup: settings, decoding, device, order in time), the values
-compared (_driver_samples), the tests and verdicts (_driver_noise, _driver_quality); the
+differs besides the build (_driver_setup: settings, decoding, device), when the runs happened
+(_driver_time: order in time, drift), the values compared (_driver_samples), the tests and
+verdicts (_driver_noise, _driver_quality), the smallest change it finds (_driver_power); the
 statistics are in _stats, the Markdown and HTML in _driver_render.
 
 How:
@@ -13,18 +14,22 @@ How:
   paired (scenario s on A against s on B), each scenario weighing the same on both sides; the
   interval is a cluster bootstrap over those scenarios (trials and turns nested inside).
 - a speed is paired by turn inside the scenario (turn t on B against turn t on A, the median
-  of each turn's trials, log scale), and the scenarios' changes are summed up by their
-  10 %-trimmed mean. Why, measured (tests/unit/test_driver_null.py, front-door noise of this
+  of each turn's trials, log scale; decode speed, without tails, the mean), and the scenarios'
+  changes are summed up by their 10 %-trimmed mean (decode speed: the mean). Why, measured (tests/unit/test_driver_null.py, front-door noise of this
   machine, 79 scenarios × 5 trials): TTFT +40 % was found in 7.5 % of pairs by the log ratio
   of scenario means, 78 % paired by turn with medians, 92 % with the trimmed mean on top; the
   A/A false-finding share stayed 4–4.5 %.
-- one scenario alone is tested over its trials (exact permutation test); quality by the exact
-  McNemar test on paired trials, and pass^k.
+- one scenario alone is tested over its trials (exact permutation test of the statistic its
+  change is reported by); quality by the exact McNemar test on paired trials, and pass^k.
 - one family of headline questions (every metric and outcome over all scenarios), adjusted by
-  Benjamini–Hochberg; categories and single scenarios are looked at only for a headline that
-  moved (gatekeeping), each set adjusted by Benjamini–Hochberg again. So when nothing changed,
-  the chance of any finding at all stays at alpha.
-- every verdict states its n; below the n that could show a change it is "too few samples".
+  Benjamini–Hochberg at 0.7 alpha; categories only for a headline that moved (gatekeeping);
+  every single scenario screened at 0.1 alpha (a change confined to 7 of 79 scenarios, which
+  the trimmed mean leaves out, must still be found). So when nothing changed, the chance of
+  any finding at all stays below alpha (simulated: 3 % of 100 A/A pairs, a drifting machine).
+- every verdict states its n; below the n that could show a change it is "too few samples",
+  and every printed size is simulated from the report's own test (_driver_power).
+- a finding of two runs made back to back is marked as not separable from a drift of the
+  machine, unless an A/A pair on the same machine bounds the drift.
 """
 
 from __future__ import annotations
@@ -184,9 +189,9 @@ def detectable_text(d: DetectableChange) -> str:
 UNCOVERED = (
     "what the intervals do not cover: a difference of the machine between the two runs "
     "(heat, other load, caches, a background job) moves every scenario of one run alike and "
-    "looks like a change of the build; run A and B alternately (or on paired nodes with "
-    "--per-node), repeat an A/A pair to see this machine's run-to-run spread, and read a "
-    "finding near its noise floor with care"
+    "looks like a change of the build (measured here: 9–10 % between two A/A runs); "
+    "interleave A and B in time (or pair nodes with --per-node), measure an A/A pair on the "
+    "same machine, and read a finding near the printed size with care"
 )
 
 

@@ -58,9 +58,10 @@ class MetricDelta(StrictModel):
     )
     change: float | None = Field(
         default=None,
-        description="B vs A: for a speed exp(the 10 %-trimmed mean of the per-scenario log "
-        "changes) − 1 (each scenario weighs the same; a scenario's change paired by turn), "
-        "else the mean per-scenario difference",
+        description="B vs A: over scenarios, for a speed exp(the 10 %-trimmed mean of the "
+        "per-scenario log changes, paired by turn, median trials; decode speed: plain mean, "
+        "mean trials) − 1, else the mean per-scenario difference; one scenario's row: exp(the "
+        "turn-paired mean of its trials' logs) − 1, the statistic its p is computed from",
     )
     ci_low: float | None = Field(
         default=None, description="lower bound of the cluster-bootstrap interval (unadjusted)"
@@ -69,7 +70,10 @@ class MetricDelta(StrictModel):
         default=None, description="upper bound of the cluster-bootstrap interval (unadjusted)"
     )
     p_value: float | None = Field(
-        default=None, description="two-sided p of no change (bootstrap, or permutation per scenario)"
+        default=None,
+        description="two-sided p of no change: over scenarios the sign-flip test; a scenario "
+        "tested as a headline, its trials' exact permutation test; a screened scenario, its "
+        "change against the residual noise pooled over all scenarios",
     )
     p_adjusted: float | None = Field(
         default=None, description="p after Benjamini–Hochberg over its family; the verdict uses it"
