@@ -378,8 +378,8 @@ def driver_report(
             if limit is not None and abs(math.log1p(d.change)) > limit:
                 return text + f" (beyond the drift the A/A pair {bounds[2]} bounds)"
         why = "runs back to back" if placed != "unknown" else "order in time unknown"
-        return (f"{text} — {NOT_SEPARABLE} ({why}; no A/A pair on this machine bounds the "
-                "drift: pass one with --aa)")
+        return (f"{text} — {NOT_SEPARABLE} ({why}, and no A/A pair measured on this machine "
+                "bounds the drift)")
 
     findings = [
         marked(d, _finding(d))

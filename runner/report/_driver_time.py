@@ -13,7 +13,6 @@ same scenarios early and late, its drift between them is estimated with an inter
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from datetime import datetime
 
 from runner.report._driver_models import Drift
@@ -109,12 +108,3 @@ def drift_text(d: Drift) -> str:
         return f"drift of {d.side}'s {d.label}, late vs early runs: not estimated ({d.note})"
     return (f"drift of {d.side}'s {d.label}, late vs early runs: {d.change * 100:+.1f}% "
             f"[{d.ci_low * 100:+.1f}%, {d.ci_high * 100:+.1f}%] over {d.scenarios} scenarios")
-
-
-def marked(findings: Sequence[str], order: str, bound: str | None) -> list[str]:
-    """Back to back (or unknown) without an A/A bound: every finding says it may be the machine."""
-    if order == ALTERNATED or bound is not None:
-        return list(findings)
-    why = "runs back to back" if order == BACK_TO_BACK else "order in time unknown"
-    return [f"{f} — {NOT_SEPARABLE} ({why}, and no A/A pair on this machine bounds the drift)"
-            for f in findings]

@@ -608,6 +608,27 @@ def test_a_back_to_back_finding_is_marked_as_not_separable_from_drift():
     assert alternated.beyond_noise and not any("drift" in f for f in alternated.beyond_noise)
 
 
+def test_an_a_a_pair_on_the_same_machine_bounds_the_drift_of_a_back_to_back_pair():
+    twenty = [(f"s{i}", "rag_quality") for i in range(20)]
+    a, _ = planted("a", driver="x", scenarios=twenty)
+    b, _ = planted("b", driver="x", ttft_factor=2.0, scenarios=twenty)
+    first, _ = planted("aa1", driver="x", scenarios=twenty)
+    second, _ = planted("aa2", driver="x", ttft_factor=1.02, scenarios=twenty)
+    _clock(a, WHEN, timedelta(seconds=4))
+    _clock(b, WHEN + timedelta(hours=1), timedelta(seconds=4))
+    report = driver_report(a, b, aa=(first, second), power_simulations=0)
+    headline = next(f for f in report.beyond_noise if f.startswith("time to first token"))
+    # TTFT ×2 lies far beyond the ≤ 2 % the A/A pair moved: not the machine's drift alone.
+    assert "beyond the drift the A/A pair aa1 / aa2 bounds" in headline
+    assert "not separable" not in headline
+    assert report.drift_bound is not None and "aa1 / aa2" in report.drift_bound
+    # An A/A pair from other hardware bounds nothing.
+    other, _ = planted("aa3", driver="y", scenarios=twenty)
+    elsewhere = driver_report(a, b, aa=(other, second), power_simulations=0)
+    assert elsewhere.drift_bound is None
+    assert all("not separable" in f for f in elsewhere.beyond_noise)
+
+
 def test_the_setup_table_shows_the_differing_settings_and_counts_the_rest():
     a, _ = planted("a", driver="6.10.5")
     b, _ = planted("b", driver="6.12.0")
