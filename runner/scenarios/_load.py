@@ -160,8 +160,9 @@ def discover(paths: Iterable[Path], skip: Path | None = None
             tree = root.resolve()
             for file in _walk(root):
                 resolved = file.resolve()
-                if file.is_symlink() and not resolved.is_relative_to(tree):
-                    # A link to /etc/shadow would have its lines shown as "unknown key" warnings.
+                if file.is_symlink() and file.is_file() and not resolved.is_relative_to(tree):
+                    # A link to /etc/shadow would have its lines shown as "unknown key" warnings
+                    # (a link to a device or FIFO: the reader names what it is, unread).
                     problems.append(Problem(
                         file=file, message="is a symbolic link leading out of the scenario "
                         "folder; refused without reading it",
