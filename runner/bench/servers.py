@@ -7,7 +7,8 @@ chunks of ~256 tokens per request), GAIA's own index of a large document (its RA
 agent-ui image), resident memory, and start-up to ready. Both servers run at once on a network
 of the bench's own (`trialbox.run=bench-servers-…`, removed at the end), each serving
 SmolLM2-135M-Instruct Q4_1 and all-MiniLM-L6-v2 Q8_0 — the very files of .cache/models — under
-GAIA's names; requests go to each directly (no front door: the servers are compared, not trialbox).
+GAIA's names; requests go to llm-cpu directly and to Lemonade through trialbox's front door, as
+trialbox runs each (the door's own cost is ~2 ms a request: README, front door).
 
 Rounds alternate the order (A B, B A, ...), so a drift of the machine falls on both alike, and
 every ratio is B ÷ A within a round. Chats are greedy with one seed and `cache_prompt: false`
@@ -32,7 +33,7 @@ import docker
 import httpx
 
 from runner.stack.labels import RUN_LABEL
-from runner.stack.lemonade_container import start_lemonade
+from runner.stack.lemonade_container import start_front_door, start_lemonade
 from runner.stack.llm_container import LlmContainer, start_llm_container
 from runner.system.paths import cache_root, eval_root
 
@@ -160,8 +161,12 @@ def start(server: Server, network: str, tag: str, client: docker.DockerClient) -
     started = time.perf_counter()
     name = f"tbx-{tag}-{server.key.lower()}"
     if server.kind == "lemonade":
+        # As trialbox runs it: behind the front door, which cuts GAIA's long chunks to the
+        # bundled embedder's window (llm-cpu does the same itself).
         lemonade = start_lemonade(name, labels, network, client=client)
-        server.url, server.container = lemonade.url, lemonade.container
+        _door, server.url = start_front_door(f"{name}-door", labels, network, lemonade.url,
+                                             client=client)
+        server.container = lemonade.container
     else:
         llm: LlmContainer = start_llm_container(name, labels, models=True, network=network,
                                                 client=client)

@@ -78,17 +78,23 @@ def start_lemonade(name: str, labels: dict[str, str], network: str, *, image: st
     return LemonadeServer(str(container.name), address, f"http://{address}:{LLM_PORT}", container)
 
 
+#: The bundled MiniLM's window as the front door cuts embedding inputs to it (compose.lemonade.yaml).
+EMBED_MAX_TOKENS = 256
+
+
 def start_front_door(name: str, labels: dict[str, str], network: str, upstream: str, *,
-                     admin_token: str | None = None,
+                     admin_token: str | None = None, embed_max_tokens: int | None = EMBED_MAX_TOKENS,
                      client: docker.DockerClient | None = None) -> tuple[Container, str]:
-    """trialbox's front door before `upstream`, on `network`; returns it and its URL there."""
+    """trialbox's front door before `upstream`, on `network`, as compose.lemonade.yaml starts it
+    (embedding inputs cut to `embed_max_tokens`); returns it and its URL there."""
     client = client or docker.from_env()
     try:
         door = client.containers.run(
             LLM_CPU_IMAGE, name=name, detach=True, init=True, network=network,
             labels={**labels, ROLE_LABEL: "llm"},
             entrypoint=["tini", "--", "python", "-m", "trialbox_llm.front_door"],
-            command=["--upstream", upstream, "--host", "0.0.0.0", "--port", str(LLM_PORT)],
+            command=["--upstream", upstream, "--host", "0.0.0.0", "--port", str(LLM_PORT),
+                     *(["--embed-max-tokens", str(embed_max_tokens)] if embed_max_tokens else [])],
             environment={ADMIN_TOKEN_ENV: admin_token} if admin_token else {},
             read_only=True, tmpfs={"/tmp": "rw,nosuid,nodev,noexec,size=16m"},
             cap_drop=["ALL"], security_opt=["no-new-privileges:true"])

@@ -145,6 +145,25 @@ def test_embeddings_in_gaias_batches(real_lemonade: LemonadeLayout) -> None:
     assert norm == pytest.approx(1.0, abs=1e-3)
 
 
+def test_inputs_past_the_bundled_embedders_window_are_cut_at_the_door(
+        real_lemonade: LemonadeLayout) -> None:
+    """GAIA chunks for EmbeddingGemma's 2048 tokens; MiniLM's llama-server refuses an input past
+    its window. Straight to Lemonade such a chunk fails (the check can fail); through the door
+    it is cut to MiniLM's 256 word pieces, as llm-cpu and sentence-transformers cut it."""
+    long_chunk = " ".join(f"ledger line {n}: 4,{n:03d}.50 EUR" for n in range(150))  # ~1,300 pieces
+    body = {"model": EMBEDDER, "input": [long_chunk, "short text"]}
+    direct = httpx.post(f"{api(real_lemonade, door=False)}/embeddings", json=body, timeout=120)
+    assert direct.status_code == 500 and "too large" in direct.text, direct.text[:300]
+    through = httpx.post(f"{api(real_lemonade)}/embeddings", json=body, timeout=120)
+    assert through.status_code == 200, through.text[:300]
+    vectors = [item["embedding"] for item in through.json()["data"]]
+    assert [len(v) for v in vectors] == [384, 384]
+    # The short input went as text, untouched: its vector is the one Lemonade gives it alone.
+    alone = httpx.post(f"{api(real_lemonade, door=False)}/embeddings", timeout=60,
+                       json={"model": EMBEDDER, "input": ["short text"]}).json()["data"][0]["embedding"]
+    assert vectors[1] == pytest.approx(alone, abs=1e-5)
+
+
 def test_stats_and_metrics_report_the_last_request(real_lemonade: LemonadeLayout) -> None:
     httpx.post(f"{api(real_lemonade)}/chat/completions", timeout=60, json={
         "model": CHAT, "max_tokens": 5, "messages": [{"role": "user", "content": "Hi"}]})

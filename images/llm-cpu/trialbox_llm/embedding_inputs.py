@@ -5,7 +5,10 @@ pieces; MiniLM's llama-server refuses any input longer than its window with HTTP
 (635 tokens) is too large to process"), indexing fails and the scenario ends in SETUP_ERROR.
 sentence-transformers, the reference for this model, never fails there: it encodes `[CLS]`,
 the first `max_seq_length - 2` word pieces and `[SEP]`, and drops the rest silently. This
-module does exactly that with llama.cpp's own tokenizer (the embedder's `/tokenize`).
+module does exactly that with llama.cpp's own tokenizer (the embedder's `/tokenize`). llm-cpu
+cuts at its catalog's limit; the front door, before the real Lemonade serving the same MiniLM
+file under GAIA's embedder name, cuts at `--embed-max-tokens` through Lemonade's own
+`/api/v1/tokenize` (whose llama-server would refuse the long input the same way).
 
 How: each text input is tokenized with its special tokens. When it is longer than the limit,
 the request sends token ids instead of text: `[CLS]`, the first pieces, and the closing
@@ -47,9 +50,13 @@ def cut(tokens: list[int], limit: int) -> list[int]:
     return tokens[: limit - 1] + tokens[-1:]
 
 
-async def tokenize(http: httpx.AsyncClient, url: str, text: str) -> list[int]:
-    """`text` as llama.cpp's tokenizer for this model sees it, special tokens included."""
-    response = await http.post(f"{url}/tokenize", json={"content": text, "add_special": True})
+async def tokenize(http: httpx.AsyncClient, url: str, text: str, model: str | None = None) -> list[int]:
+    """`text` as llama.cpp's tokenizer for this model sees it, special tokens included. Through
+    Lemonade (`/api/v1/tokenize`), `model` names which loaded model's tokenizer answers."""
+    payload: dict[str, Any] = {"content": text, "add_special": True}
+    if model is not None:
+        payload["model"] = model
+    response = await http.post(f"{url}/tokenize", json=payload)
     try:
         tokens = response.json().get("tokens") if response.status_code == 200 else None
     except ValueError:
@@ -72,7 +79,7 @@ def text_inputs(body: dict[str, Any]) -> list[Any] | None:
 
 
 async def fit_to_limit(
-    http: httpx.AsyncClient, url: str, body: dict[str, Any], limit: int
+    http: httpx.AsyncClient, url: str, body: dict[str, Any], limit: int, *, by_model: bool = False
 ) -> FittedRequest:
     """`body` with every text input longer than `limit` tokens cut to `limit`.
 
@@ -85,7 +92,8 @@ async def fit_to_limit(
     # All at once: llama-server tokenizes on its HTTP threads, so a batch of 25 costs about
     # one round trip instead of 25 in a row.
     texts_only = [item for item in items if isinstance(item, str)]
-    token_lists = iter(await asyncio.gather(*(tokenize(http, url, t) for t in texts_only)))
+    model = body.get("model") if by_model and isinstance(body.get("model"), str) else None
+    token_lists = iter(await asyncio.gather(*(tokenize(http, url, t, model) for t in texts_only)))
     tokenized = [next(token_lists) if isinstance(item, str) else None for item in items]
     texts = sum(tokens is not None for tokens in tokenized)
     too_long = sum(tokens is not None and len(tokens) > limit for tokens in tokenized)

@@ -47,6 +47,7 @@ from trialbox_llm.admin import (
     token_from_environment,
 )
 from trialbox_llm.decoding import DECODING_PATH, FORCED_ROUTES, Decoding
+from trialbox_llm.embedding_inputs import TokenizerError, fit_to_limit
 from trialbox_llm.meter import METER_PATH, Meter, Timing, client_of, meter_route
 from trialbox_llm.routes import API_PREFIXES, UNLOAD_NOTE, decoding_route
 
@@ -77,6 +78,10 @@ class FrontDoor:
     meter: Meter = field(default_factory=Meter)
     #: Per-client repeatable decoding, set by the runner for a speed comparison (`decoding`).
     decoding: Decoding = field(default_factory=Decoding)
+    #: Embedding inputs are cut to this many tokens, as sentence-transformers cuts them, when the
+    #: upstream serves a small bundled embedder under GAIA's name (`--embed-max-tokens`; None:
+    #: passed as sent). See trialbox_llm.embedding_inputs.
+    embed_max_tokens: int | None = None
     #: The door's own questions to Lemonade (is a load already satisfied?).
     http: httpx.AsyncClient = field(default_factory=lambda: httpx.AsyncClient(timeout=_TIMEOUT))
     #: The sandboxes' requests, relayed on kept-alive connections with httpcore (httpx's
@@ -178,6 +183,8 @@ async def proxy(request: Request) -> Response:
     if request.url.query:
         url += f"?{request.url.query}"
     timing = None
+    if route == "embeddings" and door.embed_max_tokens and request.method == "POST":
+        raw = await _fit_embeddings(door, prefix, raw)
     if route in METERED and request.method == "POST":
         # Model and stream flag are read from the body only once the answer is over (see
         # `_finish`): parsing an agent's request (tens of KB) here would delay its first token.
@@ -205,6 +212,30 @@ async def proxy(request: Request) -> Response:
                                  background=BackgroundTask(_finish, upstream, timing, raw))
     response.raw_headers = headers  # Lemonade's, as they came (repeated ones included)
     return response
+
+
+async def _fit_embeddings(door: FrontDoor, prefix: str, raw: bytes) -> bytes:
+    """The embeddings request with every input longer than the embedder's window cut to it
+    (token ids from Lemonade's own tokenizer); the request as sent when nothing needs cutting,
+    when it is not JSON, or when the tokenizer does not answer (Lemonade then says what is
+    wrong itself)."""
+    try:
+        body = json.loads(raw or b"{}")
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return raw
+    if not isinstance(body, dict) or door.embed_max_tokens is None:
+        return raw
+    try:
+        fitted = await fit_to_limit(door.http, f"{door.upstream}{prefix or '/api/v1'}", body,
+                                    door.embed_max_tokens, by_model=True)
+    except (TokenizerError, httpx.HTTPError) as exc:
+        log.warning("embedding inputs not cut (the tokenizer did not answer): %s", exc)
+        return raw
+    if not fitted.truncated:
+        return raw
+    log.info("cut %d of %d embedding inputs to %d tokens", fitted.truncated, fitted.texts,
+             door.embed_max_tokens)
+    return json.dumps(fitted.body).encode()
 
 
 def _model_of(raw: bytes) -> str | None:
@@ -275,6 +306,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--upstream", required=True, help="Lemonade's origin, e.g. http://lemonade:13305")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=13305)
+    parser.add_argument("--embed-max-tokens", type=int, default=None, help=(
+        "cut each embedding input to this many tokens, as sentence-transformers does (for a "
+        "bundled embedder with a smaller window than the one GAIA chunks for); default: as sent"))
     args = parser.parse_args(argv)
     try:
         token = token_from_environment(os.environ)
@@ -283,7 +317,10 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)
-    door = FrontDoor(args.upstream.rstrip("/"), AdminGuard(token))
+    if args.embed_max_tokens is not None and args.embed_max_tokens < 2:
+        parser.error("--embed-max-tokens must be 2 or more (the special tokens alone take 2)")
+    door = FrontDoor(args.upstream.rstrip("/"), AdminGuard(token),
+                     embed_max_tokens=args.embed_max_tokens)
     uvicorn.run(build_app(door), host=args.host, port=args.port, log_level="info",
                 access_log=False, timeout_graceful_shutdown=5)
     return 0
