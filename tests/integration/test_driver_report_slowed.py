@@ -15,7 +15,9 @@ run-to-run noise the report's notes warn of; it also cost ~5 more minutes of CI.
 Quality (planted): without a judge the runs' statuses are NOT_JUDGED or checks-decided FAILs, and
 a model this small cannot be made to answer worse on purpose, so the quality difference is
 planted by adjusting statuses in copies of the two scorecards: every row of A becomes a judged
-PASS (score 8), and the first 7 of B's 9 rows a judged FAIL (score 4), the rest PASS. Turns,
+PASS (score 8), and the first 8 of B's 9 rows a judged FAIL (score 4), the rest PASS (7 of 9,
+McNemar p 2/128, no longer passes Benjamini–Hochberg at the report's headline level 0.035 over
+the 3 outcomes these runs can test: the report keeps some of alpha for its scenario screen). Turns,
 speeds and traces stay exactly as the runs recorded them.
 """
 
@@ -166,9 +168,9 @@ def test_the_report_finds_the_slower_build_and_the_planted_quality_loss(
 ) -> None:
     direct, slowed, _ = runs
     a_dir = plant_quality(direct, tmp_path / "a", failing=0)
-    b_dir = plant_quality(slowed, tmp_path / "b", failing=7)
+    b_dir = plant_quality(slowed, tmp_path / "b", failing=8)
     a, b = read_any_scorecard(a_dir), read_any_scorecard(b_dir)
-    assert statuses(a) == [Status.PASS] * 9 and statuses(b).count(Status.FAIL) == 7
+    assert statuses(a) == [Status.PASS] * 9 and statuses(b).count(Status.FAIL) == 8
 
     report = driver_report(a, b, read_traces(a_dir), read_traces(b_dir))
     text = render_driver_md(report)
@@ -181,17 +183,20 @@ def test_the_report_finds_the_slower_build_and_the_planted_quality_loss(
     for d in per_scenario:  # tested as headline questions, but 3 vs 3 trials cannot decide
         assert d.verdict is Change.TOO_FEW and "run more trials" in d.note, text
     assert not any(d.verdict.beyond_noise for d in report.speed), text
-    ttft = next(d for d in report.detectable if d.metric == "turn_wall_s")
-    assert ttft.scenarios == 3 and ttft.noise_floor > 0, text  # the size is still printed
+    wall_size = next(d for d in report.detectable if d.metric == "turn_wall_s")
+    # 3 scenarios can show no change of any size over scenarios, and the report says so
+    # instead of printing a size it could not deliver.
+    assert wall_size.scenarios == 3 and wall_size.detectable is None, text
+    assert "below 6 no result over scenarios is tested" in wall_size.reason, text
 
     passed = next(o for o in report.outcomes if o.outcome == "passed" and o.scope == "all")
-    assert (passed.pairs, passed.a_only, passed.b_only) == (9, 7, 0)
-    assert passed.p_value == pytest.approx(2 / 128)
+    assert (passed.pairs, passed.a_only, passed.b_only) == (9, 8, 0)
+    assert passed.p_value == pytest.approx(2 / 256)
     assert passed.verdict is Change.WORSE and passed.p_adjusted is not None
     assert passed.p_adjusted < report.alpha
 
     assert "## Smallest detectable change\n- with 3 trial(s) of 3 scenarios" in text
-    assert "passed (all scenarios, n = 9 pairs): B worse, 7 pair(s) lost and 0 gained" in text
+    assert "passed (all scenarios, n = 9 pairs): B worse, 8 pair(s) lost and 0 gained" in text
 
 
 def test_an_identical_pair_of_real_runs_is_no_detectable_change(
@@ -204,9 +209,8 @@ def test_an_identical_pair_of_real_runs_is_no_detectable_change(
     assert report.speed and all(d.verdict is not Change.SLOWER for d in report.speed)
     assert all(not d.verdict.beyond_noise for d in report.speed + report.scores)
     assert all(not o.verdict.beyond_noise for o in report.outcomes)
-    assert "- no detectable change: every difference is within the noise" in render_driver_md(
-        report
-    )
+    # 3 scenarios × 3 trials could not have shown a speed change: no clean bill is given.
+    assert "- no finding, and none was possible" in render_driver_md(report)
 
 
 def test_the_proxy_passes_replies_through_unchanged(llm_url: str) -> None:
