@@ -158,6 +158,13 @@ def test_inputs_past_the_bundled_embedders_window_are_cut_at_the_door(
     assert through.status_code == 200, through.text[:300]
     vectors = [item["embedding"] for item in through.json()["data"]]
     assert [len(v) for v in vectors] == [384, 384]
+    # Lemonade's tokenizer answers for whichever model served last: after a chat it is the chat
+    # model's, whose ids would be invalid for the embedder. The door must still get it through.
+    httpx.post(f"{api(real_lemonade)}/chat/completions", timeout=60, json={
+        "model": CHAT, "max_tokens": 2, "messages": [{"role": "user", "content": "Hi"}]})
+    after_chat = httpx.post(f"{api(real_lemonade)}/embeddings", json=body, timeout=120)
+    assert after_chat.status_code == 200, after_chat.text[:300]
+    assert [len(item["embedding"]) for item in after_chat.json()["data"]] == [384, 384]
     # The short input went as text, untouched: its vector is the one Lemonade gives it alone.
     alone = httpx.post(f"{api(real_lemonade, door=False)}/embeddings", timeout=60,
                        json={"model": EMBEDDER, "input": ["short text"]}).json()["data"][0]["embedding"]

@@ -7,8 +7,14 @@ sentence-transformers, the reference for this model, never fails there: it encod
 the first `max_seq_length - 2` word pieces and `[SEP]`, and drops the rest silently. This
 module does exactly that with llama.cpp's own tokenizer (the embedder's `/tokenize`). llm-cpu
 cuts at its catalog's limit; the front door, before the real Lemonade serving the same MiniLM
-file under GAIA's embedder name, cuts at `--embed-max-tokens` through Lemonade's own
-`/api/v1/tokenize` (whose llama-server would refuse the long input the same way).
+file under GAIA's embedder name, cuts at `--embed-max-tokens` (`fit_through_lemonade`).
+
+Lemonade's `/api/v1/tokenize` answers with the tokenizer of whichever model it served last, not
+the model named (seen on 2026.39.1-2: after a chat, "hello world" came back as SmolLM2's ids).
+So the door accepts a tokenization only when it carries the embedder's own opening and closing
+special tokens (`--embed-special`, 101 and 102 for the bundled MiniLM); otherwise that input is
+cut by characters to a length that cannot exceed the window (a word piece covers at least one
+character that is not a space), which is shorter than the token cut but never refused.
 
 How: each text input is tokenized with its special tokens. When it is longer than the limit,
 the request sends token ids instead of text: `[CLS]`, the first pieces, and the closing
@@ -78,8 +84,56 @@ def text_inputs(body: dict[str, Any]) -> list[Any] | None:
     return items
 
 
+def cut_characters(text: str, limit: int) -> str:
+    """`text` up to its `limit - 2`-th character that is not a space: at most `limit` tokens
+    with the two special ones, whatever the tokenizer (every word piece covers one or more)."""
+    seen = 0
+    for index, character in enumerate(text):
+        if not character.isspace():
+            seen += 1
+            if seen > limit - 2:
+                return text[:index]
+    return text
+
+
+async def fit_through_lemonade(
+    http: httpx.AsyncClient, url: str, body: dict[str, Any], limit: int, special: tuple[int, int]
+) -> FittedRequest:
+    """`body` with every text input longer than `limit` tokens cut: to token ids where Lemonade's
+    tokenizer answered as the embedder (its ids open with `special[0]` and close with
+    `special[1]`), else by characters (`cut_characters`). Inputs that fit pass as text."""
+    items = text_inputs(body)
+    if items is None:
+        return FittedRequest(body, 0, 0)
+    model = body.get("model") if isinstance(body.get("model"), str) else None
+    texts_only = [item for item in items if isinstance(item, str)]
+    token_lists = iter(await asyncio.gather(*(tokenize(http, url, t, model) for t in texts_only)))
+    fitted_items: list[Any] = []
+    truncated = 0
+    for item in items:
+        if not isinstance(item, str):
+            fitted_items.append(item)
+            continue
+        tokens = next(token_lists)
+        embedder_said = len(tokens) >= 2 and (tokens[0], tokens[-1]) == special
+        if embedder_said and len(tokens) <= limit:
+            fitted_items.append(item)
+        elif embedder_said:
+            fitted_items.append(cut(tokens, limit))
+            truncated += 1
+        else:
+            short = cut_characters(item, limit)
+            fitted_items.append(short)
+            truncated += short != item
+    if not truncated:
+        return FittedRequest(body, len(texts_only), 0)
+    fitted = copy.copy(body)
+    fitted["input"] = fitted_items
+    return FittedRequest(fitted, len(texts_only), truncated)
+
+
 async def fit_to_limit(
-    http: httpx.AsyncClient, url: str, body: dict[str, Any], limit: int, *, by_model: bool = False
+    http: httpx.AsyncClient, url: str, body: dict[str, Any], limit: int
 ) -> FittedRequest:
     """`body` with every text input longer than `limit` tokens cut to `limit`.
 
@@ -92,8 +146,7 @@ async def fit_to_limit(
     # All at once: llama-server tokenizes on its HTTP threads, so a batch of 25 costs about
     # one round trip instead of 25 in a row.
     texts_only = [item for item in items if isinstance(item, str)]
-    model = body.get("model") if by_model and isinstance(body.get("model"), str) else None
-    token_lists = iter(await asyncio.gather(*(tokenize(http, url, t, model) for t in texts_only)))
+    token_lists = iter(await asyncio.gather(*(tokenize(http, url, t) for t in texts_only)))
     tokenized = [next(token_lists) if isinstance(item, str) else None for item in items]
     texts = sum(tokens is not None for tokens in tokenized)
     too_long = sum(tokens is not None and len(tokens) > limit for tokens in tokenized)

@@ -47,7 +47,7 @@ from trialbox_llm.admin import (
     token_from_environment,
 )
 from trialbox_llm.decoding import DECODING_PATH, FORCED_ROUTES, Decoding
-from trialbox_llm.embedding_inputs import TokenizerError, fit_to_limit
+from trialbox_llm.embedding_inputs import TokenizerError, fit_through_lemonade
 from trialbox_llm.meter import METER_PATH, Meter, Timing, client_of, meter_route
 from trialbox_llm.routes import API_PREFIXES, UNLOAD_NOTE, decoding_route
 
@@ -82,6 +82,9 @@ class FrontDoor:
     #: upstream serves a small bundled embedder under GAIA's name (`--embed-max-tokens`; None:
     #: passed as sent). See trialbox_llm.embedding_inputs.
     embed_max_tokens: int | None = None
+    #: The embedder's opening and closing special token ids (`--embed-special`): how the door
+    #: knows Lemonade's tokenizer answered for the embedder (embedding_inputs says why).
+    embed_special: tuple[int, int] = (101, 102)
     #: The door's own questions to Lemonade (is a load already satisfied?).
     http: httpx.AsyncClient = field(default_factory=lambda: httpx.AsyncClient(timeout=_TIMEOUT))
     #: The sandboxes' requests, relayed on kept-alive connections with httpcore (httpx's
@@ -226,8 +229,8 @@ async def _fit_embeddings(door: FrontDoor, prefix: str, raw: bytes) -> bytes:
     if not isinstance(body, dict) or door.embed_max_tokens is None:
         return raw
     try:
-        fitted = await fit_to_limit(door.http, f"{door.upstream}{prefix or '/api/v1'}", body,
-                                    door.embed_max_tokens, by_model=True)
+        fitted = await fit_through_lemonade(door.http, f"{door.upstream}{prefix or '/api/v1'}",
+                                            body, door.embed_max_tokens, door.embed_special)
     except (TokenizerError, httpx.HTTPError) as exc:
         log.warning("embedding inputs not cut (the tokenizer did not answer): %s", exc)
         return raw
@@ -309,6 +312,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embed-max-tokens", type=int, default=None, help=(
         "cut each embedding input to this many tokens, as sentence-transformers does (for a "
         "bundled embedder with a smaller window than the one GAIA chunks for); default: as sent"))
+    parser.add_argument("--embed-special", default="101,102", help=(
+        "the embedder's opening and closing special token ids, OPEN,CLOSE (the bundled MiniLM's: "
+        "101,102)"))
     args = parser.parse_args(argv)
     try:
         token = token_from_environment(os.environ)
@@ -319,8 +325,12 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("httpx").setLevel(logging.WARNING)
     if args.embed_max_tokens is not None and args.embed_max_tokens < 2:
         parser.error("--embed-max-tokens must be 2 or more (the special tokens alone take 2)")
+    try:
+        opening, closing = (int(part) for part in args.embed_special.split(","))
+    except ValueError:
+        parser.error(f"--embed-special {args.embed_special!r}: give two token ids, OPEN,CLOSE")
     door = FrontDoor(args.upstream.rstrip("/"), AdminGuard(token),
-                     embed_max_tokens=args.embed_max_tokens)
+                     embed_max_tokens=args.embed_max_tokens, embed_special=(opening, closing))
     uvicorn.run(build_app(door), host=args.host, port=args.port, log_level="info",
                 access_log=False, timeout_graceful_shutdown=5)
     return 0
