@@ -34,7 +34,9 @@ LLM_SERVICE = "llm"
 #: The LLM servers trialbox can start: its own llm-cpu, or the real Lemonade Server
 #: (trialbox/lemonade, from Debian's archive) behind the front door.
 LLM_SERVERS = ("llm-cpu", "lemonade")
-#: The server on the CPU when none is named (`--llm-server`); see README "Which LLM server".
+#: The server on the CPU when none is named (`--llm-server`): llm-cpu, because side by side on the
+#: same files Lemonade decoded at 0.69 of its speed (scripts/bench-servers; README "Which LLM
+#: server on the CPU").
 DEFAULT_CPU_SERVER = "llm-cpu"
 LLM_PORT = 13305
 DEFAULT_PROJECT = "trialbox"
