@@ -21,6 +21,7 @@ decode the same tokens. `--null` makes B a second llm-cpu: every ratio must read
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import statistics
 import subprocess
@@ -72,6 +73,7 @@ class Server:
         self.figures.setdefault(metric, []).append(value)
 
 
+@functools.lru_cache(maxsize=8)
 def corpus_text(chars: int) -> str:
     """Our own corpus prose (eval/corpus), repeated to `chars` characters."""
     root = eval_root() / "corpus"
@@ -106,11 +108,11 @@ def gaia_shaped_chat(question: str) -> dict[str, Any]:
 def chat_once(client: httpx.Client, server: Server, question: str) -> None:
     """TTFT (first content chunk, on this clock) and decode rate (tokens after the first over
     first-to-last token time, counted by the server's usage)."""
+    body = gaia_shaped_chat(question)  # built before the clock starts: it reads the corpus
     started = time.perf_counter()
     first = last = None
     tokens = 0
-    with client.stream("POST", f"{server.url}/api/v1/chat/completions",
-                       json=gaia_shaped_chat(question)) as reply:
+    with client.stream("POST", f"{server.url}/api/v1/chat/completions", json=body) as reply:
         if reply.status_code != 200:
             raise SystemExit(f"{server.key}: chat HTTP {reply.status_code}: {reply.read()[:300]!r}")
         for line in reply.iter_lines():
@@ -213,7 +215,8 @@ def main(argv: list[str] | None = None) -> int:
                 chat_once(http, server, questions[0])
                 embed_batches(http, server, [chunks(BATCH)])
                 server.figures.clear()
-            batches = [chunks(BATCH * args.batches)[i:i + BATCH] for i in range(0, BATCH * args.batches, BATCH)]
+            pieces = chunks(BATCH * args.batches)
+            batches = [pieces[i:i + BATCH] for i in range(0, len(pieces), BATCH)]
             for round_no in range(args.rounds):
                 for server in (a, b) if round_no % 2 == 0 else (b, a):
                     for i in range(args.chats):

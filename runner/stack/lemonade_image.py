@@ -17,7 +17,6 @@ carries the CPU backend only. An image with GPU backends is tagged ``trialbox/le
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 from runner.stack.image_build import BuiltImage, build_dockerfile, run_logged
@@ -106,19 +105,6 @@ def build_lemonade_image(root: Path | None = None, env: dict[str, str] | None = 
                             build_args=build_args, labels=labels)
 
 
-def installed_versions(tag: str) -> dict[str, str]:
-    """What an image really holds (`package → version`, from dpkg at build time), read from the
-    image with a throw-away container that has no network; {} when the image is absent."""
-    if not image_exists(tag):
-        return {}
-    done = subprocess.run(
-        ["docker", "run", "--rm", "--network", "none", "--entrypoint", "cat",
-         "--label", "trialbox.run=doctor", tag, "/usr/share/trialbox/versions"],
-        capture_output=True, text=True, timeout=60, check=False)
-    pairs = (line.partition("=") for line in done.stdout.splitlines() if "=" in line)
-    return {name: version for name, _, version in pairs}
-
-
 def image_versions_of(labels: dict[str, str]) -> dict[str, str]:
     """The versions stamped on a trialbox/lemonade image, from its labels; {} for another image
     (the registry's Lemonade carries none of them)."""
@@ -145,6 +131,5 @@ __all__ = [
     "build_lemonade_image",
     "image_versions",
     "image_versions_of",
-    "installed_versions",
     "lemonade_tag",
 ]

@@ -84,6 +84,16 @@ def text_inputs(body: dict[str, Any]) -> list[Any] | None:
     return items
 
 
+async def _tokenized(http: httpx.AsyncClient, url: str, items: list[Any],
+                     model: str | None = None) -> list[list[int] | None]:
+    """Each text input's tokens, None for an input that is already token ids. All at once:
+    llama-server tokenizes on its HTTP threads, so a batch of 25 costs about one round trip
+    instead of 25 in a row."""
+    texts = [item for item in items if isinstance(item, str)]
+    token_lists = iter(await asyncio.gather(*(tokenize(http, url, t, model) for t in texts)))
+    return [next(token_lists) if isinstance(item, str) else None for item in items]
+
+
 def cut_characters(text: str, limit: int) -> str:
     """`text` up to its `limit - 2`-th character that is not a space: at most `limit` tokens
     with the two special ones, whatever the tokenizer (every word piece covers one or more)."""
@@ -106,15 +116,13 @@ async def fit_through_lemonade(
     if items is None:
         return FittedRequest(body, 0, 0)
     model = body.get("model") if isinstance(body.get("model"), str) else None
-    texts_only = [item for item in items if isinstance(item, str)]
-    token_lists = iter(await asyncio.gather(*(tokenize(http, url, t, model) for t in texts_only)))
+    tokenized = await _tokenized(http, url, items, model)
     fitted_items: list[Any] = []
     truncated = 0
-    for item in items:
-        if not isinstance(item, str):
+    for item, tokens in zip(items, tokenized, strict=True):
+        if tokens is None:
             fitted_items.append(item)
             continue
-        tokens = next(token_lists)
         embedder_said = len(tokens) >= 2 and (tokens[0], tokens[-1]) == special
         if embedder_said and len(tokens) <= limit:
             fitted_items.append(item)
@@ -125,11 +133,12 @@ async def fit_through_lemonade(
             short = cut_characters(item, limit)
             fitted_items.append(short)
             truncated += short != item
+    texts = sum(tokens is not None for tokens in tokenized)
     if not truncated:
-        return FittedRequest(body, len(texts_only), 0)
+        return FittedRequest(body, texts, 0)
     fitted = copy.copy(body)
     fitted["input"] = fitted_items
-    return FittedRequest(fitted, len(texts_only), truncated)
+    return FittedRequest(fitted, texts, truncated)
 
 
 async def fit_to_limit(
@@ -143,11 +152,7 @@ async def fit_to_limit(
     items = text_inputs(body)
     if items is None:
         return FittedRequest(body, 0, 0)
-    # All at once: llama-server tokenizes on its HTTP threads, so a batch of 25 costs about
-    # one round trip instead of 25 in a row.
-    texts_only = [item for item in items if isinstance(item, str)]
-    token_lists = iter(await asyncio.gather(*(tokenize(http, url, t) for t in texts_only)))
-    tokenized = [next(token_lists) if isinstance(item, str) else None for item in items]
+    tokenized = await _tokenized(http, url, items)
     texts = sum(tokens is not None for tokens in tokenized)
     too_long = sum(tokens is not None and len(tokens) > limit for tokens in tokenized)
     if not too_long:
