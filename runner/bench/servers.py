@@ -13,9 +13,11 @@ trialbox runs each (the door's own cost is ~2 ms a request: README, front door).
 Rounds alternate the order (A B, B A, ...), so a drift of the machine falls on both alike, and
 every ratio is B ÷ A within a round. Chats are greedy with one seed and `cache_prompt: false`
 (each request prefills its prompt afresh, as a new Agent UI session does), so both servers
-decode the same tokens. `--null` makes B a second llm-cpu: every ratio must read ~1.00.
+decode the same tokens. The bench's own checks: `--null` makes B a second llm-cpu, so every
+ratio must read ~1.00; `--plant` makes B a second llm-cpu held to one of the two cores (a known
+slowdown), so decode and first token must read clearly worse than the A/A's range.
 
-    scripts/bench-servers [--rounds 5] [--chats 3] [--batches 3] [--index-chars 1000000] [--null]
+    scripts/bench-servers [--rounds 5] [--chats 3] [--batches 3] [--index-chars 1000000] [--null | --plant]
 """
 
 from __future__ import annotations
@@ -64,6 +66,8 @@ class Server:
 
     key: str
     kind: str
+    #: CPUs the container may use (None: all): the planted slowdown.
+    cpus: float | None = None
     url: str = ""
     container: Any = None
     ready_s: float = 0.0
@@ -170,8 +174,9 @@ def start(server: Server, network: str, tag: str, client: docker.DockerClient) -
                                              client=client)
         server.container = lemonade.container
     else:
+        limit: dict[str, Any] = {"nano_cpus": int(server.cpus * 1e9)} if server.cpus else {}
         llm: LlmContainer = start_llm_container(name, labels, models=True, network=network,
-                                                client=client)
+                                                client=client, **limit)
         server.url, server.container = llm.url, llm.container
     server.ready_s = time.perf_counter() - started
 
@@ -197,12 +202,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batches", type=int, default=3, help="embedding requests of 25 per round")
     parser.add_argument("--index-chars", type=int, default=1_000_000,
                         help="GAIA indexes a document of this many characters on each (0: skip)")
-    parser.add_argument("--null", action="store_true", help="B is a second llm-cpu (reads ~1.00)")
+    check = parser.add_mutually_exclusive_group()
+    check.add_argument("--null", action="store_true", help="B is a second llm-cpu (reads ~1.00)")
+    check.add_argument("--plant", action="store_true",
+                       help="B is a second llm-cpu on one CPU (must read clearly slower)")
     args = parser.parse_args(argv)
 
     tag = f"bench-servers-{int(time.time())}"
     client = docker.from_env()
-    a, b = Server("A", "llm-cpu"), Server("B", "llm-cpu" if args.null else "lemonade")
+    a = Server("A", "llm-cpu")
+    b = Server("B", "llm-cpu" if args.null or args.plant else "lemonade",
+               cpus=1.0 if args.plant else None)
     questions = ["What is the travel budget?", "Who owns the contract?", "Summarise the audit.",
                  "When is the launch?", "List the open actions."]
     network = client.networks.create(f"tbx-{tag}", labels={RUN_LABEL: tag})
@@ -232,7 +242,8 @@ def main(argv: list[str] | None = None) -> int:
             doc.write_text(corpus_text(args.index_chars), encoding="utf-8")
             for server in (a, b):
                 index[server.key] = gaia_index(server, network_name, doc, tag)
-        print(f"\nA = llm-cpu, B = {b.kind}; {args.rounds} alternated rounds; same model files\n")
+        limited = f" on {b.cpus:g} CPU" if b.cpus else ""
+        print(f"\nA = llm-cpu, B = {b.kind}{limited}; {args.rounds} alternated rounds; same model files\n")
         print(f"{'figure':<26} {'A':<28} {'B':<28} B ÷ A per round (median, min–max)")
         per_round = {"ttft_s": args.chats, "decode_tokens_per_s": args.chats,
                      "embed_chunks_per_s": 1, "memory_mib": 1}
