@@ -81,11 +81,14 @@ def or_fail(make: Callable[[], T]) -> T:
 
 
 def infra(step: Callable[[], T]) -> T:
-    """What step returns; an InfraError ends the command with exit 3."""
+    """What step returns; an InfraError ends the command with exit 3, a UsageError (a choice
+    the step refuses, e.g. a server the device cannot have) with exit 2."""
     try:
         return step()
     except InfraError as exc:
         fail(str(exc), EXIT_INFRA)
+    except UsageError as exc:
+        fail(str(exc), EXIT_USAGE)
 
 
 def suite_and_corpus(paths: list[Path] | None, corpus: Path | None) -> tuple[list[Path], Path]:

@@ -8,7 +8,7 @@ import typer
 
 from runner.cli._shared import command_group, fail, say
 from runner.cli.options import DeviceName, LlmServerName
-from runner.run.errors import EXIT_INFRA, InfraError
+from runner.run.errors import EXIT_INFRA, EXIT_USAGE, InfraError, UsageError
 
 node_app = command_group("This machine as a Ray cluster node (needs trialbox[cluster]).")
 
@@ -34,6 +34,8 @@ def node_join(
              name=name, node_ip=node_ip, say=say, llm_server=llm_server)
     except (NodeError, InfraError) as exc:
         fail(str(exc), EXIT_INFRA)
+    except UsageError as exc:  # a server the device cannot have
+        fail(str(exc), EXIT_USAGE)
 
 
 @node_app.command("leave")

@@ -23,8 +23,18 @@ Corpus = Annotated[Path | None, typer.Option(
                      "as GAIA lays it out: <tree>/../corpus or the repository's eval/corpus]")]
 JsonOutput = Annotated[bool, typer.Option("--json", help="print machine-readable JSON instead of text")]
 DeviceName = Annotated[str, typer.Option(help="auto | cpu | rocm | npu | vulkan")]
+def _llm_server(value: str | None) -> str | None:
+    """A server name trialbox can start, refused while parsing (exit 2) otherwise."""
+    from runner.stack.compose import LLM_SERVERS
+
+    if value is not None and value not in LLM_SERVERS:
+        raise typer.BadParameter(f"{value!r} is not a server; use one of: {', '.join(LLM_SERVERS)}")
+    return value
+
+
 LlmServerName = Annotated[str | None, typer.Option(
-    "--llm-server", help="llm-cpu | lemonade: the LLM server trialbox starts (on the CPU either; "
+    "--llm-server", callback=_llm_server,
+    help="llm-cpu | lemonade: the LLM server trialbox starts (on the CPU either; "
     "rocm, npu and vulkan are Lemonade's) [default: llm-cpu on the CPU]")]
 Results = Annotated[Path, typer.Option(help="results root")]
 JudgeProvider = Annotated[str, typer.Option(help="auto | anthropic | openai | none")]

@@ -9,9 +9,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 from rich.console import Console
 
-from runner.run.errors import InfraError
+from runner.run.errors import InfraError, UsageError
 from runner.run.progress import Progress, phase
-from runner.stack.compose import ComposeError, server_for, up_llm
+from runner.stack.compose import ComposeError, overlay_name, server_for, up_llm
 from runner.stack.engine import check_compose, check_engine
 from runner.stack.hardware import DeviceChoice
 from runner.stack.images import (
@@ -110,6 +110,10 @@ def start_llm(console: Console, device: DeviceChoice, server: str | None = None)
     """Start the stack's LLM service for the device, served by `server` (llm-cpu | lemonade;
     default: the device's, runner.stack.compose.server_for); returns (container name, host URL)."""
     chosen = server_for(device.device, server)
+    try:
+        overlay_name(device.device, chosen)  # a server this device cannot have: the user's to fix
+    except ComposeError as exc:
+        raise UsageError(str(exc)) from exc
     with phase(f"starting the LLM server ({chosen} on {device.device}) and waiting until healthy",
                stream=console.file, log_every_s=BUILD_HEARTBEAT_S) as step:
         try:

@@ -103,3 +103,27 @@ def test_resume_of_a_folder_that_is_not_a_run(tmp_path: Path) -> None:
 def test_calibrate_without_any_judge_says_how_to_configure_one(tmp_path: Path) -> None:
     code, output = invoke(tmp_path, "calibrate", "--judge-provider", "none")
     assert code == 2 and "judge" in output
+
+
+@pytest.mark.parametrize("command", ["up", "down", "run", "bench"])
+def test_an_llm_server_that_is_no_server_is_refused_while_parsing(tmp_path: Path, command: str) -> None:
+    code, output = invoke(tmp_path, command, "--llm-server", "vllm")
+    assert code == 2 and "'vllm' is not a server" in output and "llm-cpu, lemonade" in output
+    assert "Traceback" not in output
+
+
+def test_llm_cpu_for_an_accelerator_is_a_usage_error_before_anything_starts(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The runner container's way of passing a checked device down, so no /dev/kfd is needed.
+    monkeypatch.setenv("TRIALBOX_IN_CONTAINER", "1")
+    code, output = invoke(tmp_path, "up", "--device", "rocm", "--llm-server", "llm-cpu")
+    assert code == 2, output
+    lines = [line for line in output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "serves on the CPU only" in lines[0] and "--llm-server lemonade" in lines[0]
+
+
+def test_llm_server_beside_a_server_trialbox_did_not_start_is_refused(tmp_path: Path) -> None:
+    code, output = invoke(tmp_path, *run_args(tmp_path, "--llm-server", "lemonade",
+                                              "--llm-url", "http://127.0.0.1:9"))
+    assert code == 2 and "--llm-server starts the stack's own LLM server" in output
+    assert nothing_ran(tmp_path)
