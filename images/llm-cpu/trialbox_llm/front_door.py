@@ -27,13 +27,14 @@ import json
 import logging
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpcore
 import httpx
 import uvicorn
+from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.background import BackgroundTask
 from starlette.requests import Request
@@ -50,6 +51,7 @@ from trialbox_llm.decoding import DECODING_PATH, FORCED_ROUTES, Decoding
 from trialbox_llm.embedding_inputs import TokenizerError, fit_through_lemonade
 from trialbox_llm.meter import METER_PATH, Meter, Timing, client_of, meter_route
 from trialbox_llm.routes import API_PREFIXES, UNLOAD_NOTE, decoding_route
+from trialbox_llm.upstream import UPSTREAM_PATH, InFlight, UpstreamReport, UpstreamRequest
 
 log = logging.getLogger("trialbox_llm.front_door")
 
@@ -94,10 +96,30 @@ class FrontDoor:
     pool: httpcore.AsyncConnectionPool = field(default_factory=lambda: httpcore.AsyncConnectionPool(
         max_connections=None, max_keepalive_connections=256))
 
+    #: The name meter records give the server answering now (`trialbox ab`: A or B; else
+    #: empty, and records name none).
+    label: str = ""
+    #: Requests between arrival and their last byte (a switch of upstream waits for none).
+    in_flight: InFlight = field(default_factory=InFlight)
+    #: Switches of upstream since the door started.
+    switches: int = 0
+
     @functools.cached_property
     def host(self) -> bytes:
         """The Host header for Lemonade: its `host:port`."""
         return httpx.URL(self.upstream).netloc
+
+    def serve_from(self, asked: UpstreamRequest) -> None:
+        """From now on, requests go to `asked.upstream` (the caller waited for none in flight)."""
+        self.upstream, self.label = asked.upstream.rstrip("/"), asked.label
+        self.embed_max_tokens = asked.embed_max_tokens
+        self.__dict__.pop("host", None)  # the cached Host header named the old server
+        self.switches += 1
+
+    def report(self) -> UpstreamReport:
+        return UpstreamReport(upstream=self.upstream, label=self.label or self.upstream,
+                              embed_max_tokens=self.embed_max_tokens,
+                              in_flight=self.in_flight.count, switches=self.switches)
 
 
 def split_route(path: str) -> tuple[str, str]:
@@ -182,6 +204,31 @@ async def proxy(request: Request) -> Response:
     refused = await _policy(door, request, prefix, route, raw)
     if refused is not None:
         return refused
+    door.in_flight.enter()
+    release = _once(door.in_flight.leave)
+    try:
+        return await _pass_on(door, request, prefix, route, raw, release)
+    except BaseException:
+        release()
+        raise
+
+
+def _once(action: Callable[[], None]) -> Callable[[], None]:
+    """`action`, done at most once however often it is called (an answer can end twice)."""
+    done = False
+
+    def call() -> None:
+        nonlocal done
+        if not done:
+            done = True
+            action()
+
+    return call
+
+
+async def _pass_on(door: FrontDoor, request: Request, prefix: str, route: str, raw: bytes,
+                   release: Callable[[], None]) -> Response:
+    """Send the request on to the server answering now and relay its answer."""
     url = f"{door.upstream}{request.url.path}"
     if request.url.query:
         url += f"?{request.url.query}"
@@ -193,6 +240,7 @@ async def proxy(request: Request) -> Response:
         # `_finish`): parsing an agent's request (tens of KB) here would delay its first token.
         client = client_of(request)
         timing = Timing(door.meter, client, request.url.path, None, streamed=False)
+        timing.upstream = door.label or None
         if route in FORCED_ROUTES:  # one dict lookup unless the runner set a policy
             raw, timing.decoding = door.decoding.apply_raw(client, raw)
     outgoing = httpcore.Request(request.method, url, content=raw, extensions=_RELAY_TIMEOUT,
@@ -205,14 +253,16 @@ async def proxy(request: Request) -> Response:
         if timing is not None:
             timing.model = _model_of(raw)
             timing.close(502)
+        release()
         return _error(502, f"the LLM server behind the front door did not answer: {exc!r}",
                       "server_error", "upstream_unreachable")
     headers = [(k.lower(), v) for k, v in upstream.headers if k.lower() not in _DROPPED]
     if timing is not None:
         timing.streamed = any(k == b"content-type" and v.startswith(b"text/event-stream")
                               for k, v in headers)
-    response = StreamingResponse(_relay(upstream, timing, raw), status_code=upstream.status,
-                                 background=BackgroundTask(_finish, upstream, timing, raw))
+    response = StreamingResponse(_relay(upstream, timing, raw, release),
+                                 status_code=upstream.status,
+                                 background=BackgroundTask(_finish, upstream, timing, raw, release))
     response.raw_headers = headers  # Lemonade's, as they came (repeated ones included)
     return response
 
@@ -251,7 +301,7 @@ def _model_of(raw: bytes) -> str | None:
 
 
 async def _relay(upstream: httpcore.Response, timing: Timing | None,
-                 raw: bytes) -> AsyncIterator[bytes]:
+                 raw: bytes, release: Callable[[], None]) -> AsyncIterator[bytes]:
     """Pass the body on as it comes; a metered stream's chunks are shown to the clock first.
 
     The record is written after the response's last byte (`_finish`, the response's background
@@ -271,10 +321,11 @@ async def _relay(upstream: httpcore.Response, timing: Timing | None,
         if timing is not None and whole and upstream.status == 200:
             timing.answer = b"".join(whole)
         if not complete:
-            await _finish(upstream, timing, raw)
+            await _finish(upstream, timing, raw, release)
 
 
-async def _finish(upstream: httpcore.Response, timing: Timing | None, raw: bytes) -> None:
+async def _finish(upstream: httpcore.Response, timing: Timing | None, raw: bytes,
+                  release: Callable[[], None]) -> None:
     """After the answer: release the upstream connection, then write the meter's record."""
     try:
         await upstream.aclose()
@@ -282,6 +333,32 @@ async def _finish(upstream: httpcore.Response, timing: Timing | None, raw: bytes
         if timing is not None and not timing.closed:
             timing.model = _model_of(raw)
             timing.close(upstream.status)
+        release()
+
+
+async def upstream_route(request: Request) -> JSONResponse:
+    """`GET /trialbox/upstream` says which server answers; `POST` switches it (admin token),
+    once nothing is in flight (module trialbox_llm.upstream)."""
+    door: FrontDoor = request.app.state.door
+    if request.method == "POST":
+        if not door.admin.is_admin(request.headers.get("authorization")):
+            return _error(403, f"POST {UPSTREAM_PATH} changes the server every sandbox is "
+                          "answered by, so it needs the admin token (`Authorization: Bearer "
+                          "<token>`; trialbox has it)", "forbidden", "admin_token_required")
+        try:
+            asked = UpstreamRequest.model_validate_json(await request.body())
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            return _error(400, f"invalid {UPSTREAM_PATH} request: "
+                          f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}",
+                          "invalid_request_error", "invalid_upstream")
+        if not await door.in_flight.drained(asked.drain_s):
+            return _error(409, f"{door.in_flight.count} request(s) still in flight after "
+                          f"{asked.drain_s:g} s; the server was not switched",
+                          "conflict", "requests_in_flight")
+        door.serve_from(asked)
+        log.info("now served by %s (%s)", door.label or door.upstream, door.upstream)
+    return JSONResponse(door.report().model_dump())
 
 
 def build_app(door: FrontDoor) -> Starlette:
@@ -295,6 +372,7 @@ def build_app(door: FrontDoor) -> Starlette:
 
     app = Starlette(routes=[Route(METER_PATH, meter_route, methods=["GET"]),
                             Route(DECODING_PATH, decoding_route, methods=["GET", "POST"]),
+                            Route(UPSTREAM_PATH, upstream_route, methods=["GET", "POST"]),
                             Route("/{path:path}", proxy, methods=methods)], lifespan=lifespan)
     app.state.door = door
     app.state.meter, app.state.meter_guard = door.meter, door.admin

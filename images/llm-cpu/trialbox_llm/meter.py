@@ -76,6 +76,10 @@ class MeterRecord(BaseModel):
         default=None,
         description="`repeatable` when the front door forced greedy decoding and a fixed seed on "
         "this request (`decoding`), None when it passed the client's sampling settings as sent")
+    upstream: str | None = Field(
+        default=None,
+        description="which server behind the front door answered (`trialbox ab`'s side, A or "
+        "B); None when the door has one server only")
     self_reported: Stats | None = Field(
         default=None,
         description="the server's own figures for this request (llama.cpp `timings`), "
@@ -168,6 +172,8 @@ class Timing:
         self.answer: bytes | None = None
         #: Set when the front door forced this request's decoding (`decoding.REPEATABLE`).
         self.decoding: str | None = None
+        #: The server that answered, when the door switches between two (`trialbox ab`).
+        self.upstream: str | None = None
         self._pending = b""
 
     def sending(self) -> None:
@@ -259,7 +265,7 @@ class Timing:
             decode_s=None if after is None else round(after, 6),
             prompt_tokens=prompt, completion_tokens=completion,
             wall_s=round(end - self.arrived, 6), status=status, self_reported=self.stats,
-            decoding=self.decoding,
+            decoding=self.decoding, upstream=self.upstream,
         )
 
 
