@@ -6,6 +6,7 @@ from runner import __version__
 from runner.audit import audit_command
 from runner.capture import capture_command
 from runner.cli._shared import command_group
+from runner.cli.ab import ab
 from runner.cli.fix import fix_command
 from runner.cli.node import node_app
 from runner.cli.results import calibrate, compare, export_app, rescore, schema
@@ -30,7 +31,7 @@ def version() -> None:
 
 # In the order `trialbox --help` lists them. The agent developer's loop (fix, capture, audit)
 # lives in its own packages; the CLI only names the commands.
-for command in (validate, selftest, run, rescore, calibrate, compare, schema, doctor, images, up,
+for command in (validate, selftest, run, ab, rescore, calibrate, compare, schema, doctor, images, up,
                 down, clean, bench):
     app.command()(command)
 app.command("fix")(fix_command)

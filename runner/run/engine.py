@@ -71,6 +71,8 @@ class Engine:
     stopped_by_infrastructure: bool = False
     _samples: dict[str, list[RejudgeSample]] = field(default_factory=dict)
     _aftercare: Aftercare = field(default_factory=Aftercare)
+    #: Run only these result keys (one block of `trialbox ab`); None: the whole plan.
+    only: frozenset[str] | None = None
 
     @property
     def stopping(self) -> str | None:
@@ -85,7 +87,7 @@ class Engine:
         for scenario in self.scenarios:
             for trial in range(1, trials + 1) if trials > 1 else [None]:
                 job = Job(scenario, trial)
-                if job.key not in done:
+                if job.key not in done and (self.only is None or job.key in self.only):
                     jobs.append(job)
         return jobs
 

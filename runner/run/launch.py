@@ -105,8 +105,11 @@ def open_writer(settings: RunSettings, scenarios: Sequence[Scenario], resume: bo
 
 
 async def run(settings: RunSettings, say: Callable[[str], None], resume: bool = False,
-              extra: dict[str, Any] | None = None, progress_stream: TextIO | None = None) -> Scorecard:
-    """Everything from settings to a closed scorecard. Raises UsageError/InfraError early."""
+              extra: dict[str, Any] | None = None, progress_stream: TextIO | None = None,
+              only: frozenset[str] | None = None) -> Scorecard:
+    """Everything from settings to a closed scorecard. Raises UsageError/InfraError early.
+    `only`: run just these result keys now (one block of `trialbox ab`); the rest of the plan
+    stays unrecorded for a later call."""
     if resume and is_owned(settings.run_dir):
         with owning(settings.run_dir):  # raises the one-line refusal naming the live owner
             pass
@@ -139,13 +142,14 @@ async def run(settings: RunSettings, say: Callable[[str], None], resume: bool = 
     # before its sweep could remove the live run's sandboxes; a dead owner's lock is free.
     with owning(settings.run_dir):
         return await _run_owned(settings, say, resume, scenarios, manifest, rejected, agents,
-                                judge, simulator, backend, extra, progress_stream)
+                                judge, simulator, backend, extra, progress_stream, only)
 
 
 async def _run_owned(settings: RunSettings, say: Callable[[str], None], resume: bool,
                      scenarios: list[Scenario], manifest: Manifest | None, rejected: list[str],
                      agents: AgentRegistry, judge: Any, simulator: Any, backend: SandboxBackend,
-                     extra: dict[str, Any], progress_stream: TextIO | None) -> Scorecard:
+                     extra: dict[str, Any], progress_stream: TextIO | None,
+                     only: frozenset[str] | None = None) -> Scorecard:
     if resume and settings.backend is Backend.DOCKER:
         _sweep(settings.run_id, say, "left over from the interrupted run", settings.llm_container)
     writer = open_writer(settings, scenarios, resume, extra)
@@ -161,7 +165,7 @@ async def _run_owned(settings: RunSettings, say: Callable[[str], None], resume: 
                                       agents=agents)
     engine = Engine(settings, scenarios, conversations, judge, writer, say=say,
                     progress_stream=progress_stream,
-                    llm_health=lambda: llm_health_probe(settings.llm_url))
+                    llm_health=lambda: llm_health_probe(settings.llm_url), only=only)
     try:
         return await engine.run()
     finally:

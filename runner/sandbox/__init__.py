@@ -7,13 +7,14 @@ who runs Docker sandboxes, not by every importer of this package.
 from runner.sandbox._collect import fetch_meter, llm_admin_token
 from runner.sandbox._firewall import Firewall, FirewallError, isolate_network, release_network
 from runner.sandbox._firewall import sweep as sweep_firewall
-from runner.sandbox._hardening import HardeningConfigError
+from runner.sandbox._hardening import LLM_CPU_SHARES, HardeningConfigError
 from runner.sandbox._protocol import Sandbox, SandboxBackend, SandboxError
 from runner.sandbox.attach import AttachBackend, AttachedSandbox
 from runner.sandbox.local import LocalBackend, LocalSandbox
 from runner.sandbox.names import safe_name, sandbox_name
 
 __all__ = [
+    "LLM_CPU_SHARES",
     "AttachBackend",
     "AttachedSandbox",
     "Firewall",

@@ -58,21 +58,22 @@ def start_llm_container(
     wait: bool = True,
     timeout_s: float = 300.0,
     client: docker.DockerClient | None = None,
+    image: str = LLM_CPU_IMAGE,
     **options: Any,
 ) -> LlmContainer:
     """Start ``trialbox/llm-cpu:dev`` as `name`, labelled `labels` and ``trialbox.role=llm``.
 
     `args` are added to the server's command line (``--double``, ``--embedder-slots 4``);
-    `volumes` are the SDK's mounts (server code over the image's); `models` mounts the
+    `image`: another build of llm-cpu (`trialbox ab`'s sides); `volumes` are the SDK's mounts (server code over the image's); `models` mounts the
     checkout's .cache/models over the image's model files. On `network` (Docker's bridge unless
     told), at the fixed `address` when one is given (so a restarted server comes back where a
     run expects it); `publish` maps the server's port to a free loopback port, which `url` then
     names. `options` go to the SDK as they are (``cpu_shares``, ``read_only``, ``tmpfs``).
     With `wait`, returns once Docker reports it healthy (``wait_until_ready`` otherwise)."""
     client = client or docker.from_env()
-    if not image_exists(LLM_CPU_IMAGE):
+    if not image_exists(image):
         # The SDK would try to pull it, from a registry that does not have it.
-        raise LlmContainerError(f"{LLM_CPU_IMAGE} is not built — `trialbox images` (or `make images`)")
+        raise LlmContainerError(f"{image} is not built — `trialbox images` (or `make images`)")
     mounts = dict(volumes or {})
     if models:
         mounts[str(repo_root() / ".cache" / "models")] = {"bind": MODELS_DIR, "mode": "ro"}
@@ -81,7 +82,7 @@ def start_llm_container(
     command = ["--host", "0.0.0.0", "--port", str(LLM_PORT), "--models-dir", MODELS_DIR, *(args or [])]
     try:
         container = client.containers.create(
-            LLM_CPU_IMAGE, command, name=name, detach=True, init=True,
+            image, command, name=name, detach=True, init=True,
             labels={**labels, ROLE_LABEL: "llm"}, environment=environment or {}, volumes=mounts,
             network=network, ports=ports,
             **options,

@@ -31,7 +31,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(floor) for floor in (
     {"report"},
     {"run"},
     {"corpus", "selftest", "audit", "capture"},
-    {"cluster", "fix"},
+    {"cluster", "fix", "ab"},
     {"bench"},
     {"cli"},
 ))

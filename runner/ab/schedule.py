@@ -1,0 +1,87 @@
+"""The A/B's plan in time: balanced blocks, and `ab.json`, the record of what ran when.
+
+A drift of the machine (measured here: 9–10 % between two runs made back to back) falls on
+whichever side runs later. So each unit of work — one trial of one scenario — is run on both
+sides, one right after the other, and which side goes first follows A B, B A, B A, A B, …
+(A B B A, then B A A B, repeated): over every four units each side holds each place equally
+often, so a drift that is steady over a few units cancels from the paired differences, and
+every B block has A blocks beside it. With `--concurrency N` a block holds N units of one side.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from runner.ab.spec import ServerSpec
+from runner.system.bounded_read import SETTINGS_BYTES
+from runner.system.json_input import InputError, check_schema_version, field_path, read_json_input
+from runner.system.writes import atomic_write
+
+AB_VERSION = 1
+"""ab.json's format version: a newer one is refused on --resume, never read as this one."""
+Side = Literal["A", "B"]
+#: Which side goes first for unit i: A B, B A, B A, A B (then again).
+FIRST = ("A", "B", "B", "A")
+
+
+class Block(BaseModel):
+    """Units of work run on one side while the other waits, with its real start and end."""
+
+    index: int = Field(ge=0, description="0-based place in the schedule")
+    side: Side = Field(description="the side that served this block")
+    keys: list[str] = Field(description="the scenario runs of the block (result keys)")
+    started_at: datetime | None = Field(default=None, description="when it began (UTC); None: "
+                                        "not begun")
+    ended_at: datetime | None = Field(default=None, description="when it ended (UTC); None: "
+                                      "not finished (a resume runs it again)")
+
+
+class AbPlan(BaseModel):
+    """`ab.json`: the two builds, the schedule and where each side's run folder is."""
+
+    schema_version: int = Field(default=AB_VERSION, description="version of this format")
+    ab_id: str = Field(description="the A/B's id (also its folder's name and Docker label)")
+    a: ServerSpec = Field(description="side A's server build")
+    b: ServerSpec = Field(description="side B's server build")
+    runs: dict[Side, str] = Field(description="each side's run id (its folder in this one)")
+    blocks: list[Block] = Field(description="the schedule, in the order it runs")
+
+    def save(self, folder: Path) -> None:
+        atomic_write(folder / "ab.json", self.model_dump_json(indent=2))
+
+    @classmethod
+    def load(cls, folder: Path) -> AbPlan:
+        """ab.json read as a file from elsewhere: one InputError line naming the field."""
+        path = folder / "ab.json"
+        data = read_json_input(path, SETTINGS_BYTES, "start a new `trialbox ab` instead")
+        if not isinstance(data, dict):
+            raise InputError(f"{path}: top level is not an object; start a new `trialbox ab`")
+        check_schema_version(path, data, AB_VERSION)
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise InputError(f"{path}: {field_path(first['loc'])}: {first['msg']}; start a new "
+                             "`trialbox ab` instead of resuming this one") from None
+
+    def spec(self, side: Side) -> ServerSpec:
+        return self.a if side == "A" else self.b
+
+
+def balanced_blocks(keys: list[str], per_block: int = 1) -> list[Block]:
+    """Blocks over `keys` (each unit run on both sides): groups of `per_block` units, each
+    group on both sides back to back, the first side following A B B A B A A B …"""
+    if per_block < 1:
+        raise ValueError("a block holds at least one unit")
+    groups = [keys[i:i + per_block] for i in range(0, len(keys), per_block)]
+    blocks: list[Block] = []
+    for number, group in enumerate(groups):
+        first: Side = "A" if FIRST[number % 4] == "A" else "B"
+        second: Side = "B" if first == "A" else "A"
+        for side in (first, second):
+            blocks.append(Block(index=len(blocks), side=side, keys=list(group)))
+    return blocks
