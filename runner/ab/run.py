@@ -47,7 +47,10 @@ def new_plan(settings: RunSettings, a: ServerSpec, b: ServerSpec, say: Say) -> t
     """A new A/B's folder and schedule over the selected scenarios' trials."""
     scenarios, _, _ = selected_scenarios(settings, say)
     trials = settings.trials
-    keys = [Job(s, t).key for s in scenarios for t in (range(1, trials + 1) if trials > 1 else [None])]
+    # In rounds (every scenario's trial 1, then every trial 2, …): each side then runs each
+    # scenario both early and late, and the report can estimate its drift with an interval.
+    keys = [Job(s, t).key for t in (range(1, trials + 1) if trials > 1 else [None])
+            for s in scenarios]
     ab_id = new_run_id()
     plan = AbPlan(ab_id=ab_id, a=a, b=b, runs={"A": f"{ab_id}-a", "B": f"{ab_id}-b"},
                   blocks=balanced_blocks(keys, per_block=settings.concurrency))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from runner.records.transcript import GaiaReportedPerformance, TurnPerformance
+from trialbox_llm.decoding import REPEATABLE
 
 
 def _is_generation(record: dict[str, Any]) -> bool:
@@ -31,6 +32,8 @@ def turn_performance_from_meter(records: list[dict[str, Any]], wall_s: float) ->
 
     base.input_tokens, base.output_tokens = total("prompt_tokens"), total("completion_tokens")
     base.queue_wait_s = round(sum(float(r.get("queue_wait_s") or 0.0) for r in done), 6)
+    base.forced_calls = sum(r.get("decoding") == REPEATABLE for r in done)
+    base.served_by = sorted({str(r["upstream"]) for r in done if r.get("upstream")})
     streamed = [r for r in done if r.get("time_to_first_token_s") is not None]
     if streamed:
         base.source = "front_door"

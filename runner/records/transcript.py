@@ -75,6 +75,14 @@ class TurnPerformance(BaseModel):
     queue_wait_s: float | None = Field(
         default=None, description="seconds the turn's requests waited at the LLM before being "
         "served, summed (front door)")
+    forced_calls: int | None = Field(
+        default=None, ge=0, description="chat requests of the turn whose decoding the front "
+        "door forced (--repeatable-decoding); fewer than `llm_calls` means one went out with "
+        "the agent's own sampling (a lease lapsed), so the turn's speed is not comparable; None: "
+        "not recorded")
+    served_by: list[str] = Field(
+        default_factory=list, description="which servers behind the front door answered the "
+        "turn's requests (`trialbox ab`'s side, A or B); empty when the door has one server")
     reported_by_gaia: GaiaReportedPerformance | None = Field(
         default=None, description="GAIA's own turn_metrics, as reported by GAIA (not compared)")
 

@@ -77,6 +77,7 @@ from runner.report._driver_samples import (
     Metric,
     TrialTurns,
     TrialValues,
+    incomparable_turns,
     index_trials,
     scope_groups,
     score_trials,
@@ -244,6 +245,10 @@ def driver_report(
             "global /stats, the last request of anyone, so at concurrency > 1 a turn may carry "
             "another sandbox's figures"
         )
+    for name, card in (("A", a), ("B", b)):
+        if left_out := incomparable_turns(card):
+            notes.append(f"{name}: {sum(left_out.values())} turn(s) left out of the speeds, not "
+                         "comparable: " + "; ".join(f"{n} with {why}" for why, n in left_out.items()))
     knobs = Knobs(resamples=resamples, confidence=confidence, seed=seed)
     better: dict[str, bool | None] = {m.key: m.lower_is_better for m in (*SPEED_METRICS, SCORE)}
 

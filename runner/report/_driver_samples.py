@@ -70,6 +70,39 @@ def sources_seen(card: Scorecard) -> set[str]:
     return {_source(t) for row in card.scenarios for t in row.turns if t.performance}
 
 
+UNFORCED = "a request the front door did not force to repeatable decoding (a lease lapsed)"
+OTHER_SIDE = "a request answered by the other side's server"
+
+
+def not_comparable(card: Scorecard, turn: TurnResult) -> str | None:
+    """Why a turn's speed cannot stand for its run's build, or None when it can: in a
+    repeatable run, a request that went out with the agent's own sampling; in an A/B side, a
+    request the other side's server answered (the door's records name the server)."""
+    perf = turn.performance
+    if perf is None:
+        return None
+    forced, calls = getattr(perf, "forced_calls", None), getattr(perf, "llm_calls", None)
+    if (forced is not None and calls and forced < calls
+            and card.config.extra.get("decoding", "").startswith("repeatable")):
+        return UNFORCED
+    ab = card.config.extra.get("ab")
+    side = ab.get("side") if isinstance(ab, dict) else None
+    served = getattr(perf, "served_by", None) or []
+    if side and served and served != [side]:
+        return OTHER_SIDE
+    return None
+
+
+def incomparable_turns(card: Scorecard) -> dict[str, int]:
+    """How many of the run's turns each reason of `not_comparable` leaves out."""
+    counts: dict[str, int] = {}
+    for row in card.scenarios:
+        for turn in row.turns:
+            if (why := not_comparable(card, turn)) is not None:
+                counts[why] = counts.get(why, 0) + 1
+    return counts
+
+
 def turn_trials(
     card: Scorecard, metric: Metric, dropped: set[str], source: str | None
 ) -> TrialValues:
@@ -79,7 +112,8 @@ def turn_trials(
         if row.key in dropped:
             continue
         values = [
-            metric.turn_value(t) for t in row.turns if source is None or _source(t) == source
+            metric.turn_value(t) for t in row.turns
+            if (source is None or _source(t) == source) and not_comparable(card, t) is None
         ]
         # Zero or negative = not measured (GAIA's rule too); a speed is never 0.
         measured = [v for v in values if v is not None and v > 0]
@@ -99,7 +133,8 @@ def trial_turns_of(
             continue
         turns = {}
         for t in row.turns:
-            value = metric.turn_value(t) if source is None or _source(t) == source else None
+            kept = (source is None or _source(t) == source) and not_comparable(card, t) is None
+            value = metric.turn_value(t) if kept else None
             if value is not None and value > 0:
                 turns[t.turn] = value
         if turns:
