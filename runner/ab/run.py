@@ -63,11 +63,11 @@ def new_plan(settings: RunSettings, a: ServerSpec, b: ServerSpec, say: Say) -> t
 
 def resumed_plan(folder: Path) -> tuple[RunSettings, AbPlan]:
     """An interrupted A/B's shared settings and schedule (UsageError when unreadable)."""
+    if not (folder / "ab.json").is_file():
+        raise UsageError(f"{folder} holds no ab.json: it is not a `trialbox ab` folder; name "
+                         "the folder `trialbox ab` printed (results/<ab_id>)")
     try:
         return RunSettings.load(folder), AbPlan.load(folder)
-    except FileNotFoundError:
-        raise UsageError(f"{folder} holds no ab.json and run.json: it is not a `trialbox ab` "
-                         "folder; name the folder `trialbox ab` printed") from None
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
