@@ -176,6 +176,11 @@ def _written_by(data: dict[str, Any]) -> str | None:
 
 TRACE_FIX = "delete the trace or re-run its scenario"
 
+#: Most turns one trace may hold. A scenario's clock is capped at 7200 s with 200 s a turn
+#: (scenarios/_models), so real traces hold tens; a 20,000-turn trace took minutes to rescore
+#: and a 1,000,000-turn one aborted the interpreter, so more than this is refused unvalidated.
+TRACE_TURNS = 1000
+
 
 def read_trace(path: Path) -> Trace:
     """One trace file, refused (ScorecardError) as any scorecard would be: bounded, no link out
@@ -184,8 +189,19 @@ def read_trace(path: Path) -> Trace:
     if not isinstance(data, dict):
         raise ScorecardError(f"{path}: not a trace object; {TRACE_FIX}")
     _check_version(path, data)
+    _check_turn_count(path, data)
     trace: Trace = _validate(Trace, path, data, f"not a valid trialbox trace; {TRACE_FIX}")
     return trace
+
+
+def _check_turn_count(path: Path, data: dict[str, Any]) -> None:
+    """ScorecardError when the trace's transcript holds more than TRACE_TURNS turns (counted
+    before the model validates them: validating a million turns is what never ends)."""
+    transcript = data.get("transcript")
+    turns = transcript.get("turns") if isinstance(transcript, dict) else None
+    if isinstance(turns, list) and len(turns) > TRACE_TURNS:
+        raise ScorecardError(f"{path}: transcript.turns: {len(turns)} turns, more than the "
+                             f"{TRACE_TURNS} a trace may hold; {TRACE_FIX}")
 
 
 def read_traces(run: Path) -> list[Trace]:

@@ -16,10 +16,12 @@ from runner.scenarios._validate import (
     unknown_key_problems,
     validate_model,
 )
-from runner.system.digests import sha256_of_file
+from runner.system.digests import sha256_of_file, too_large_to_hash
 
 MANIFEST_NAME = "manifest.json"
 REAL_WORLD_FOLDER = "real_world"
+#: Folders below the corpus root searched for more manifests (GAIA keeps one, a level down).
+MANIFEST_DEPTH = 3
 
 
 def manifest_files(corpus_root: Path) -> list[Path]:
@@ -28,9 +30,14 @@ def manifest_files(corpus_root: Path) -> list[Path]:
     searched."""
     root = Path(corpus_root)
     found = []
+    # Searched MANIFEST_DEPTH folders deep, one without a manifest of its own at the top only
+    # a level down: `--corpus /` once walked the whole file system, /proc included.
+    deepest = MANIFEST_DEPTH if (root / MANIFEST_NAME).is_file() else 1
     if root.is_dir():
         for folder, subfolders, names in os.walk(root):
-            subfolders[:] = sorted(name for name in subfolders if not name.startswith("."))
+            depth = len(Path(folder).relative_to(root).parts)
+            subfolders[:] = [] if depth >= deepest else sorted(
+                name for name in subfolders if not name.startswith("."))
             if MANIFEST_NAME in names and Path(folder) != root:
                 found.append(Path(folder) / MANIFEST_NAME)
     return [root / MANIFEST_NAME, *sorted(found)]
@@ -166,6 +173,10 @@ def _document_file_problems(doc: CorpusDocument, source: SourceMap, path: KeyPat
         return [problem_at(source, path + ("filename",),
                            f"{located} is a symlink that leaves the corpus root",
                            "replace the link with the file itself")]
+    oversized = too_large_to_hash(located) if doc.sha256 else None
+    if oversized:
+        return [problem_at(source, path + ("filename",), oversized,
+                           "give a smaller document (or split it) and update its sha256")]
     if doc.sha256 and sha256_of_file(located) != doc.sha256.lower():
         return [problem_at(source, path + ("sha256",),
                            f"{located} has changed since the manifest was written (sha256 differs)",
