@@ -14,11 +14,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from runner.ab.spec import ServerSpec
 from runner.system.bounded_read import SETTINGS_BYTES
-from runner.system.json_input import InputError, check_schema_version, field_path, read_json_input
+from runner.system.json_input import read_versioned_model
 from runner.system.writes import atomic_write
 
 AB_VERSION = 1
@@ -56,17 +56,8 @@ class AbPlan(BaseModel):
     @classmethod
     def load(cls, folder: Path) -> AbPlan:
         """ab.json read as a file from elsewhere: one InputError line naming the field."""
-        path = folder / "ab.json"
-        data = read_json_input(path, SETTINGS_BYTES, "start a new `trialbox ab` instead")
-        if not isinstance(data, dict):
-            raise InputError(f"{path}: top level is not an object; start a new `trialbox ab`")
-        check_schema_version(path, data, AB_VERSION)
-        try:
-            return cls.model_validate(data)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            raise InputError(f"{path}: {field_path(first['loc'])}: {first['msg']}; start a new "
-                             "`trialbox ab` instead of resuming this one") from None
+        return read_versioned_model(folder / "ab.json", cls, AB_VERSION, SETTINGS_BYTES,
+                                    "start a new `trialbox ab` instead of resuming this one")
 
     def spec(self, side: Side) -> ServerSpec:
         return self.a if side == "A" else self.b

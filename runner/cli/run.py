@@ -37,6 +37,10 @@ def run(
     target_url: Annotated[str | None, typer.Option(
         help="attach to an Agent UI that is already running (its MCP bridge URL): no sandbox, "
              "no isolation")] = None,
+    fixtures: Annotated[Path | None, typer.Option(
+        help="the fixture tree whose folders scenarios stage at ~/gaia-eval/<folder>/ (GAIA's "
+             "FIXTURE-SYNC comments, setup.notes) [default: tests/fixtures/gaia of the "
+             "scenarios' repository, when there is one]")] = None,
     warm_pool: Annotated[bool, typer.Option(
         help="start the next sandboxes (up to concurrency + 1) while scenarios run")] = True,
     trials: Annotated[int, typer.Option(min=1, max=50, help="run each scenario K times")] = 1,
@@ -115,6 +119,7 @@ def run(
             trials=trials, rejudge=rejudge, budget_usd=budget_usd, min_pass_rate=min_pass_rate,
             allow_incomplete=allow_incomplete, baseline=baseline, save_baseline=save_baseline,
             allow_device_fallback=allow_device_fallback, repeatable_decoding=repeatable_decoding)
+        settings.fixtures_root = _fixtures_root(fixtures, settings.suite_paths)
     if as_json:
         progress_to_stderr()
     if cluster:
@@ -125,6 +130,18 @@ def run(
     if as_json:
         _print_run_json(settings, code)
     raise typer.Exit(code)
+
+
+def _fixtures_root(given: Path | None, suite_paths: list[Path]) -> Path | None:
+    """--fixtures (a folder, else exit 2), or the GAIA checkout's fixture tree beside the suite."""
+    from runner.scenarios import default_fixtures_root
+
+    if given is None:
+        return default_fixtures_root(suite_paths)
+    if not given.is_dir():
+        fail(f"--fixtures {given}: not a folder — pass the fixture tree (GAIA's tests/fixtures/gaia)",
+             EXIT_USAGE)
+    return given.resolve()
 
 
 #: Options of `run` that are not settings of the run (how this invocation reports, where it runs).

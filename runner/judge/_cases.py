@@ -63,6 +63,8 @@ def _setup_documents(scenario: Any) -> list[str]:
         if path:
             paths.append(f"{path} ({doc_id})" if doc_id else str(path))
     lines = [f"Documents indexed before the first turn: {', '.join(paths)}"] if paths else []
+    if _field(setup, "notes"):
+        lines.append(f"Setup notes (what the harness prepared): {_text(_field(setup, 'notes'))}")
     if _field(setup, "memory_clear") is not None:
         lines.append(f"Setup memory_clear: {_text(_field(setup, 'memory_clear'))}")
     return lines + _extra_lines(setup, "Other setup keys (verbatim from the scenario file):")
@@ -145,6 +147,8 @@ def _ground_truth_lines(truth: Any) -> list[str]:
     source += [f"fact {_field(truth, 'fact_id')}"] if _field(truth, "fact_id") else []
     if source:
         lines.append(f"Ground truth source: {', '.join(source)}")
+    if _field(truth, "expected_behavior"):
+        lines.append(f"Ground truth expected behavior: {_text(_field(truth, 'expected_behavior'))}")
     if _field(truth, "note"):
         lines.append(f"Ground truth note: {_text(_field(truth, 'note'))}")
     lines.extend(_extra_lines(truth, "Other ground truth notes (verbatim):"))

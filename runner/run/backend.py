@@ -34,7 +34,9 @@ def make_backend(settings: RunSettings, image: str | None = None) -> SandboxBack
         return DockerBackend(settings.run_id, settings.llm_container, host_path_of(corpus),
                              image=image or AGENT_UI_IMAGE,
                              agent_dirs=[host_path_of(d) for d in agent_dirs],
-                             agent_model=settings.agent_model)
+                             agent_model=settings.agent_model,
+                             fixtures_host_dir=(host_path_of(settings.fixtures_root.resolve())
+                                                if settings.fixtures_root else None))
     except HardeningConfigError as exc:
         raise UsageError(str(exc)) from exc
 

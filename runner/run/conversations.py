@@ -18,9 +18,17 @@ from runner.report import Trace
 from runner.run.aftercare import collect_artifacts, leave_sandbox
 from runner.run.jobs import Job, Outcome, describe_failure
 from runner.run.settings import RunSettings
-from runner.sandbox import Sandbox, SandboxBackend
+from runner.sandbox import Sandbox, SandboxBackend, stage_fixtures
 from runner.sandbox.pool import Lease, WarmPool, cold, pool_for
-from runner.scenarios import Manifest, Scenario, default_timeout_s, missing_documents
+from runner.scenarios import (
+    OFFLINE_ABSENT,
+    Manifest,
+    Scenario,
+    default_timeout_s,
+    fixture_stagings,
+    lacking_reason,
+    missing_documents,
+)
 from runner.verdict import transcript_problem
 
 
@@ -108,6 +116,8 @@ class LiveConversations:
                 async with leasing as lease:
                     box = lease.box
                     try:
+                        await stage_fixtures(box, fixture_stagings(
+                            scenario, self.settings.fixtures_root)[0])
                         transcript = await run_conversation(box, scenario, self.simulator,
                                                             self.settings.device,
                                                             agent_id=self._agent_id(scenario),
@@ -167,16 +177,20 @@ class LiveConversations:
         if missing:
             names = ", ".join(str(doc.path) for doc in missing)
             return Outcome(infra=Status.SKIPPED_NO_DOCUMENT, error=f"document(s) not in the corpus: {names}")
+        stagings, missing_fixtures = fixture_stagings(scenario, self.settings.fixtures_root)
+        if missing_fixtures:
+            return Outcome(infra=Status.SKIPPED_NO_DOCUMENT,
+                           error=f"fixture folder(s) missing: {', '.join(missing_fixtures)}")
         lacking = self._lacking_capabilities(scenario)
         if lacking:
-            return Outcome(infra=Status.SKIPPED_NO_MODEL,
-                           error=f"the served model has no {' or '.join(sorted(lacking))} input")
+            return Outcome(infra=Status.SKIPPED_NO_MODEL, error="; ".join(
+                lacking_reason(scenario, need) for need in sorted(lacking)))
         return None
 
     def _lacking_capabilities(self, scenario: Scenario) -> set[str]:
         needed = set(getattr(scenario, "required_capabilities", set()) or set())
-        if self.capabilities is None:
-            return set()
+        if self.capabilities is None:  # the server cannot say: only what no sandbox has
+            return needed & OFFLINE_ABSENT
         return needed - self.capabilities
 
 

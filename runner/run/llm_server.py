@@ -154,7 +154,8 @@ async def llm_health_probe(url: str) -> str | None:
 
 def served_capabilities(url: str) -> frozenset[str] | None:
     """What the served chat models take besides text, from Lemonade's model labels
-    ("vision", "audio"); None when the server cannot say (nothing is skipped then)."""
+    ("vision", "audio"), and "embeddings" when it serves an embeddings model; None when the
+    server cannot say (only what no sandbox has is skipped then)."""
     try:
         reply = httpx.get(f"{url}/api/v1/models", timeout=5)
         reply.raise_for_status()
@@ -163,5 +164,5 @@ def served_capabilities(url: str) -> frozenset[str] | None:
         return None
     labels = {str(label) for model in models if isinstance(model, dict)
               for label in model.get("labels", []) or []}
-    return frozenset(labels & {"vision", "audio"})
+    return frozenset(labels & {"vision", "audio", "embeddings"})
 

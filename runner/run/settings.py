@@ -7,11 +7,11 @@ from datetime import UTC, datetime
 from enum import Enum
 from pathlib import Path
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from runner.records.quantities import Dollars, Rate, Seconds
 from runner.system.bounded_read import SETTINGS_BYTES
-from runner.system.json_input import InputError, check_schema_version, field_path, read_json_input
+from runner.system.json_input import read_versioned_model
 from runner.system.writes import atomic_write
 
 SETTINGS_VERSION = 1
@@ -41,6 +41,9 @@ class RunSettings(BaseModel):
     run_id: str = Field(description="the run's id (UTC timestamp plus four hex digits)")
     suite_paths: list[Path] = Field(description="scenario files or folders, as given")
     corpus_root: Path = Field(description="the corpus folder (manifest.json and documents)")
+    fixtures_root: Path | None = Field(default=None, description=(
+        "the fixture tree (--fixtures; default: a GAIA checkout's tests/fixtures/gaia beside "
+        "the scenarios) whose folders scenarios stage at ~/gaia-eval/<folder>/; None: none"))
     results_root: Path = Field(default=Path("results"), description="results/<run_id> goes here")
     selection: Selection = Field(default_factory=Selection, description="which scenarios run")
     backend: Backend = Field(default=Backend.DOCKER, description="docker | local")
@@ -145,17 +148,8 @@ class RunSettings(BaseModel):
         """run.json read as any file from elsewhere (runner/system/json_input: bounded, finite
         numbers, its schema_version): an InputError or ValidationError (both ValueErrors),
         naming the field, when refused. A run.json may come from another machine."""
-        path = run_dir / "run.json"
-        data = read_json_input(path, SETTINGS_BYTES, "start a new run instead of resuming this one")
-        if not isinstance(data, dict):
-            raise InputError(f"{path}: top level is not an object; start a new run instead")
-        check_schema_version(path, data, SETTINGS_VERSION)
-        try:
-            return cls.model_validate(data)
-        except ValidationError as exc:
-            first = exc.errors()[0]  # its location and message only: never the value read
-            raise InputError(f"{path}: {field_path(first['loc'])}: {first['msg']}; start a new "
-                             "run instead of resuming this one") from None
+        return read_versioned_model(run_dir / "run.json", cls, SETTINGS_VERSION, SETTINGS_BYTES,
+                                    "start a new run instead of resuming this one")
 
 
 #: What `--resume` may change: how fast the rest runs, and what is done with the results at the

@@ -21,6 +21,12 @@ from runner.scenarios._checks import (
     ToolStep,
 )
 from runner.scenarios._corpus import CorpusNotFound, corpus_candidates, find_corpus
+from runner.scenarios._fixtures import (
+    FixtureStaging,
+    declared_folders,
+    default_fixtures_root,
+    fixture_stagings,
+)
 from runner.scenarios._load import RejectedFile, Suite, discover, load_scenario_file, load_suite
 from runner.scenarios._manifest import CorpusDocument, Fact, Manifest
 from runner.scenarios._manifest_load import (
@@ -32,6 +38,7 @@ from runner.scenarios._manifest_load import (
 from runner.scenarios._models import (
     CAPABILITY_TAGS,
     KNOWN_PERSONAS,
+    OFFLINE_ABSENT,
     ClaimSpec,
     GroundTruth,
     Scenario,
@@ -39,8 +46,10 @@ from runner.scenarios._models import (
     SetupDocument,
     Severity,
     Turn,
+    capability_of_tag,
     corpus_relative,
     default_timeout_s,
+    lacking_reason,
 )
 from runner.scenarios._problems import Level, Problem
 from runner.scenarios._references import corpus_files, is_real_world, missing_documents
@@ -56,6 +65,13 @@ from runner.scenarios._source import (
 from runner.scenarios._validate import MAX_ID_LENGTH
 
 __all__ = [
+    "OFFLINE_ABSENT",
+    "capability_of_tag",
+    "lacking_reason",
+    "FixtureStaging",
+    "declared_folders",
+    "default_fixtures_root",
+    "fixture_stagings",
     "AnswerContains",
     "AnswerNotContains",
     "AnswerNumber",

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runner.scenarios._fixtures import declared_folders, outermost
 from runner.scenarios._manifest import Manifest
 from runner.scenarios._manifest_load import load_manifest
 from runner.scenarios._models import Scenario
@@ -214,6 +215,9 @@ def _load_file(file: Path) -> tuple[Scenario | None, list[Problem], Any]:
     if scenario is None:
         return None, problems, parsed.data
     scenario._source = source
+    # GAIA declares a scenario's fixtures in a comment and in prose, not in a key.
+    scenario.fixtures = outermost([*scenario.fixtures,
+                                   *declared_folders(parsed.header, scenario.setup.notes)])
     problems += scenario_rules(scenario, source)
     return scenario, problems, parsed.data
 

@@ -55,8 +55,25 @@ GAIA_CORPUS_PREFIX = PurePosixPath("eval/corpus")
 """GAIA writes setup paths relative to its repository root ("eval/corpus/documents/x.md");
 ours are relative to the corpus root ("documents/x.md"). Both are accepted."""
 
-CAPABILITY_TAGS = {"requires_vlm": "vision", "requires_asr": "audio"}
-"""GAIA 0.25.1's tags for a model a scenario cannot run without (SKIPPED_NO_MODEL)."""
+CAPABILITY_TAGS = {"requires_vlm": "vision", "requires_asr": "audio", "live": "internet",
+                   "local_blocked_no_embedder": "embeddings"}
+"""GAIA's tags for what a scenario cannot run without (SKIPPED_NO_MODEL when absent):
+0.25.1's models (vision, audio); main's `live` (the internet, which a sandbox never has) and
+`local_blocked_<what>` (GAIA's note that a local machine may lack it: `no_embedder` is an
+embeddings model; any other `local_blocked_no_<x>` names capability `<x>`)."""
+
+OFFLINE_ABSENT = frozenset({"internet"})
+"""Capabilities no sandbox has, whatever the server: its network reaches the LLM server only."""
+
+
+def capability_of_tag(tag: str) -> str | None:
+    """The capability a tag says the scenario needs, or None for a tag that says no such thing."""
+    if tag in CAPABILITY_TAGS:
+        return CAPABILITY_TAGS[tag]
+    if tag.startswith("local_blocked_"):
+        what = tag.removeprefix("local_blocked_")
+        return what.removeprefix("no_") or None
+    return None
 
 
 MAX_ANSWER_NUMBER = 10**15
@@ -209,6 +226,10 @@ class Setup(_Model):
         "starts with an empty one anyway)."))
     memory_seed: list[Any] | None = Field(default=None, description=(
         "GAIA: facts stored in the agent's memory before the first turn (kept verbatim)."))
+    notes: str | None = Field(default=None, description=(
+        "GAIA: what the harness prepared, in words (\"odd_names/ staged at "
+        "~/gaia-eval/tiers_files_shell/odd_names/.\"); shown to the judge, and the "
+        "~/gaia-eval/<folder>/ paths it names are staged (see `fixtures`)."))
 
     @field_validator("index_documents", mode="before")
     @classmethod
@@ -232,6 +253,10 @@ class GroundTruth(_KeepsUnknownKeys):
     expected_answer: str | AnswerNumber | list[str] | None = Field(default=None, description=(
         "The correct answer; null written explicitly: the agent must say it does not know."))
     note: str | None = Field(default=None, description="GAIA: a note for the judge.")
+    expected_behavior: str | None = Field(default=None, description=(
+        "GAIA: what a correct reply does, in words, where no answer can be written down "
+        "(\"asks which of the three files the user means\"); the judge's ground truth for the "
+        "turn, so the self-test counts such a turn as judge-only."))
 
     @property
     def has_expected_answer(self) -> bool:
@@ -329,6 +354,12 @@ class Scenario(_KeepsUnknownKeys):
         "GAIA: what the agent should do over the whole conversation, for the judge."))
     captured_from: dict[str, Any] | None = Field(default=None, description=(
         "GAIA's capture metadata (session id, time, …), kept as written (JSON-safe)."))
+    fixtures: list[str] = Field(default_factory=list, description=(
+        "trialbox: folders of the fixture tree (run --fixtures DIR) staged at "
+        "~/gaia-eval/<folder>/ in the sandbox's home before the first turn, fresh per "
+        "scenario. The loader adds the folders GAIA's `# FIXTURE-SYNC: tests/fixtures/gaia/"
+        "<folder>/` comments and `setup.notes` name. A folder missing from the tree makes the "
+        "scenario SKIPPED_NO_DOCUMENT."))
 
     @field_validator("captured_from", mode="before")
     @classmethod
@@ -356,9 +387,14 @@ class Scenario(_KeepsUnknownKeys):
 
     @property
     def required_capabilities(self) -> set[str]:
-        """Model capabilities the scenario cannot run without: "vision" (tag requires_vlm),
-        "audio" (tag requires_asr). A run without them records SKIPPED_NO_MODEL."""
-        return {CAPABILITY_TAGS[tag] for tag in self.tags if tag in CAPABILITY_TAGS}
+        """Capabilities the scenario cannot run without (``capability_of_tag``): "vision"
+        (requires_vlm), "audio" (requires_asr), "internet" (live), "embeddings"
+        (local_blocked_no_embedder). A run without them records SKIPPED_NO_MODEL."""
+        return {need for need in map(capability_of_tag, self.tags) if need}
+
+    def tag_needing(self, capability: str) -> str:
+        """The tag that asks for ``capability`` (for the skip's reason)."""
+        return next(tag for tag in self.tags if capability_of_tag(tag) == capability)
 
 
 def default_timeout_s(scenario: Scenario) -> int:
@@ -367,3 +403,17 @@ def default_timeout_s(scenario: Scenario) -> int:
         return scenario.timeout
     needed = 240 + 90 * len(scenario.setup_documents) + 200 * len(scenario.turns)
     return min(max(900, needed), 7200)
+
+
+_LACKING = {
+    "vision": "the served model has no vision input",
+    "audio": "the served model has no audio input",
+    "internet": "a sandbox has no internet (its network reaches the LLM server only)",
+    "embeddings": "the LLM server serves no embeddings model",
+}
+
+
+def lacking_reason(scenario: Scenario, capability: str) -> str:
+    """Why a scenario needing ``capability`` is skipped, naming its tag."""
+    why = _LACKING.get(capability, f"the LLM server does not say it has {capability}")
+    return f"tag {scenario.tag_needing(capability)}: {why}"

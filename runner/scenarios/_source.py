@@ -80,6 +80,9 @@ class Parsed:
     data: Any = None
     source: SourceMap | None = None
     problems: list[Problem] = field(default_factory=list)
+    # The comment lines that open the file, without their `#`: GAIA writes its
+    # `FIXTURE-SYNC:` staging note there (runner/scenarios/_fixtures.py reads it).
+    header: list[str] = field(default_factory=list)
 
 
 # --- reading bytes -----------------------------------------------------------------------
@@ -267,7 +270,20 @@ def parse_yaml(path: Path) -> Parsed:
     source = SourceMap(file=path)
     duplicates: list[Problem] = []
     _record_lines(node, (), source, duplicates)
-    return Parsed(data=data, source=source, problems=duplicates)
+    return Parsed(data=data, source=source, problems=duplicates, header=_header_comments(text))
+
+
+def _header_comments(text: str) -> list[str]:
+    """The comment lines before the first YAML line (blank lines skipped), `#` removed."""
+    lines = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if not stripped.startswith("#"):
+            break
+        lines.append(stripped.lstrip("#").strip())
+    return lines
 
 
 def _yaml_problem(path: Path, err: yaml.MarkedYAMLError) -> Problem:

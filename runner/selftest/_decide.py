@@ -114,6 +114,13 @@ def _turn(turn: Turn, scenario: Scenario, manifest: Manifest | None
                   if truth is not None or not isinstance(item.check, ANSWER_CHECKS)]
     left_to_judge = [item.label for item in planned if item not in considered]
     if not any(decides(item) for item in considered):
+        behavior = turn.ground_truth.expected_behavior if turn.ground_truth else None
+        if behavior and truth is None:
+            return TurnSelftest(turn=turn.turn, checks=[], genuine_answer="", genuine_tools=[],
+                                wrong_tried=0, judge_only_checks=left_to_judge,
+                                judge_only_reason=f"its ground truth is expected_behavior "
+                                                  f"({behavior!r}), words only the judge can "
+                                                  "hold a reply to"), genuine
         if left_to_judge:
             return TurnSelftest(turn=turn.turn, checks=[], genuine_answer="",
                                 genuine_tools=[], wrong_tried=0,

@@ -55,6 +55,9 @@ class TurnSelftest(BaseModel):
         "truth, or the genuine answer already fails)"))
     judge_only_checks: list[str] = Field(default_factory=list, description=(
         "answer checks left to the judge: the turn has no ground truth to prove them on"))
+    judge_only_reason: str | None = Field(default=None, description=(
+        "why the turn is the judge's alone although it has a ground truth: GAIA's "
+        "`ground_truth.expected_behavior` says in words what a right reply does"))
 
 
 class ScenarioSelftest(BaseModel):
@@ -130,6 +133,8 @@ def render(report: SelftestReport) -> list[str]:
         for failure in item.genuine_failures:
             lines.append(f"  {item.file}: scenario checks fail the genuine trajectory: {failure}")
         for turn in item.turns:
+            if turn.judge_only_reason:
+                lines.append(f"  {item.file}: turn {turn.turn}: judge-only: {turn.judge_only_reason}")
             if turn.judge_only_checks:
                 lines.append(f"  {item.file}: turn {turn.turn}: no ground truth, so its answer "
                              f"checks ({', '.join(turn.judge_only_checks)}) are judge-only")

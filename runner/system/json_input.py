@@ -15,9 +15,13 @@ import math
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from runner.system.bounded_read import BoundedReadError, read_bounded_text
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
 
 _VERSION = re.compile(r"[0-9][0-9A-Za-z.+-]{0,39}")
 
@@ -104,3 +108,19 @@ def check_schema_version(path: Path, data: dict[str, Any], current: int,
     if version < 1:
         raise InputError(f"{path}: schema_version {version} is not a version trialbox ever "
                          "wrote (the first is 1); restore the file as trialbox wrote it")
+
+
+def read_versioned_model(path: Path, model: type[ModelT], current: int, limit: int,
+                         fix: str) -> ModelT:
+    """One of our own versioned files (run.json, ab.json) read back as `model`: bounded, finite
+    numbers, its schema_version checked, validated; a refusal is one InputError line naming
+    the file and the field, never the value read, and ending with `fix`."""
+    data = read_json_input(path, limit, fix)
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: top level is not an object; {fix}")
+    check_schema_version(path, data, current)
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]  # its location and message only: never the value read
+        raise InputError(f"{path}: {field_path(first['loc'])}: {first['msg']}; {fix}") from None

@@ -1,0 +1,55 @@
+"""Staging a scenario's fixture folders into its sandbox's home (``~/gaia-eval/<folder>/``).
+
+The fixture tree (run ``--fixtures DIR``) is mounted read-only into every Docker sandbox at
+``FIXTURES_MOUNT``, like the corpus; before the first turn each folder the scenario declares is
+copied from there into the home (a tmpfs, new with each sandbox, so every scenario gets a fresh
+copy, as it gets a clean RAG cache), and made read-only when the scenario only reads it. A copy,
+not a link: GAIA's agent refuses paths that resolve outside the home (its symlink-escape
+scenarios test exactly that)."""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+from collections.abc import Sequence
+from pathlib import PurePosixPath
+from typing import Any
+
+from runner.sandbox._hardening import IMAGE_HOME
+from runner.sandbox._protocol import SandboxError
+
+#: Where a Docker sandbox sees the fixture tree (read-only).
+FIXTURES_MOUNT = "/fixtures"
+
+
+def staging_script(stagings: Sequence[Any], home: str = IMAGE_HOME,
+                   mount: str = FIXTURES_MOUNT) -> str:
+    """The shell commands that stage ``stagings`` (runner.scenarios.FixtureStaging) in ``home``."""
+    commands = ["set -e"]
+    for staging in stagings:
+        source = PurePosixPath(mount) / staging.folder
+        target = PurePosixPath(home) / staging.inside
+        commands += [f"mkdir -p {shlex.quote(str(target.parent))}",
+                     f"rm -rf {shlex.quote(str(target))}",
+                     f"cp -R {shlex.quote(str(source))} {shlex.quote(str(target))}",
+                     # The copy is the sandbox user's; its mode says what the scenario may do.
+                     f"chmod -R {'a-w,u+rX' if staging.read_only else 'u+rwX'} "
+                     f"{shlex.quote(str(target))}"]
+    return "\n".join(commands)
+
+
+async def stage_fixtures(box: Any, stagings: Sequence[Any]) -> None:
+    """Copy ``stagings`` into ``box``'s home; SandboxError when the copy fails or the sandbox
+    has no home of its own (a local or attached Agent UI runs in the user's real home, which
+    a run must never write into)."""
+    if not stagings:
+        return
+    container = getattr(box, "ui", None)
+    if container is None or not hasattr(container, "exec_run"):
+        raise SandboxError("fixture folders can only be staged into a Docker sandbox's own home "
+                           "(this backend runs in your real home): use --backend docker")
+    script = staging_script(stagings)
+    result = await asyncio.to_thread(container.exec_run, ["sh", "-c", script])
+    if result.exit_code != 0:
+        output = (result.output or b"").decode(errors="replace").strip()[-300:]
+        raise SandboxError(f"staging the fixtures failed (exit {result.exit_code}): {output}")
