@@ -20,7 +20,7 @@ from typing import Any, TextIO
 from runner.ab.schedule import AbPlan, Side, balanced_blocks
 from runner.ab.servers import AbServers, start_servers
 from runner.ab.spec import ServerSpec
-from runner.report import Scorecard
+from runner.report import Scorecard, read_scorecard
 from runner.run.errors import InfraError, UsageError
 from runner.run.jobs import Job
 from runner.run.launch import run
@@ -114,8 +114,6 @@ async def run_ab(shared: RunSettings, folder: Path, plan: AbPlan, say: Say,
             servers.close()
     for side in ("A", "B"):
         if side not in cards:  # a resume that found every block of a side done
-            from runner.report import read_scorecard
-
             cards[side] = read_scorecard(folder / plan.runs[side] / "scorecard.json")
     return AbResult(folder, plan, cards)
 

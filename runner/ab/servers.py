@@ -74,9 +74,7 @@ class AbServers:
 
     def close(self) -> None:
         """Remove every container and the network this A/B started (by its label)."""
-        from runner.run.cleanup import cleanup
-
-        cleanup(self.ab_id)
+        remove_ab_objects(self.ab_id)
 
 
 def check_devices(spec: ServerSpec, side: str) -> None:
@@ -111,7 +109,7 @@ def start_servers(ab_id: str, a: ServerSpec, b: ServerSpec) -> AbServers:
                                           embed_max_tokens=sides["A"].embed_max_tokens,
                                           client=client)
     except (DockerException, LlmContainerError) as exc:
-        _cleanup_quietly(ab_id)
+        remove_ab_objects(ab_id)
         raise InfraError(f"the A/B's servers did not start: {exc}") from exc
     finally:
         client.close()
@@ -143,10 +141,12 @@ def _start_side(client: docker.DockerClient, ab_id: str, side: str, spec: Server
     return Side(side, spec, started.url, None, started.name)
 
 
-def _cleanup_quietly(ab_id: str) -> None:
-    try:
-        from runner.run.cleanup import cleanup
+def remove_ab_objects(ab_id: str) -> None:
+    """Remove what the A/B started, by its label; a failure is left to `trialbox clean`, never
+    raised over the A/B's own outcome."""
+    from runner.run.cleanup import cleanup
 
+    try:
         cleanup(ab_id)
-    except Exception:  # noqa: BLE001 — the start's own error is the one to report
+    except Exception:  # noqa: BLE001 — the A/B's own result or error is the one to report
         pass
