@@ -145,6 +145,10 @@ def compare(
              "asked for")] = False,
     require_complete: Annotated[bool, typer.Option(
         help="a scenario of the baseline that is missing or unmeasured is a regression")] = False,
+    aa: Annotated[list[Path] | None, typer.Option(
+        "--aa", help="driver-build report: an A/A pair (the same build run twice on this "
+                     "machine), given twice; its intervals bound the drift a back-to-back "
+                     "A/B's findings must exceed")] = None,
     as_json: JsonOutput = False,
 ) -> None:
     """Compare two scorecards (ours or GAIA's, either side).
@@ -169,11 +173,18 @@ def compare(
     if html is not None:  # refused before any result is printed: "exit 0" then exit 2 misleads
         with exit_codes():
             check_destination(html)
+    if aa and len(aa) != 2:
+        fail(f"--aa: {len(aa)} scorecard(s) given; an A/A pair is two runs of the same build "
+             "(--aa FIRST --aa SECOND)", EXIT_USAGE)
+    if aa and not (report or html):
+        fail("--aa bounds the driver-build report's drift: add --report or --html", EXIT_USAGE)
     try:
         old, new = read_any_scorecard(baseline), read_any_scorecard(current)
+        pair = (read_any_scorecard(aa[0]), read_any_scorecard(aa[1])) if aa else None
         result = diff(old, new, require_complete=require_complete)
         driver = (driver_report(old, new, read_traces(baseline), read_traces(current),
-                                warmup=warmup, allow_device_mismatch=allow_device_mismatch)
+                                warmup=warmup, allow_device_mismatch=allow_device_mismatch,
+                                aa=pair)
                   if report or html else None)
     except (ScorecardError, FileNotFoundError, ValueError) as exc:
         fail(str(exc), EXIT_USAGE)

@@ -373,6 +373,10 @@ def driver_report(
     if bounds is not None:
         bound_text = bounds[0]
         notes.append(bound_text)
+    elif aa is not None:
+        # Said, not silent: a user who passed an A/A pair must learn why it lifted no mark.
+        notes.append(f"the A/A pair {aa[0].run_id} / {aa[1].run_id} ran on other hardware than "
+                     "A, so it bounds no drift here")
     notes.append(UNCOVERED)
 
     def marked(d: MetricDelta | OutcomeDelta, text: str) -> str:

@@ -627,6 +627,7 @@ def test_an_a_a_pair_on_the_same_machine_bounds_the_drift_of_a_back_to_back_pair
     elsewhere = driver_report(a, b, aa=(other, second), power_simulations=0)
     assert elsewhere.drift_bound is None
     assert all("not separable" in f for f in elsewhere.beyond_noise)
+    assert any("aa3 / aa2 ran on other hardware" in n for n in elsewhere.notes)
 
 
 def test_the_setup_table_shows_the_differing_settings_and_counts_the_rest():
@@ -647,3 +648,34 @@ def test_the_setup_table_shows_the_differing_settings_and_counts_the_rest():
     nothing = render_driver_md(alike).split("## Setup: what differs")[1].split("\n## ")[0]
     assert f"{len(alike.fingerprint)} identical setting(s) not shown (none differs)" in nothing
     assert "| setting |" not in nothing
+
+
+def test_compare_aa_names_an_a_a_pair_that_lifts_the_drift_mark_and_refuses_a_lone_one(tmp_path):
+    from typer.testing import CliRunner
+
+    from runner.cli.app import app
+
+    twenty = [(f"s{i}", "rag_quality") for i in range(20)]
+    a, _ = planted("a", driver="x", scenarios=twenty)
+    b, _ = planted("b", driver="x", ttft_factor=2.0, scenarios=twenty)
+    first, _ = planted("aa1", driver="x", scenarios=twenty)
+    second, _ = planted("aa2", driver="x", ttft_factor=1.02, scenarios=twenty)
+    _clock(a, WHEN, timedelta(seconds=4))
+    _clock(b, WHEN + timedelta(hours=1), timedelta(seconds=4))
+    for card in (a, b, first, second):
+        (tmp_path / f"{card.run_id}.json").write_text(card.model_dump_json())
+    paths = {name: str(tmp_path / f"{name}.json") for name in ("a", "b", "aa1", "aa2")}
+
+    def compare(*extra: str) -> tuple[int, str]:
+        result = CliRunner().invoke(app, ["compare", paths["a"], paths["b"], *extra])
+        return result.exit_code, result.output
+
+    code, out = compare("--report", "--aa", paths["aa1"], "--aa", paths["aa2"])
+    assert code == 0, out
+    assert "beyond the drift the A/A pair aa1 / aa2 bounds" in out
+    code, out = compare("--report")  # the same pair of runs without the A/A: marked as drift
+    assert code == 0 and "not separable from a drift of the machine" in out, out
+    code, out = compare("--report", "--aa", paths["aa1"])
+    assert code == 2 and "an A/A pair is two runs" in out and "Traceback" not in out, out
+    code, out = compare("--aa", paths["aa1"], "--aa", paths["aa2"])
+    assert code == 2 and "add --report or --html" in out, out
