@@ -90,11 +90,14 @@ Steps = Annotated[list[ToolStep], BeforeValidator(_steps_from_names)]
 
 
 class ToolCalled(_CheckModel):
-    """At least one call of `tool` (whose arguments match, when given)."""
+    """At least one call of `tool` that succeeded (whose arguments match, when given)."""
 
     type: Literal["tool_called"]
     tool: str = Field(min_length=1)
     arguments: Arguments = Field(default_factory=dict)
+    may_fail: bool = Field(False, description=(
+        "the scenario expects the call to fail (a missing file, a refused path): a failed call "
+        "counts too; by default only a call that succeeded does"))
 
 
 class ToolNotCalled(_CheckModel):

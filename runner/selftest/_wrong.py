@@ -18,6 +18,9 @@ from runner.verdict import DATES, NUMBER, Planned, literal_in, value_of
 
 __all__ = ["OFF_BY", "WrongAnswer", "wrong_answers"]
 
+CLOCK_TIME = re.compile(r"(?<![\d:])\d{1,2}:\d{2}(?::\d{2})?(?![\d:])")
+"""10:00, 9:30:15 — a time of day, whose parts are not figures."""
+
 OFF_BY = 0.2
 """The figure a careless agent gets wrong by: well outside GAIA's 5 % band."""
 
@@ -66,9 +69,11 @@ def wrong_answers(turn: Turn, genuine: str, planned: list[Planned], scenario: Sc
 
 def _off(genuine: str) -> str:
     """The genuine answer with every figure OFF_BY too low — the figures a turn checks with
-    answer_number; dates and years are left alone (a turn that checks a figure is not asking
-    when, and "23.2 May 1,620.8" would be wrong for the wrong reason)."""
-    spans = [match.span() for pattern in DATES for match in pattern.finditer(genuine.casefold())]
+    answer_number; dates, clock times and years are left alone (a turn that checks a figure is
+    not asking when, and "23.2 May 1,620.8" or "8:0" for 10:00 would be wrong for the wrong
+    reason)."""
+    whens = [*DATES, CLOCK_TIME]
+    spans = [match.span() for pattern in whens for match in pattern.finditer(genuine.casefold())]
 
     def scaled(match: re.Match[str]) -> str:
         inside_date = any(start <= match.start() < end for start, end in spans)

@@ -49,8 +49,16 @@ def _trajectory(calls: list[CallEvidence]) -> str:
 
 
 def _tool_called(check: scenarios.ToolCalled, context: CheckContext) -> tuple[bool, str]:
-    if any(call_matches(check, call) for call in context.calls):
+    matching = [call for call in context.calls if call_matches(check, call)]
+    # A call that errored did not do the tool's work: an agent whose every search failed has
+    # not searched, unless the scenario is about the failure itself.
+    if any(check.may_fail or not call.failed for call in matching):
         return True, ""
+    if matching:
+        errors = "; ".join(f"call {call.position}: {call.error or 'failed'}" for call in matching)
+        return False, (f"expected a call of {_describe_step(check)} that succeeded; "
+                       f"{len(matching)} call(s) failed ({errors}) — set may_fail: true if "
+                       "the scenario expects the error")
     same_tool = [call for call in context.calls if call.name == check.tool]
     if same_tool:
         got = (f"{len(same_tool)} call(s) of {check.tool}, none with matching arguments: "

@@ -93,6 +93,20 @@ def test_tool_called_argument_conditions() -> None:
     assert not decide(missing_argument, TEN_CALLS).passed
 
 
+def test_tool_called_counts_only_a_call_that_succeeded_unless_the_scenario_expects_the_error():
+    failed = ToolCall(name="query_documents", arguments={"query": "budget"},
+                      error="index not ready")
+    result = decide({"type": "tool_called", "tool": "query_documents"}, [failed])
+    assert not result.passed
+    assert result.diagnostic == (
+        'expected a call of query_documents that succeeded; 1 call(s) failed (call 1: index '
+        "not ready) — set may_fail: true if the scenario expects the error")
+    assert decide({"type": "tool_called", "tool": "query_documents"},
+                  [failed, call("query_documents", query="again")]).passed
+    assert decide({"type": "tool_called", "tool": "query_documents", "may_fail": True},
+                  [failed]).passed
+
+
 def test_argument_regex_is_searched_in_non_string_values() -> None:
     check = {"type": "tool_called", "tool": "search",
              "arguments": {"limits": {"matches": '"top_k": 5'}}}

@@ -232,6 +232,14 @@ def test_a_tolerance_of_25_percent_lets_20_percent_off_through():
     assert "doubt" not in found and "two values" not in found
 
 
+def test_the_off_answer_moves_the_figures_and_leaves_times_and_dates_alone():
+    checks = [{"type": "answer_number", "value": 2450000, "tolerance": 0.25}]
+    turn = engineering(checks=checks)
+    turn["ground_truth"]["expected_answer"] = "$2,450,000, approved at 10:00 on 22 June 2026"
+    found = slipped(budget_scenario([turn]))
+    assert found["20% off"] == "$1,960,000, approved at 10:00 on 22 June 2026"
+
+
 def test_a_loose_number_lets_another_fact_of_the_document_through():
     # $2,450,000 ± 120% also accepts the total allocation of $5,210,000
     checks = [{"type": "answer_number", "value": 2450000, "tolerance": 1.2}]
