@@ -84,6 +84,7 @@ def add_usage(total: JudgeUsage, part: JudgeUsage) -> None:
     total.cache_read_tokens += part.cache_read_tokens
     total.cache_write_tokens += part.cache_write_tokens
     total.requests += part.requests
+    total.cached_replies += part.cached_replies
     total.cost_usd += part.cost_usd
 
 
@@ -162,6 +163,7 @@ async def _reply(
     if cache is not None and backend.identity is not None:
         cached = cache.get(_key(backend, request, repeat))
         if cached is not None:
+            usage.cached_replies += 1
             return _Reply(cached, from_cache=True)
     fresh = await backend.complete(request)
     add_usage(usage, fresh.usage)

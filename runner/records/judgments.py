@@ -76,6 +76,9 @@ class JudgeUsage(BaseModel):
     cache_read_tokens: int = Field(default=0, description="prompt tokens read from cache")
     cache_write_tokens: int = Field(default=0, description="prompt tokens written to cache")
     requests: int = Field(default=0, description="requests sent to the judge")
+    cached_replies: int = Field(
+        default=0, description="replies served from trialbox's on-disk judge cache (no request "
+        "sent): a repeat judging served from it replays an earlier one")
     cost_usd: float = Field(
         default=0.0, description="cost the provider reported (0 = estimate from the price table)")
 

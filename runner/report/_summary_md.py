@@ -15,6 +15,7 @@ from runner.report._performance import (
 from runner.report._performance_models import PerformanceStats
 from runner.verdict import (
     CHECKS_PASSED_NOT_JUDGED,
+    JudgeAgreement,
     UserMessageCounts,
     check_note,
     checks_passed_not_judged,
@@ -329,8 +330,19 @@ def _agreement(card: Scorecard) -> list[str]:
         f"- **Verdict changed on:** {', '.join(a.unstable_scenarios) or 'none'}",
         f"- **Judge sampling:** temperature {_sampled(a.temperature)}, seed "
         f"{'none sent' if a.seed is None else a.seed}",
+        *_from_the_cache(a),
         *_at_temperature_zero(a.temperature),
     ]
+
+
+def _from_the_cache(a: JudgeAgreement) -> list[str]:
+    """How many of the K judgings' replies were replayed: a cached reply agrees with the run
+    that stored it by construction, so κ over them is not a new measurement."""
+    line = f"- **Replies from the judge cache:** {a.cached_replies} of {a.replies}"
+    if a.cached_replies:
+        line += (" — replayed from an earlier run, they agree with it by construction; for a "
+                 "fresh measurement run with another judge cache folder (XDG_CACHE_HOME)")
+    return [line]
 
 
 def _sampled(temperature: float | None) -> str:

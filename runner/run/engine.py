@@ -321,6 +321,8 @@ def _sample(job: Job, transcript: Transcript, judgments: Judgments) -> RejudgeSa
     return RejudgeSample(
         passed=outcome.status is Status.PASS,
         turn_scores={t.turn: t.scores for t in judgments.turns},
+        replies=judgments.usage.requests + judgments.usage.cached_replies,
+        cached_replies=judgments.usage.cached_replies,
     )
 
 

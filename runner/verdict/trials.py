@@ -162,6 +162,10 @@ class RejudgeSample(_Record):
     turn_scores: dict[int, DimensionScores] = Field(
         default_factory=dict, description="turn → the judge's dimensions"
     )
+    replies: int = Field(default=0, description="judge replies this judging used")
+    cached_replies: int = Field(
+        default=0, description="of them, served from the on-disk judge cache (replayed)"
+    )
 
 
 class JudgeAgreement(_Record):
@@ -200,6 +204,12 @@ class JudgeAgreement(_Record):
         default=None,
         description="the sampling seed sent with each judge request; None: no seed is sent, "
         "the server samples with its own",
+    )
+    replies: int = Field(default=0, description="judge replies over every repeat judging")
+    cached_replies: int = Field(
+        default=0,
+        description="of them, served from the on-disk judge cache: replayed from an earlier "
+        "run, so they agree with it by construction",
     )
 
 
@@ -247,6 +257,8 @@ def judge_agreement(
         flipped_fraction=flipped_fraction(samples),
         temperature=temperature,
         seed=seed,
+        replies=sum(s.replies for runs in samples.values() for s in runs),
+        cached_replies=sum(s.cached_replies for runs in samples.values() for s in runs),
     )
 
 

@@ -119,6 +119,7 @@ def test_a_judge_that_grades_at_random_is_asked_k_times_and_its_agreement_reads_
         assert agreement.kappa is not None and agreement.kappa < 0.5, agreement
         assert agreement.flipped_fraction > 0 and agreement.unstable_scenarios
         assert agreement.temperature == 0.0 and agreement.seed is None  # what every request carried
+        assert agreement.replies > 0 and agreement.cached_replies == 0
         first = agreement
 
         # A second run: calibration is asked again (the gate is never served from disk); the
@@ -130,6 +131,11 @@ def test_a_judge_that_grades_at_random_is_asked_k_times_and_its_agreement_reads_
         assert sum(grader.verdicts.values()) == verdicts
         assert again.judge_agreement is not None
         assert again.judge_agreement.pairwise == first.pairwise
+        # ...and the summary says so: this κ is a replay, not a measurement.
+        assert again.judge_agreement.cached_replies == again.judge_agreement.replies == first.replies
+        summary = (run_dir.parent / again.run_id / "summary.md").read_text()
+        assert (f"- **Replies from the judge cache:** {first.replies} of {first.replies} — "
+                "replayed from an earlier run") in summary
 
 
 @pytest.mark.usefixtures("isolated_cache")

@@ -32,3 +32,11 @@ def test_a_sampling_judge_shows_its_temperature_and_no_seed():
     assert "- **Judge sampling:** temperature 0.7, seed none sent" in text
     assert "repeatability" not in text
     assert "temperature the provider's default" in summary_with(agreement())
+
+
+def test_replies_from_the_judge_cache_are_counted_and_called_a_replay():
+    fresh = summary_with(agreement(replies=12, cached_replies=0))
+    assert "- **Replies from the judge cache:** 0 of 12\n" in fresh
+    replayed = summary_with(agreement(replies=12, cached_replies=12))
+    assert ("- **Replies from the judge cache:** 12 of 12 — replayed from an earlier run, they "
+            "agree with it by construction") in replayed
