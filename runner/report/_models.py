@@ -148,6 +148,9 @@ class ScenarioResult(StrictModel):
     notes: list[str] = Field(
         default_factory=list, description="why the status is what it is, one line each"
     )
+    judge_unavailable: bool = Field(
+        default=False, description="the judge's server refused or was down when this row was "
+        "to be judged: the conversation is kept unjudged and `trialbox rescore` judges it")
     decided_by: Decider | None = Field(
         default=None,
         description="what decided PASS/FAIL/BLOCKED: judge, or checks (a failed exact check "

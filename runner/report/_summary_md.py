@@ -136,6 +136,9 @@ def _summary(card: Scorecard) -> list[str]:
             f"**Budget exceeded:** {s.budget_exceeded} · **Infra error:** {s.infra_error} · "
             f"**Errored:** {s.errored} · **Skipped:** {s.skipped} · **Not run:** {s.not_run}"
         ),
+        *([f"- **⚠️ Judge unavailable:** {s.judge_unavailable} scenario(s) kept unjudged "
+            "(NOT_JUDGED, conversations kept): `trialbox rescore` on this run's folder judges "
+            "them once the judge answers"] if s.judge_unavailable else []),
         (
             f"- **Judge:** {card.config.judge_provider or 'none'}"
             f"{' / ' + card.config.judge_model if card.config.judge_model else ''} · "

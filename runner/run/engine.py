@@ -220,7 +220,7 @@ class Engine:
             # The judge's server, not the agent: the conversation is kept unjudged (rescore
             # judges it later) and no further scenario starts — each would meet the same refusal.
             outcome.rejudged.clear()
-            outcome.judge_error = f"judge unavailable: {exc}"
+            outcome.judge_unavailable, outcome.judge_error = True, f"judge unavailable: {exc}"
             self._stop(f"the judge is unavailable ({exc}); the conversations so far are kept — "
                        f"once it answers, `trialbox rescore {self.settings.run_dir}` judges them "
                        f"and `trialbox run --resume {self.settings.run_dir}` runs the rest",
@@ -266,6 +266,7 @@ class Engine:
             result.notes.append(f"after the conversation finished: {outcome.after}")
         if outcome.judge_error and outcome.infra is None:  # kept unjudged: said, not ERRORED
             result.notes.append(outcome.judge_error)
+        result.judge_unavailable = outcome.judge_unavailable
         result.node = outcome.node
         if span is not None:
             result.started_at, result.ended_at = span

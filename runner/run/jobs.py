@@ -39,6 +39,7 @@ class Outcome:
     judgments: Judgments | None = None
     rejudged: list[Judgments] = field(default_factory=list)
     judge_error: str | None = None
+    judge_unavailable: bool = False  # the judge's server refused or was down: kept unjudged
     warning: str | None = None  # something went wrong that did not spoil the result
     # What went wrong after the conversation finished (a container died, the deadline passed
     # while leaving the sandbox): said in the result's notes; the result itself is kept.

@@ -60,6 +60,9 @@ class Scored(Protocol):
     @property
     def decided_by(self) -> Decider | None: ...
 
+    @property
+    def judge_unavailable(self) -> bool: ...
+
 
 class StatusCounts(_Record):
     """GAIA's counters, plus ours (not_judged). Every scenario is in exactly one of them."""
@@ -183,6 +186,10 @@ class Summary(Totals):
         description="turns by where their user message came from: verbatim, extracted from "
         "the objective, or simulated (and by which model)",
     )
+    judge_unavailable: int = Field(
+        default=0,
+        description="rows kept unjudged because the judge was unavailable (rescore judges them)",
+    )
 
 
 _JUDGED_BUCKETS = {Status.PASS: "passed", Status.FAIL: "failed"}
@@ -274,5 +281,6 @@ def summarize(results: Iterable[Scored]) -> Summary:
             "pass_rate": overall.counts["passed"] / overall.total if overall.total else 0.0,
             "by_category": by_category,
             "user_messages": count_user_messages(results),
+            "judge_unavailable": sum(result.judge_unavailable for result in results),
         }
     )

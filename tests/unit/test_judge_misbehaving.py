@@ -245,6 +245,10 @@ def test_a_judge_refusing_mid_run_stops_the_run_and_keeps_the_conversation(
     trace = read_trace(engine.settings.run_dir / str(first.trace))
     assert trace.transcript is not None and trace.transcript.turns  # the conversation is kept
     assert len([r for r in Judge.seen if r["path"].endswith("/completions")]) == 1
+    # The summary's head counts the rows the outage left unjudged, and says what judges them.
+    assert first.judge_unavailable and card.summary.judge_unavailable == 1
+    summary = (engine.settings.run_dir / "summary.md").read_text()
+    assert "- **⚠️ Judge unavailable:** 1 scenario(s) kept unjudged" in summary
 
 
 def test_the_anthropic_judge_refused_its_key_is_unavailable(
