@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from docker.errors import NotFound
 from docker.models.containers import Container
 
@@ -30,11 +32,21 @@ def state_of(container: Container) -> str | None:
         container.reload()
     except NotFound:
         return "was removed"
-    if container.status == "running":
+    return described(container.status, container.attrs.get("State", {}))
+
+
+def described(status: str, state: dict[str, Any]) -> str | None:
+    """A container's status and `docker inspect`'s State, in words; None while it runs.
+
+    Only an ended container has an exit code to tell: a paused one reads ExitCode 0 and is
+    neither finished nor well."""
+    if status == "running":
         return None
-    state = container.attrs.get("State", {})
+    if status == "paused":
+        return "is paused (frozen by `docker pause`: it gets no CPU until `docker unpause`)"
     killed = " (killed: out of memory)" if state.get("OOMKilled") else ""
-    return f"is {container.status} (exit code {state.get('ExitCode')}){killed}"
+    ended = f" (exit code {state.get('ExitCode')})" if status in ("exited", "dead") else ""
+    return f"is {status}{ended}{killed}"
 
 
 def death_of(ui: Container) -> str | None:
