@@ -52,6 +52,7 @@ from runner.cluster._placements import (
 from runner.cluster._remote import JobReport, Shipment, run_job_here
 from runner.cluster._ship import pack
 from runner.records.status import Status
+from runner.records.transcript import Transcript
 from runner.run.errors import first_line
 from runner.run.jobs import Job, Outcome
 from runner.run.settings import RunSettings
@@ -194,6 +195,10 @@ class ClusterConversations:
 
     async def close(self) -> None:
         """Nothing prepared here; the nodes tear their own sandboxes down."""
+
+    def interrupted(self, key: str) -> Transcript | None:
+        """None: a node's turns come back only with its finished outcome."""
+        return None
 
     async def converse(self, job: Job) -> Outcome:
         if self._shipment is None:

@@ -54,6 +54,7 @@ class LiveConversations:
     live: bool = True
     pool: WarmPool[Any] | None = field(default=None, init=False, repr=False)
     _planned: dict[str, Job] = field(default_factory=dict, init=False, repr=False)
+    _interrupted: dict[str, Transcript] = field(default_factory=dict, init=False, repr=False)
 
     async def prepare(self, jobs: Sequence[Job]) -> None:
         """Start making the sandboxes of the first jobs, in the order they will run; a job
@@ -140,6 +141,8 @@ class LiveConversations:
                         # The conversation is the result; missing logs must not discard it.
                         collect_error = await collect_artifacts(box, artifacts)
         except asyncio.CancelledError:
+            if begun:  # Ctrl-C mid-conversation: the engine's NOT_RUN row keeps the turns done
+                self._interrupted[job.key] = begun[0]
             if removal is not None:
                 await removal()  # Ctrl-C: the row is not recorded, so nothing is left to collect
             raise
@@ -170,6 +173,9 @@ class LiveConversations:
         if removal is not None and box is not None:
             outcome.leave = partial(leave_sandbox, box, artifacts, removal)
         return outcome
+
+    def interrupted(self, key: str) -> Transcript | None:
+        return self._interrupted.get(key)
 
     def _skipped_before_sandbox(self, scenario: Scenario) -> Outcome | None:
         """What a scenario gets without a sandbox when the corpus or the model rules it out."""
@@ -234,12 +240,16 @@ class ReplayedConversations:
     async def converse(self, job: Job) -> Outcome:
         return _replayed(job, self.traces.get(job.key), self.manifest)
 
+    def interrupted(self, key: str) -> Transcript | None:
+        """None: a replayed conversation is read whole or not at all."""
+        return None
+
     async def close(self) -> None:
         """Nothing to release."""
 
 
 # Statuses of a conversation cut short: a trace may hold its turns so far, but they are no result.
-CUT_SHORT = frozenset({Status.TIMEOUT, Status.INFRA_ERROR})
+CUT_SHORT = frozenset({Status.TIMEOUT, Status.INFRA_ERROR, Status.NOT_RUN})
 
 
 def _replayed(job: Job, trace: Trace | None, manifest: Manifest | None) -> Outcome:

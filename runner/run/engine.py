@@ -127,7 +127,8 @@ class Engine:
                 await self._aftercare.drain()  # the recorded rows' artifacts are still collected
             finally:
                 await self.conversations.close()
-            self._record_not_run(jobs, "the run was interrupted (Ctrl-C) before this scenario finished")
+            self._record_not_run(jobs, "the run was interrupted (Ctrl-C) before this scenario finished",
+                                 kept=self.conversations.interrupted)
             self.writer.close()
             raise
         try:
@@ -162,10 +163,14 @@ class Engine:
         self.say(reason)
         self.writer.warn(reason)
 
-    def _record_not_run(self, jobs: Sequence[Job], reason: str) -> None:
+    def _record_not_run(self, jobs: Sequence[Job], reason: str,
+                        kept: Callable[[str], Transcript | None] = lambda key: None) -> None:
+        """Every job without a row gets NOT_RUN; one cut off mid-conversation keeps the turns
+        it had finished (`kept`), to read — resume runs it again whole."""
         for job in jobs:
             if job.key not in self._finished:
-                self._record(job, Outcome(infra=Status.NOT_RUN, error=reason), wall_s=None)
+                self._record(job, Outcome(infra=Status.NOT_RUN, error=reason,
+                                          transcript=kept(job.key)), wall_s=None)
 
     async def run_job(self, job: Job) -> None:
         began = datetime.now(UTC)  # the row's clock time: the driver report orders runs by it

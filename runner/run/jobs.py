@@ -70,6 +70,10 @@ class ConversationSource(Protocol):
 
     async def converse(self, job: Job) -> Outcome: ...
 
+    def interrupted(self, key: str) -> Transcript | None:
+        """The turns a job cancelled mid-conversation (Ctrl-C) had finished; None: none, or a
+        source that cannot say. Its NOT_RUN row keeps them, as a TIMEOUT's row does."""
+
     async def close(self) -> None:
         """Called once when the run ends, however it ends: what was prepared and not used goes."""
 

@@ -43,6 +43,9 @@ class Recorded:
                             performance=TurnPerformance(wall_s=0.1)) for t in job.scenario.turns]
         return Outcome(transcript=Transcript(scenario_id=job.scenario.id, turns=turns))
 
+    def interrupted(self, key: str) -> None:
+        """No turn is ever under way: each outcome comes whole."""
+
     async def close(self) -> None:
         """Nothing to release."""
 

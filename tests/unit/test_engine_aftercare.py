@@ -54,6 +54,9 @@ class Leaving:
         self.started.append(job.key)
         return Outcome(transcript=finished(job.scenario), leave=self.leave(job))
 
+    def interrupted(self, key: str) -> None:
+        """No turn is ever under way: each outcome comes whole."""
+
     async def close(self) -> None:
         """Nothing to release."""
 

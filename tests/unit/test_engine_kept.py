@@ -47,6 +47,9 @@ class Chosen:
     async def converse(self, job: Job) -> Outcome:
         return replace(self.outcome, transcript=turns(job.scenario, self.upto))
 
+    def interrupted(self, key: str) -> None:
+        """No turn is ever under way: each outcome comes whole."""
+
     async def close(self) -> None:
         """Nothing to release."""
 
@@ -99,3 +102,57 @@ def test_rescore_keeps_a_cut_short_status_and_judges_a_whole_one(tmp_path: Path)
     assert replayed.infra is Status.TIMEOUT and replayed.transcript is not None
     replayed = asyncio.run(ReplayedConversations({job.key: whole}).converse(job))
     assert replayed.infra is None and replayed.transcript is not None  # judged as usual
+
+
+class CutOff:
+    """A conversation that finishes its first turn and then waits until Ctrl-C cancels it,
+    handing its turns so far to the engine as LiveConversations does (`interrupted`)."""
+
+    live = False
+
+    def __init__(self) -> None:
+        self.talking = asyncio.Event()
+        self.begun: dict[str, Transcript] = {}
+
+    async def prepare(self, jobs: Sequence[Job]) -> None:
+        """Nothing to prepare."""
+
+    async def converse(self, job: Job) -> Outcome:
+        self.begun[job.key] = turns(job.scenario, 1)
+        self.talking.set()
+        await asyncio.Event().wait()  # turn 2 never ends
+        raise AssertionError("unreachable")
+
+    def interrupted(self, key: str) -> Transcript | None:
+        return self.begun.get(key)
+
+    async def close(self) -> None:
+        """Nothing to release."""
+
+
+def test_ctrl_c_mid_conversation_keeps_the_turns_done_and_resume_runs_it_again(
+        tmp_path: Path) -> None:
+    run_id = "20261203-100000-abcd"
+    settings = RunSettings(run_id=run_id, suite_paths=[SUITE / "scenarios"], corpus_root=SUITE / "corpus",
+                           results_root=tmp_path, selection={"ids": ["orchard_followup"]})
+    scenarios = [s for s in suite() if s.id == "orchard_followup"]
+    writer = RunWriter(settings.run_dir, run_id=run_id, config=RunConfig(),
+                       order=declared_order([s.id for s in scenarios]))
+    source = CutOff()
+    engine = Engine(settings, scenarios, source, None, writer, say=lambda line: None)
+
+    async def press_ctrl_c() -> None:
+        running = asyncio.create_task(engine.run())
+        await source.talking.wait()
+        running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+
+    asyncio.run(press_ctrl_c())
+    kept = trace(settings.run_dir)
+    assert kept.result.status is Status.NOT_RUN and "interrupted (Ctrl-C)" in (kept.result.error or "")
+    assert kept.transcript is not None and [t.turn for t in kept.transcript.turns] == [1]
+    assert "orchard_followup" not in engine.already_done()  # --resume runs it again, whole
+    (scenario,) = scenarios
+    job = Job(scenario, None)
+    replayed = asyncio.run(ReplayedConversations({job.key: kept}).converse(job))
+    assert replayed.infra is Status.NOT_RUN  # rescore never judges the half as a whole
