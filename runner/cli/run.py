@@ -71,6 +71,13 @@ def run(
         "verdicts are then not the agent's sampled behaviour); docker backend only")] = False,
     baseline: Annotated[Path | None, typer.Option(
         help="compare against this scorecard (ours or GAIA's) when the run ends")] = None,
+    integrity: Annotated[bool, typer.Option(
+        help="GAIA main's integrity gate: exit 1 when a --baseline scenario has no row or any "
+             "row has no measurement (TIMEOUT, ERRORED, SKIPPED_*, BLOCKED, ...)")] = False,
+    not_measured: Annotated[list[str] | None, typer.Option(
+        "--not-measured", help="with --integrity: ID=REASON — a scenario id or category this "
+                               "machine cannot measure; its rows are reported with the reason, "
+                               "not counted (repeatable)")] = None,
     save_baseline: Annotated[Path | None, typer.Option(
         help="save the finished scorecard (+ meta.json) here as a baseline")] = None,
     as_json: Annotated[bool, typer.Option(
@@ -90,6 +97,7 @@ def run(
     from runner.run.resume import resume_settings
 
     check_numbers(timeout=options.timeout, budget_usd=budget_usd, min_pass_rate=min_pass_rate)
+    excused = _not_measured(not_measured or [], integrity)
     check_urls(("--judge-url", options.judge_url), ("--simulator-url", options.simulator_url),
                ("--llm-url", options.llm_url), ("--target-url", target_url), *env_urls())
     if baseline is not None:  # an unreadable baseline is found before anything runs
@@ -107,7 +115,7 @@ def run(
             "concurrency": options.concurrency, "warm_pool": warm_pool,
             "retry_errors": retry_errors, "min_pass_rate": min_pass_rate,
             "allow_incomplete": allow_incomplete, "baseline": baseline,
-            "save_baseline": save_baseline})
+            "save_baseline": save_baseline, "integrity": integrity, "not_measured": excused})
         settings.allow_model_change = allow_model_change
         settings.allow_device_fallback = allow_device_fallback or settings.allow_device_fallback
     else:
@@ -118,7 +126,8 @@ def run(
             options, agent_dirs=agent_dir or [], target_url=target_url, warm_pool=warm_pool,
             trials=trials, rejudge=rejudge, budget_usd=budget_usd, min_pass_rate=min_pass_rate,
             allow_incomplete=allow_incomplete, baseline=baseline, save_baseline=save_baseline,
-            allow_device_fallback=allow_device_fallback, repeatable_decoding=repeatable_decoding)
+            allow_device_fallback=allow_device_fallback, repeatable_decoding=repeatable_decoding,
+            integrity=integrity, not_measured=excused)
         settings.fixtures_root = _fixtures_root(fixtures, settings.suite_paths)
     if as_json:
         progress_to_stderr()
@@ -130,6 +139,20 @@ def run(
     if as_json:
         _print_run_json(settings, code)
     raise typer.Exit(code)
+
+
+def _not_measured(given: list[str], integrity: bool) -> dict[str, str]:
+    """--not-measured ID=REASON, each with its reason (an excuse without one explains nothing)."""
+    if given and not integrity:
+        fail("--not-measured excuses rows from the integrity gate: add --integrity", EXIT_USAGE)
+    excused = {}
+    for item in given:
+        name, _, reason = item.partition("=")
+        if not name.strip() or not reason.strip():
+            fail(f"--not-measured {item!r}: give ID=REASON, a scenario id or category and why "
+                 "this machine cannot measure it (--not-measured vision=no display here)", EXIT_USAGE)
+        excused[name.strip()] = reason.strip()
+    return excused
 
 
 def _fixtures_root(given: Path | None, suite_paths: list[Path]) -> Path | None:

@@ -7,11 +7,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from runner.run.errors import EXIT_NOT_COMPARABLE, EXIT_USAGE, UsageError
+from runner.run.errors import EXIT_NOT_COMPARABLE, EXIT_OK, EXIT_QUALITY, EXIT_USAGE, UsageError
 
 if TYPE_CHECKING:
     from runner.report import Scorecard
     from runner.run.settings import RunSettings
+    from runner.verdict import Integrity
 
 Say = Callable[[str], None]
 
@@ -24,12 +25,33 @@ def finish(card: Scorecard, settings: RunSettings, say: Say) -> int:
 
 def report_and_gate(card: Scorecard, settings: RunSettings, say: Say) -> int:
     """Print the summary and, when a --min-pass-rate applies, which rate decided the exit code."""
-    from runner.run.gate import exit_code, quality_gate_line
+    from runner.run.gate import exit_code, integrity_lines, quality_gate_line
 
     print_summary(card, settings.run_dir, say)
     if settings.min_pass_rate is not None:
         say(quality_gate_line(card, settings.min_pass_rate, settings.allow_incomplete))
-    return exit_code(card, settings.min_pass_rate, settings.allow_incomplete)
+    code = exit_code(card, settings.min_pass_rate, settings.allow_incomplete)
+    if settings.integrity:
+        measured = integrity_of(card, settings)
+        for line in integrity_lines(measured):
+            say(line)
+        if code == EXIT_OK and not measured.complete:
+            return EXIT_QUALITY
+    return code
+
+
+def integrity_of(card: Scorecard, settings: RunSettings) -> Integrity:
+    """--integrity: the run's rows held to the baseline's scenarios (when --baseline is given)."""
+    from runner.report import ScorecardError, read_any_scorecard
+    from runner.verdict import integrity
+
+    baseline = None
+    if settings.baseline is not None:
+        try:
+            baseline = read_any_scorecard(settings.baseline).scenarios
+        except ScorecardError as exc:
+            raise UsageError(str(exc)) from exc
+    return integrity(card.scenarios, baseline=baseline, not_measured=settings.not_measured)
 
 
 def baseline_steps(settings: RunSettings, card: Scorecard, code: int, say: Say) -> int:

@@ -8,7 +8,7 @@ from runner.records.status import Status
 from runner.report import Scorecard
 from runner.run.errors import EXIT_INFRA, EXIT_OK, EXIT_QUALITY, EXIT_USAGE
 from runner.run.prepare import REJECTED_WARNING
-from runner.verdict import decided_pass_rate, gate_pass_rate
+from runner.verdict import Integrity, decided_pass_rate, gate_pass_rate
 
 # Skips that are a property of the machine, not a failure of the run.
 SKIPPED = (Status.SKIPPED_NO_DOCUMENT, Status.SKIPPED_NO_MODEL)
@@ -51,3 +51,25 @@ def quality_gate_line(card: Scorecard, min_pass_rate: float, allow_incomplete: b
     return (f"quality gate: {gate.name} {gate.rate:.0%} vs --min-pass-rate {min_pass_rate:.0%}: "
             f"{verdict} ({gate.passed} of {base} passed; {unmeasured})")
 
+
+
+def integrity_lines(measured: Integrity) -> list[str]:
+    """What --integrity found, in GAIA main's terms: complete, or each missing and unmeasured
+    row named; the rows a --not-measured excused are always shown, with their reasons."""
+    coverage = ("no --baseline, so coverage was not checked" if measured.baseline_scenarios is None
+                else f"{measured.baseline_scenarios} scenario(s) in the baseline")
+    if measured.complete:
+        lines = [f"integrity: OK — {measured.rows} row(s) run, every one measured ({coverage})"]
+    else:
+        lines = [f"integrity: INCOMPLETE — {len(measured.missing)} baseline scenario(s) missing, "
+                 f"{len(measured.unmeasured)} row(s) without a measurement ({coverage}); the "
+                 "run exits 1"]
+        if measured.missing:
+            lines.append(f"  missing from the run: {', '.join(measured.missing)}")
+        if measured.unmeasured:
+            lines.append(f"  no measurement: {', '.join(measured.unmeasured)}")
+    lines += [f"  NOT MEASURED (excused): {item}" for item in measured.excused]
+    if measured.unused:
+        lines.append(f"  --not-measured {', '.join(measured.unused)}: measured after all, "
+                     "nothing to excuse")
+    return lines

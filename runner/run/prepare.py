@@ -7,7 +7,7 @@ InfraError: exit 3)."""
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +72,28 @@ def selected_scenarios(settings: RunSettings, say: Callable[[str], None] | None 
     if not chosen:
         raise UsageError("the selection matched no runnable scenario — widen --scenario/--category/--tag"
                          + (" or fix the rejected files above" if rejected else ""))
+    _check_not_measured(settings, suite.scenarios)
     return chosen, suite.manifest, [str(problem) for problem in rejected]
+
+
+def _check_not_measured(settings: RunSettings, scenarios: Sequence[Scenario]) -> None:
+    """Every --not-measured name is a scenario id or category of the suite or the baseline:
+    a misspelt excuse would excuse nothing, silently, and the gate would fail for the wrong
+    reason (or, worse, a user would think it excused what it did not)."""
+    if not settings.not_measured:
+        return
+    known = {s.id for s in scenarios} | {s.category or "uncategorized" for s in scenarios}
+    if settings.baseline is not None:
+        from runner.report import read_any_scorecard
+
+        rows = read_any_scorecard(settings.baseline).scenarios
+        known |= {row.id for row in rows} | {row.category for row in rows}
+    unknown = sorted(set(settings.not_measured) - known)
+    if unknown:
+        categories = sorted({s.category or "uncategorized" for s in scenarios})
+        raise UsageError(f"--not-measured {', '.join(unknown)}: no scenario id or category of the "
+                         "suite or the baseline has that name — fix the spelling (categories: "
+                         f"{', '.join(categories)})")
 
 
 def agent_registry(settings: RunSettings, scenarios: list[Scenario]) -> AgentRegistry:

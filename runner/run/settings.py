@@ -79,6 +79,13 @@ class RunSettings(BaseModel):
         description="--min-pass-rate leaves out scenarios without a verdict (TIMEOUT, ERRORED, "
         "INFRA_ERROR, ...); by default (--require-complete) they count as not passed",
     )
+    integrity: bool = Field(default=False, description=(
+        "GAIA main's integrity gate: exit 1 when a --baseline scenario has no row or a row has "
+        "no measurement (TIMEOUT, ERRORED, INFRA_ERROR, SETUP_ERROR, BUDGET_EXCEEDED, "
+        "SKIPPED_*, BLOCKED_BY_ARCHITECTURE, NOT_RUN)"))
+    not_measured: dict[str, str] = Field(default_factory=dict, description=(
+        "--not-measured ID=REASON: scenario id or category -> why this machine cannot measure "
+        "it; its unmeasured or missing rows are reported with the reason, not counted"))
     judge_provider: str = Field(default="none", description="anthropic | openai | none")
     judge_model: str | None = Field(default=None, description="the judge's model")
     judge_url: str | None = Field(default=None, description="the judge's endpoint (openai)")
@@ -156,7 +163,7 @@ class RunSettings(BaseModel):
 #: end. Every other setting decides what a result means, so the resumed run keeps its own.
 RESUME_MAY_CHANGE = frozenset({
     "concurrency", "warm_pool", "retry_errors", "min_pass_rate", "allow_incomplete",
-    "baseline", "save_baseline",
+    "baseline", "save_baseline", "integrity", "not_measured",
 })
 
 

@@ -19,7 +19,15 @@ from runner.verdict.checks import (
 )
 from runner.verdict.classify import transcript_problem
 from runner.verdict.derived import amount_of, derived_checks, has_expected_answer
-from runner.verdict.gate import UNMEASURED, GateRate, decided_pass_rate, gate_pass_rate
+from runner.verdict.gate import (
+    NO_MEASUREMENT,
+    UNMEASURED,
+    GateRate,
+    Integrity,
+    decided_pass_rate,
+    gate_pass_rate,
+    integrity,
+)
 from runner.verdict.literals import DATES, literal_in
 from runner.verdict.numbers import NUMBER, FoundNumber, find_numbers, number_matches, value_of
 from runner.verdict.prices import judge_cost_usd, judgings_cost_usd
@@ -59,12 +67,15 @@ __all__ = [
     "EXPECTED_TOOLS",
     "NUMBER",
     "UNMEASURED",
+    "NO_MEASUREMENT",
     "WEIGHTS",
     "CategorySummary",
     "Cue",
     "Decider",
     "FoundNumber",
     "GateRate",
+    "Integrity",
+    "integrity",
     "JudgeAgreement",
     "Planned",
     "QualityGates",

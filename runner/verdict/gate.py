@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Protocol
+
 from pydantic import Field
 
 from runner.records.status import Status
@@ -77,3 +80,75 @@ def gate_pass_rate(summary: Summary, *, allow_incomplete: bool = False) -> GateR
         name = "pass rate (nothing was decided; every scenario unmeasured)"
     return GateRate(rate=passed / base if base else None, name=name, passed=passed, decided=decided,
                     unmeasured=unmeasured, counted_unmeasured=not allow_incomplete)
+
+
+# --- the integrity gate (--integrity): was everything measured? ------------------------------
+
+# What GAIA main's integrity gate counts as "no measurement" (gaia.eval.integrity_gate: the
+# infra_error, errored, timeout, blocked, budget_exceeded and skipped counters): the rows
+# without a verdict, and BLOCKED_BY_ARCHITECTURE — a verdict, but no measure of the task.
+NO_MEASUREMENT = UNMEASURED | {Status.BLOCKED_BY_ARCHITECTURE}
+
+
+class Row(Protocol):
+    """What the integrity gate reads of a scorecard row (report.ScenarioResult has these)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def category(self) -> str: ...
+
+    @property
+    def status(self) -> Status: ...
+
+
+class Integrity(_Record):
+    """Whether a run measured what it claims to: GAIA main's integrity gate, on our rows."""
+
+    rows: int = Field(description="rows of the run (trials count)")
+    baseline_scenarios: int | None = Field(
+        description="scenarios of the baseline the run is held to; None: no baseline, so "
+        "coverage was not checked")
+    missing: list[str] = Field(
+        default_factory=list, description="baseline scenarios with no row in the run")
+    unmeasured: list[str] = Field(
+        default_factory=list, description="rows without a measurement, as 'id (STATUS)'")
+    excused: list[str] = Field(
+        default_factory=list,
+        description="missing or unmeasured rows a --not-measured ID=REASON names, with why: "
+        "reported, not counted against the gate")
+    unused: list[str] = Field(
+        default_factory=list,
+        description="--not-measured names whose every row was measured after all")
+
+    @property
+    def complete(self) -> bool:
+        return not self.missing and not self.unmeasured
+
+
+def integrity(rows: Sequence[Row], *, baseline: Sequence[Row] | None,
+              not_measured: Mapping[str, str]) -> Integrity:
+    """Missing baseline scenarios and unmeasured rows; a `not_measured` name (a scenario id or
+    a category) excuses its rows with the reason given, which the report shows."""
+    def excuse(row: Row) -> str | None:
+        return not_measured.get(row.id) or not_measured.get(row.category)
+
+    used: set[str] = set()
+    missing, unmeasured, excused = [], [], []
+    ran = {row.id for row in rows}
+    findings = [(row, "missing") for row in baseline or [] if row.id not in ran]
+    findings += [(row, row.status.value) for row in rows if row.status in NO_MEASUREMENT]
+    for row, what in findings:
+        reason = excuse(row)
+        if reason is not None:
+            used |= {row.id, row.category} & set(not_measured)
+            excused.append(f"{row.id} ({what}): {reason}")
+        elif what == "missing":
+            missing.append(row.id)
+        else:
+            unmeasured.append(f"{row.id} ({what})")
+    return Integrity(
+        rows=len(rows), baseline_scenarios=len({row.id for row in baseline}) if baseline else None,
+        missing=sorted(set(missing)), unmeasured=unmeasured, excused=excused,
+        unused=sorted(set(not_measured) - used))
