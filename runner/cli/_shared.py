@@ -204,6 +204,8 @@ def new_run_settings(options: RunOptions, *, agent_dirs: list[Path], target_url:
 
     if options.backend not in ("docker", "local"):
         fail(f"--backend {options.backend!r}: choose docker or local", EXIT_USAGE)
+    if options.lane and options.category:
+        fail("--lane and --category both choose the categories to run: give one", EXIT_USAGE)
     choice = choose_device(options.device)
     suite_paths, corpus_root = suite_and_corpus(options.paths, options.corpus)
     llm_url, llm_container = options.llm_url, options.llm_container
@@ -213,6 +215,7 @@ def new_run_settings(options: RunOptions, *, agent_dirs: list[Path], target_url:
         run_id=new_run_id(), suite_paths=suite_paths, corpus_root=corpus_root,
         results_root=options.results,
         selection=Selection(ids=options.scenario or [], categories=options.category or [],
+                            lane=options.lane,
                             tags=options.tag or [], exclude_tags=options.exclude_tag or []),
         backend=Backend(options.backend), device=SESSION_DEVICE[choice.device], stack_device=choice.device,
         device_reason=choice.reason, llm_url=llm_url,

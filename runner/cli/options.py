@@ -52,6 +52,8 @@ class RunOptions:
     scenario: Annotated[list[str] | None, typer.Option(
         "--scenario", "-s", help="scenario id (repeatable)")] = None
     category: Annotated[list[str] | None, typer.Option(help="category (repeatable)")] = None
+    lane: Annotated[str | None, typer.Option(
+        help="GAIA's CI lane: the categories eval/ci_lanes.json beside the tree gives it")] = None
     tag: Annotated[list[str] | None, typer.Option(help="tag (repeatable)")] = None
     exclude_tag: Annotated[list[str] | None, typer.Option(help="skip scenarios with this tag")] = None
     strict: Annotated[bool, typer.Option(

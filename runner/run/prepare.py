@@ -26,12 +26,18 @@ from runner.judge import (
 from runner.run.errors import InfraError, UsageError
 from runner.run.settings import RunSettings
 from runner.scenarios import (
+    LANES_FILE,
+    LanesError,
     Manifest,
     Scenario,
     SelectionError,
+    find_lanes,
+    lane_categories,
+    load_lanes,
     load_suite,
     rejected_in_selection,
     select,
+    unclaimed,
 )
 
 REJECTED_WARNING = "rejected scenario file, not run: "
@@ -45,6 +51,8 @@ def selected_scenarios(settings: RunSettings, say: Callable[[str], None] | None 
     manifest) block every run."""
     suite = load_suite(settings.suite_paths, settings.corpus_root)
     sel = settings.selection
+    if sel.lane is not None:
+        sel = sel.model_copy(update={"categories": _lane(settings, suite.scenarios, say)})
     rejected = rejected_in_selection(suite, ids=sel.ids, categories=sel.categories, tags=sel.tags,
                                      exclude_tags=sel.exclude_tags)
     # A tree error (the manifest) stops everything; the file problems are listed with it so
@@ -74,6 +82,37 @@ def selected_scenarios(settings: RunSettings, say: Callable[[str], None] | None 
                          + (" or fix the rejected files above" if rejected else ""))
     _check_not_measured(settings, suite.scenarios)
     return chosen, suite.manifest, [str(problem) for problem in rejected]
+
+
+def _lane(settings: RunSettings, scenarios: Sequence[Scenario],
+          say: Callable[[str], None] | None) -> list[str]:
+    """--lane NAME: its categories that the tree has (a lane may name categories of a newer
+    tree); the ones it lacks, and the tree's categories no lane measures, are said."""
+    lane = settings.selection.lane or ""
+    path = find_lanes(settings.suite_paths)
+    if path is None:
+        raise UsageError(f"--lane {lane}: no {LANES_FILE} beside the scenarios folder of "
+                         f"{', '.join(map(str, settings.suite_paths))} (GAIA keeps it at "
+                         "eval/ci_lanes.json) — choose with --category instead")
+    try:
+        lanes = load_lanes(path)
+        wanted = lane_categories(lanes, lane, path)
+    except LanesError as exc:
+        raise UsageError(str(exc)) from exc
+    present = sorted({s.category or "uncategorized" for s in scenarios})
+    chosen = [category for category in wanted if category in present]
+    absent = [category for category in wanted if category not in present]
+    if not chosen:
+        raise UsageError(f"--lane {lane}: none of its categories ({', '.join(wanted)}) is in the "
+                         "tree given")
+    if say is not None:
+        say(f"lane {lane} ({path}): {', '.join(chosen)}"
+            + (f"; not in this tree: {', '.join(absent)}" if absent else ""))
+        orphans = unclaimed(lanes, present)
+        if orphans:
+            say(f"warning: {path}: no lane runs {', '.join(orphans)} and none excludes them — "
+                "no CI lane measures those categories")
+    return chosen
 
 
 def _check_not_measured(settings: RunSettings, scenarios: Sequence[Scenario]) -> None:

@@ -28,6 +28,8 @@ class Selection(BaseModel):
 
     ids: list[str] = Field(default_factory=list, description="scenario ids (-s)")
     categories: list[str] = Field(default_factory=list, description="categories (--category)")
+    lane: str | None = Field(default=None, description=(
+        "GAIA's CI lane (--lane): the categories eval/ci_lanes.json beside the tree gives it"))
     tags: list[str] = Field(default_factory=list, description="scenarios with any of these tags")
     exclude_tags: list[str] = Field(
         default_factory=list, description="scenarios with any of these tags are left out"

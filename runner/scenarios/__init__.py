@@ -27,6 +27,15 @@ from runner.scenarios._fixtures import (
     default_fixtures_root,
     fixture_stagings,
 )
+from runner.scenarios._lanes import (
+    LANES_FILE,
+    CiLanes,
+    LanesError,
+    find_lanes,
+    lane_categories,
+    load_lanes,
+    unclaimed,
+)
 from runner.scenarios._load import RejectedFile, Suite, discover, load_scenario_file, load_suite
 from runner.scenarios._manifest import CorpusDocument, Fact, Manifest
 from runner.scenarios._manifest_load import (
@@ -83,6 +92,13 @@ __all__ = [
     "ClaimSpec",
     "CorpusDocument",
     "CorpusNotFound",
+    "CiLanes",
+    "LANES_FILE",
+    "LanesError",
+    "find_lanes",
+    "lane_categories",
+    "load_lanes",
+    "unclaimed",
     "DocumentsIndexed",
     "Fact",
     "GroundTruth",
