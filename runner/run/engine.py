@@ -26,6 +26,7 @@ from runner.records.status import Status
 from runner.records.transcript import Transcript
 from runner.report import RunWriter, Scorecard, Trace, scenario_result, trace_of
 from runner.run.aftercare import Aftercare
+from runner.run.eta import EtaModel, Work
 from runner.run.jobs import ConversationSource, Job, Left, Outcome
 from runner.run.progress import Progress
 from runner.run.settings import RunSettings
@@ -62,6 +63,7 @@ class Engine:
     # scenario in a log); None: plain `say` lines.
     progress_stream: TextIO | None = None
     _progress: Progress | None = None
+    _eta: EtaModel | None = None  # the progress line's ETA: a model of the work left
     # Asked before each sandbox opens: None when the shared LLM server answers, else why not.
     # A dead server ends the run (exit 3) instead of failing every remaining scenario one by one.
     llm_health: Callable[[], Awaitable[str | None]] | None = None
@@ -103,8 +105,11 @@ class Engine:
         if self.progress_stream is not None:
             # log_every_s: in a log, a scenario that runs for minutes still gets a status line
             # every 10 s (what is in flight, elapsed, ETA), so a reader never waits 15 s blind.
+            eta = self._eta = EtaModel([work_of(job, self.settings.corpus_root) for job in jobs],
+                                       concurrency=self.settings.concurrency)
             self._progress = Progress("run", total=len(jobs), stream=self.progress_stream,
-                                      log_every_s=10.0)
+                                      log_every_s=10.0,
+                                      remaining=lambda: eta.remaining_s(time.monotonic()))
             self.say = self._progress.say  # stop reasons print above the live line
         try:
             return await self._run(jobs)
@@ -175,6 +180,8 @@ class Engine:
     async def run_job(self, job: Job) -> None:
         began = datetime.now(UTC)  # the row's clock time: the driver report orders runs by it
         started = time.perf_counter()
+        if self._eta is not None:
+            self._eta.started(job.key, time.monotonic())
         outcome = await self.conversations.converse(job)
         # Collecting and removing its sandbox start now, beside the judging: off the clock.
         leaving = self._aftercare.begin(outcome.leave, job.key) if outcome.leave is not None else None
@@ -192,6 +199,11 @@ class Engine:
             if leaving is not None:
                 self._aftercare.then(leaving, partial(self._left, job, trace))
         status = trace.result.status  # recorded, or raised above
+        if self._eta is not None:
+            if outcome.transcript is None:  # skipped or refused before any work: not a pace
+                self._eta.dropped(job.key)
+            else:
+                self._eta.finished(job.key, wall_s)
         line = f"{status.value:<24} {job.key}  ({wall_s:.1f} s){_why(outcome)}"
         (self._progress.advance if self._progress is not None else self.say)(line)
         self._watch_streak(status, outcome.error)
@@ -330,6 +342,17 @@ def _sample(job: Job, transcript: Transcript, judgments: Judgments) -> RejudgeSa
         replies=judgments.usage.requests + judgments.usage.cached_replies,
         cached_replies=judgments.usage.cached_replies,
     )
+
+
+def work_of(job: Job, corpus_root: Path) -> Work:
+    """What the ETA model expects of a job: its user turns and its documents' bytes."""
+    sizes = []
+    for document in job.scenario.setup_documents:
+        try:
+            sizes.append((corpus_root / document.relative_path).stat().st_size)
+        except OSError:
+            sizes.append(0)  # missing: the scenario is skipped, and dropped from the model then
+    return Work(job.key, turns=len(job.scenario.turns), document_bytes=sum(sizes))
 
 
 def _why(outcome: Outcome) -> str:

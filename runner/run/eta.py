@@ -12,6 +12,7 @@ a long scenario instead of freezing. Standard library only, like runner/run/prog
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 
 
@@ -44,6 +45,8 @@ class EtaModel:
     concurrency: int = 1
     _finished: dict[str, float] = field(default_factory=dict)
     _running: dict[str, float] = field(default_factory=dict)  # key -> when it started
+    # The run's event loop records, the progress line's ticker thread asks: one at a time.
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def predicted_s(self, work: Work) -> float:
         """The prior's seconds for one scenario."""
@@ -52,11 +55,20 @@ class EtaModel:
                 + p.per_document_mb_s * work.document_bytes / 1e6)
 
     def started(self, key: str, at: float) -> None:
-        self._running[key] = at
+        with self._lock:
+            self._running[key] = at
 
     def finished(self, key: str, seconds: float) -> None:
-        self._running.pop(key, None)
-        self._finished[key] = seconds
+        with self._lock:
+            self._running.pop(key, None)
+            self._finished[key] = seconds
+
+    def dropped(self, key: str) -> None:
+        """A scenario that ended without doing its work (skipped, refused): out of the plan, so
+        its zero seconds do not teach the model that scenarios are free."""
+        with self._lock:
+            self._running.pop(key, None)
+            self.plan = [work for work in self.plan if work.key != key]
 
     @property
     def calibration(self) -> float:
@@ -71,6 +83,10 @@ class EtaModel:
     def remaining_s(self, now: float) -> float:
         """Seconds left: calibrated predictions of the scenarios not finished, the ones in
         flight less the time they have already run, spread over `concurrency`."""
+        with self._lock:
+            return self._remaining_s(now)
+
+    def _remaining_s(self, now: float) -> float:
         factor = self.calibration
         left = 0.0
         for work in self.plan:

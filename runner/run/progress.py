@@ -79,12 +79,15 @@ class Progress:
         tick_s: float | None = 1.0,
         width: int | None = None,
         log_every_s: float | None = None,
+        remaining: Callable[[], float] | None = None,
     ) -> None:
         if total is not None and total < 0:
             raise ValueError(f"progress total must be ≥ 0, got {total}")
         self.label = label
         self.total = total
         self.expected_s = expected_s
+        # A model of the work left (runner/run/eta.py), asked on every redraw; None: the pace.
+        self.remaining = remaining
         self.stream = stream if stream is not None else sys.stdout
         self.live = is_terminal(self.stream) if live is None else live
         self.clock = clock
@@ -122,6 +125,8 @@ class Progress:
     def eta_s(self) -> float | None:
         """Seconds left: from the pace since the first finished step, else from `expected_s`;
         None when unknown."""
+        if self.remaining is not None:
+            return max(0.0, self.remaining())
         elapsed = self.elapsed_s
         pace = self.pace_s
         if self.total is not None and pace is not None and self._last_done_at is not None:

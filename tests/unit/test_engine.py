@@ -267,3 +267,28 @@ def test_rejudging_k_times_costs_k_judgings_in_the_scorecard_and_the_budget(tmp_
     over = make_engine(tmp_path / "b", Conversations(), Judge(input_tokens=100_000), rejudge=3,
                        budget_usd=0.5)
     assert set(statuses(asyncio.run(over.run())).values()) == {Status.BUDGET_EXCEEDED}
+
+
+def test_the_progress_eta_is_the_model_of_the_plan_and_a_skipped_job_leaves_it(tmp_path: Path) -> None:
+    import io
+
+    from runner.run.engine import work_of
+
+    first = scenarios()[0].id
+
+    def outcome(job: Job) -> Outcome:
+        if job.scenario.id == first:
+            return Outcome(infra=Status.SKIPPED_NO_DOCUMENT, error="document(s) not in the corpus")
+        return Outcome(transcript=transcript_for(job.scenario))
+
+    engine = make_engine(tmp_path, Conversations(outcome))
+    engine.progress_stream = io.StringIO()
+    jobs = engine.plan()
+    asyncio.run(engine.run())
+    assert engine._eta is not None
+    # Every job was planned with its turns and documents' bytes; the skipped one was dropped.
+    assert [work.key for work in engine._eta.plan] == [job.key for job in jobs if job.key != first]
+    planned = {job.key: work_of(job, engine.settings.corpus_root) for job in jobs}
+    assert all(work.turns == len(job.scenario.turns) for job, work in zip(jobs, planned.values()))
+    assert any(work.document_bytes > 0 for work in planned.values())
+    assert engine._eta.remaining_s(0.0) == pytest.approx(0.0, abs=1e-9)  # nothing left at the end

@@ -256,3 +256,17 @@ def test_is_terminal(monkeypatch):
     assert is_terminal(Tty())
     monkeypatch.setenv("TERM", "dumb")
     assert not is_terminal(Tty())
+
+
+def test_a_model_of_the_work_left_gives_the_eta_from_the_start_and_while_a_step_runs():
+    from runner.run.eta import EtaModel, Work
+
+    clock = Clock()
+    model = EtaModel([Work("a", turns=2), Work("b", turns=2, document_bytes=6_000_000)])
+    progress, _, _ = log_progress(2, remaining=lambda: model.remaining_s(clock.now))
+    before = progress.eta_s
+    assert before is not None and before > 0  # no step finished, and still an ETA
+    model.started("a", clock.now)
+    clock.now += 10
+    assert progress.eta_s == pytest.approx(before - 10)  # counts down inside a long step
+    assert "ETA" in progress.counter_text()
