@@ -66,6 +66,10 @@ class Aftercare:
         self._turns = asyncio.Semaphore(places)
         self._leaving: set[asyncio.Task[Left]] = set()
         self._following: set[asyncio.Task[None]] = set()
+        # A row that could not be written again (a full disk): kept here, raised by `drain`.
+        # A task's own exception would be dropped with the task from its set before drain
+        # looked, and asyncio would print "Task exception was never retrieved" at exit.
+        self._failures: list[Exception] = []
 
     def begin(self, leave: Callable[[], Awaitable[Left]], name: str = "") -> asyncio.Task[Left]:
         """Start leaving a sandbox now (it waits for a place, behind those handed in before)."""
@@ -77,7 +81,10 @@ class Aftercare:
     def then(self, leaving: asyncio.Task[Left], record: Callable[[Left], None]) -> None:
         """Once ``leaving`` is done, ``record`` what it came to (the row written again)."""
         async def follow() -> None:
-            record(await leaving)
+            try:
+                record(await leaving)
+            except Exception as exc:  # noqa: BLE001 — raised by drain, once, to the run
+                self._failures.append(exc)
 
         task = asyncio.create_task(follow(), name=f"record {leaving.get_name()}")
         self._following.add(task)
@@ -91,17 +98,16 @@ class Aftercare:
     async def drain(self) -> None:
         """Return once every sandbox handed in is left and its row written again; a failure
         to write one is raised (after all of them are done)."""
-        failures: list[BaseException] = []
         while self._leaving or self._following:
             done, _ = await asyncio.wait(self._leaving | self._following)
             for task in done:
                 error = None if task.cancelled() else task.exception()
-                if error is not None:
-                    failures.append(error)
+                if isinstance(error, Exception):
+                    self._failures.append(error)
             self._leaving -= done
             self._following -= done
-        if failures:
-            raise failures[0]
+        if self._failures:
+            raise self._failures[0]
 
     async def _in_turn(self, leave: Callable[[], Awaitable[Left]]) -> Left:
         async with self._turns:

@@ -13,9 +13,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from runner.records.transcript import SetupTimings, Transcript, TurnPerformance, TurnRecord
 from runner.report import RunConfig, RunWriter, Trace, declared_order
-from runner.run.aftercare import AFTERCARE_PLACES, leave_sandbox
+from runner.run.aftercare import AFTERCARE_PLACES, Aftercare, leave_sandbox
 from runner.run.engine import Engine
 from runner.run.jobs import Job, Left, Outcome
 from runner.run.settings import RunSettings
@@ -194,3 +196,32 @@ def test_leaving_goes_in_order_at_most_two_at_once_and_the_next_job_waits_for_a_
         assert began == keys and at_once["most"] == AFTERCARE_PLACES
 
     asyncio.run(scenario())
+
+
+def test_a_row_that_cannot_be_written_again_is_raised_by_drain_once_not_lost_in_a_task(
+        caplog: pytest.LogCaptureFixture) -> None:
+    # The disk filled while a sandbox was being left: writing its row again raised. The run
+    # must get that one error (exit 3), not asyncio's "Task exception was never retrieved".
+    import errno
+    import gc
+
+    from runner.system.writes import WriteRefused
+
+    def full(left: Left) -> None:
+        raise WriteRefused(f"results/x/traces/a.json: [Errno {errno.ENOSPC}] No space left on "
+                           "device", infrastructure=True)
+
+    async def left() -> Left:
+        return Left([], 0.0)
+
+    async def run() -> None:
+        care = Aftercare()
+        care.then(care.begin(left, "a"), full)
+        await asyncio.sleep(0.01)  # the follow-up task has failed and left its set
+        with pytest.raises(WriteRefused, match="No space left on device"):
+            await care.drain()
+
+    with caplog.at_level("ERROR", logger="asyncio"):
+        asyncio.run(run())
+        gc.collect()  # a dropped task's exception is reported when it is collected
+    assert "never retrieved" not in caplog.text
