@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 
+from runner.system.writes import atomic_write
 from trialbox_llm.admin import ADMIN_TOKEN_ENV
 
 #: The file in an artifacts folder that lists what could not be collected.
@@ -43,7 +44,7 @@ class Collector:
     def finish(self) -> list[str]:
         """Write the problems (if any) beside the artifacts and return them."""
         if self.problems:
-            (self.dest / ERRORS_FILE).write_text("\n".join(self.problems) + "\n", encoding="utf-8")
+            atomic_write(self.dest / ERRORS_FILE, "\n".join(self.problems) + "\n")
         return list(self.problems)
 
 
@@ -96,7 +97,7 @@ async def save_llm_stats(
         body = {"source": "server_global_stats",
                 "note": "the LLM server's last completion of any client, not this sandbox's",
                 "stats": stats.json()}
-    (dest / "llm-stats.json").write_text(json.dumps(body, indent=1), encoding="utf-8")
+    atomic_write(dest / "llm-stats.json", json.dumps(body, indent=1))
 
 
 def llm_admin_token(container: str | None = None) -> str | None:

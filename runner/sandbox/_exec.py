@@ -13,6 +13,7 @@ from runner.sandbox._container import GAIA_HOME, UI_PORT, state_of
 from runner.sandbox._hardening import read_file
 from runner.sandbox._protocol import SandboxError
 from runner.sandbox._ui import UiReply
+from runner.system.writes import atomic_write_bytes
 
 #: Longest one ``docker exec`` request to the UI may take (a device switch answers in < 1 s).
 UI_REQUEST_TIMEOUT_S = 30
@@ -33,13 +34,13 @@ def snapshot_chat_db(container: Container, dest: Path) -> None:
     """The chat DB, snapshotted inside the container, copied to ``dest``/gaia_chat.db."""
     result = container.exec_run(["python", "-c", _SNAPSHOT, f"{GAIA_HOME}/chat/gaia_chat.db"])
     if result.exit_code != 0:
-        (dest / "gaia_chat.db.error").write_bytes(cast(bytes, result.output))  # not streamed: bytes
+        atomic_write_bytes(dest / "gaia_chat.db.error", cast(bytes, result.output))  # not streamed
         raise SandboxError(f"the chat database snapshot failed (exit {result.exit_code}); "
                            "see gaia_chat.db.error")
     # /tmp is a tmpfs in a hardened sandbox: `docker cp` cannot see into it on Docker 20.10.
     data = read_file(container, "/tmp/gaia_chat.db")
     if data is not None:
-        (dest / "gaia_chat.db").write_bytes(data)
+        atomic_write_bytes(dest / "gaia_chat.db", data)
 
 
 # One request to the UI on the container's loopback (urllib: the image has no curl). Proxies

@@ -11,13 +11,14 @@ from typing import Any
 from docker.models.containers import Container
 
 from runner.sandbox._container import BRIDGE_PREFIX
+from runner.system.writes import atomic_write_bytes
 
 
 def save_logs(container: Container, dest: Path) -> None:
     """The container's log, split again into the UI's (agent-ui.log) and the bridge's (mcp.log)."""
     ui, bridge = split_log(container.logs(stdout=True, stderr=True))
-    (dest / "agent-ui.log").write_bytes(ui)
-    (dest / "mcp.log").write_bytes(bridge)
+    atomic_write_bytes(dest / "agent-ui.log", ui)
+    atomic_write_bytes(dest / "mcp.log", bridge)
 
 
 def split_log(log: bytes) -> tuple[bytes, bytes]:

@@ -37,6 +37,7 @@ from runner.sandbox._ui import UiReply, http_ui_request
 from runner.sandbox.names import safe_name
 from runner.system.ports import free_port
 from runner.system.processes import is_alive
+from runner.system.writes import atomic_replace
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ENTRYPOINT = REPO_ROOT / "images" / "agent-ui" / "entrypoint.py"
@@ -79,20 +80,25 @@ class LocalSandbox:
             collector.note("gaia_chat.db", f"{database} does not exist (the Agent UI never wrote it)")
         for name in ("agent-ui.log", "mcp.log"):
             if (self.logs / name).exists():
-                await collector.step(name, partial(asyncio.to_thread, shutil.copyfile,
-                                                   self.logs / name, dest / name))
+                await collector.step(name, partial(asyncio.to_thread, atomic_replace, dest / name,
+                                                   partial(shutil.copyfile, self.logs / name)))
         await collector.step("llm-stats.json", lambda: save_llm_stats(
             dest, self.llm_url, self.llm_client, self.opened_at))
         return collector.finish()
 
 
 def _snapshot_sqlite(source: Path, target: Path) -> None:
-    """A consistent copy of a live database (GAIA writes in WAL mode; a file copy may miss rows)."""
-    with (
-        sqlite3.connect(f"file:{source}?mode=ro", uri=True) as live,
-        sqlite3.connect(target) as copy,
-    ):
-        live.backup(copy)
+    """A consistent copy of a live database (GAIA writes in WAL mode; a file copy may miss rows),
+    in place only once whole."""
+    def backup(tmp: Path) -> None:
+        live, copy = sqlite3.connect(f"file:{source}?mode=ro", uri=True), sqlite3.connect(tmp)
+        try:
+            live.backup(copy)
+        finally:
+            copy.close()  # closed before the rename: the copy is complete on disk
+            live.close()
+
+    atomic_replace(target, backup)
 
 
 async def _llm_stats(llm_url: str) -> str:

@@ -88,6 +88,18 @@ def atomic_write(path: Path, text: str) -> None:
     atomic_replace(path, produce)
 
 
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """`atomic_write` for bytes: an artifact is there whole or not at all (a full disk once
+    left 0-byte logs that a resumed run could not tell from empty ones)."""
+    def produce(tmp: Path) -> None:
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    atomic_replace(path, produce)
+
+
 def _refused(path: Path, exc: OSError) -> WriteRefused:
     reason = exc.strerror or str(exc) or type(exc).__name__
     if exc.errno in _INFRASTRUCTURE:

@@ -39,3 +39,27 @@ def test_nothing_failed_means_no_errors_file(tmp_path: Path) -> None:
 
     assert asyncio.run(main()) == []
     assert not (tmp_path / ERRORS_FILE).exists()
+
+
+def test_an_artifact_the_disk_cannot_hold_is_absent_and_named_never_left_half_written(
+        tmp_path: Path) -> None:
+    # The results disk filled half-way through a log (ENOSPC, as a full tmpfs raises it): no
+    # 0-byte or cut file is left for a resumed run to mistake for the log, and the row says so.
+    import errno
+    import os
+
+    from runner.system.writes import atomic_replace
+
+    def fills_the_disk(tmp: Path) -> None:
+        tmp.write_bytes(b"INFO first half of the log")
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    async def save_log() -> None:
+        await asyncio.to_thread(atomic_replace, tmp_path / "agent-ui.log", fills_the_disk)
+
+    collector = Collector(tmp_path)
+    asyncio.run(collector.step("agent-ui.log", save_log))
+    problems = collector.finish()
+    assert len(problems) == 1 and problems[0].startswith("agent-ui.log: WriteRefused: cannot write")
+    assert "No space left on device" in problems[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [ERRORS_FILE]
