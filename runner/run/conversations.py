@@ -125,9 +125,13 @@ class LiveConversations:
                                                             keep=begun.append, session=lease.prepared)
                     except asyncio.CancelledError:
                         # Our deadline or the sandbox's watchdog (a dead container), not Ctrl-C:
-                        # what the sandbox still has explains the failure, so it is collected.
+                        # what the sandbox still has explains the failure, so it is collected —
+                        # after the row, off the clock, where the backend can keep the sandbox:
+                        # collecting from a stalled stack took 9 s past an 18 s --timeout.
                         if limit.expired() or getattr(box, "died", None) is not None:
-                            collect_error = await collect_artifacts(box, artifacts)
+                            removal = lease.keep()
+                            if removal is None:
+                                collect_error = await collect_artifacts(box, artifacts)
                         raise
                     except Exception:
                         collect_error = await collect_artifacts(box, artifacts)
@@ -150,7 +154,7 @@ class LiveConversations:
             if finished is not None:
                 # The conversation finished; what failed afterwards (a container died, the
                 # deadline passed while leaving the sandbox) is said, and the result is kept.
-                after = (f"no result within {timeout_s:.0f} s" if isinstance(exc, TimeoutError)
+                after = (f"no result within {timeout_s:g} s" if isinstance(exc, TimeoutError)
                          else describe_failure(exc))
                 outcome = _classify(scenario, finished, self.manifest)
                 outcome.after = after
@@ -159,7 +163,7 @@ class LiveConversations:
                     outcome.leave = partial(leave_sandbox, box, artifacts, removal)
                 return outcome
             if isinstance(exc, TimeoutError):
-                failed = Outcome(infra=Status.TIMEOUT, error=f"no result within {timeout_s:.0f} s")
+                failed = Outcome(infra=Status.TIMEOUT, error=f"no result within {timeout_s:g} s")
             elif isinstance(exc, SimulatorUnavailable):
                 failed = Outcome(infra=Status.SKIPPED_NO_MODEL, error=str(exc))
             else:
@@ -167,6 +171,8 @@ class LiveConversations:
             # The status stays what it is; the turns done before the failure are kept with it.
             failed.transcript = begun[0] if begun else None
             failed.warning = collect_error
+            if removal is not None and box is not None:
+                failed.leave = partial(leave_sandbox, box, artifacts, removal)
             return failed
         outcome = _classify(scenario, transcript, self.manifest)
         outcome.warning = collect_error

@@ -215,8 +215,10 @@ class Engine:
         if trace is None:
             return  # the job was cancelled before its row was recorded: NOT_RUN says it
         trace.artifacts = artifacts_of(self.settings.run_dir, job.key)
+        cut_short = trace.result.status in (Status.TIMEOUT, Status.INFRA_ERROR)
+        when = "after the conversation was cut short" if cut_short else "after the conversation finished"
         for problem in left.problems:
-            trace.result.notes.append(f"after the conversation finished: {problem}")
+            trace.result.notes.append(f"{when}: {problem}")
             self.writer.warn(f"{job.key}: {problem}")
         if trace.transcript is not None and trace.transcript.setup is not None:
             setup = trace.transcript.setup.model_copy(update={"teardown_s": left.seconds})

@@ -499,3 +499,37 @@ def test_a_failed_readying_removes_its_sandbox_and_the_job_gets_the_failure() ->
         assert backend.live == {} and backend.stopped == [0]
 
     run(scenario())
+
+
+def test_a_timeout_is_recorded_at_its_limit_and_its_sandbox_is_collected_after_the_row(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, talks: list[str]) -> None:
+    # The LLM stalled: the conversation never ends. Collecting from the stalled stack once put
+    # 9 s on an 18 s --timeout; now the TIMEOUT comes back with the sandbox still there and
+    # collecting it is the engine's aftercare, off the clock.
+    collected: list[int] = []
+
+    async def collect(self: Box, dest: Path) -> list[str]:
+        collected.append(self.number)
+        return []
+
+    async def stalled(box: Box, scenario: Scenario, *args: Any, **kwargs: Any) -> Transcript:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    monkeypatch.setattr(Box, "collect", collect)
+    monkeypatch.setattr(conversations_module, "run_conversation", stalled)  # over `talks`'
+
+    async def scenario() -> None:
+        backend = MemoryBackend()
+        live = conversations(tmp_path, backend, concurrency=1, timeout_s=0.2)
+        job = Job(suite()[0], None)
+        await live.prepare([job])
+        outcome = await live.converse(job)
+        assert outcome.infra is Status.TIMEOUT and outcome.error == "no result within 0.2 s"
+        assert collected == [] and list(backend.live) == [0]
+        assert outcome.leave is not None
+        left = await outcome.leave()
+        assert left.problems == [] and collected == [0] and backend.live == {}
+        await live.close()
+
+    run(scenario())
