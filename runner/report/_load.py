@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 from runner.report._from_gaia import gaia_to_scorecard
 from runner.report._gaia import BaselineMeta, GaiaScorecard
 from runner.report._models import SCHEMA_VERSION, Scorecard, Trace
+from runner.scenarios import MAX_TURNS
 from runner.system.bounded_read import (
     SCORECARD_BYTES,
     SETTINGS_BYTES,
@@ -176,10 +177,10 @@ def _written_by(data: dict[str, Any]) -> str | None:
 
 TRACE_FIX = "delete the trace or re-run its scenario"
 
-#: Most turns one trace may hold. A scenario's clock is capped at 7200 s with 200 s a turn
-#: (scenarios/_models), so real traces hold tens; a 20,000-turn trace took minutes to rescore
-#: and a 1,000,000-turn one aborted the interpreter, so more than this is refused unvalidated.
-TRACE_TURNS = 1000
+#: Most turns one trace may hold: as many as a scenario may have (scenarios.MAX_TURNS; real
+#: traces hold tens). A 20,000-turn trace took minutes to rescore and a 1,000,000-turn one
+#: aborted the interpreter, so more than this is refused unvalidated.
+TRACE_TURNS = MAX_TURNS
 
 
 def read_trace(path: Path) -> Trace:

@@ -47,6 +47,7 @@ from runner.scenarios._manifest_load import (
 from runner.scenarios._models import (
     CAPABILITY_TAGS,
     KNOWN_PERSONAS,
+    MAX_TURNS,
     OFFLINE_ABSENT,
     ClaimSpec,
     GroundTruth,
@@ -92,6 +93,7 @@ __all__ = [
     "ClaimSpec",
     "CorpusDocument",
     "CorpusNotFound",
+    "MAX_TURNS",
     "CiLanes",
     "LANES_FILE",
     "LanesError",

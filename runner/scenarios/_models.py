@@ -327,6 +327,10 @@ class Turn(_KeepsUnknownKeys):
 MAX_TIMEOUT_S = 86_400
 """A day: longer than GAIA's own cap (7200 s) ever needs, short enough to be a real bound."""
 
+MAX_TURNS = 1000
+"""Most turns a scenario may have — and so a trace may hold (report/_load.TRACE_TURNS): a run
+of more would write traces no trialbox could read back. Real scenarios have a handful."""
+
 
 class Scenario(_KeepsUnknownKeys):
     """One multi-turn conversation to run against the agent, and how to judge it."""
@@ -347,7 +351,7 @@ class Scenario(_KeepsUnknownKeys):
         "absent: GAIA's formula."))
     reference: str | None = None  # extra text given to the claim judge
     setup: Setup = Field(default_factory=Setup)
-    turns: list[Turn] = Field(min_length=1)
+    turns: list[Turn] = Field(min_length=1, max_length=MAX_TURNS)
     checks: list[Check] = Field(default_factory=list)  # scenario-level
     expected_outcome: str | None = None
     expected_behavior: str | None = Field(default=None, description=(

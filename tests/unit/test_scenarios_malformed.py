@@ -55,6 +55,7 @@ EXPECTED: dict[str, tuple[int | None, str, str]] = {
     "tags_not_list.yaml": (4, "tags", "a valid list"),
     "top_level_list.yaml": (1, "", "top level is a list, not a mapping"),
     "turn_number_text.yaml": (5, "turns[0].turn", "a valid integer"),
+    "too_many_turns.yaml": (4, "turns", "at most 1000 items"),
     "turns_out_of_order.yaml": (8, "turns[1].turn", "turn numbered 3 where 2 was expected"),
     "unknown_doc_id.yaml": (8, "turns[0].ground_truth.doc_id",
                             "(did you mean 'harbor_bakery_inventory'?)"),
@@ -69,12 +70,17 @@ GOOD_IDS = ["shared_id", "good_flour"]  # dup_id_first.yaml sorts before good_fl
 
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The malformed tree plus the two cases that cannot live in git: a huge file and a
+    """The malformed tree plus the cases made here, not kept in git: a huge file, 1001 turns, a
     symlink leaving the corpus."""
     root = tmp_path_factory.mktemp("malformed")
     shutil.copytree(FIXTURES / "malformed_tree" / "scenarios", root / "scenarios")
     shutil.copytree(FIXTURES / "gaia_tree" / "corpus", root / "corpus")
     (root / "scenarios" / "huge.yaml").write_text("id: huge\n" + "# padding\n" * 120_000)
+    # More turns than a trace may hold (a run of it could not be read back): 1001, 45 KB.
+    (root / "scenarios" / "too_many_turns.yaml").write_text(
+        "id: too_many_turns\ncategory: rag_quality\npersona: casual_user\nturns:\n" + "".join(
+            f"  - {{turn: {n}, objective: Ask again., success_criteria: It answers.}}\n"
+            for n in range(1, 1002)))
     (root / "outside_secret.md").write_text("not part of the corpus")
     os.symlink(root / "outside_secret.md", root / "corpus" / "documents" / "escape_link.md")
     return root
