@@ -608,7 +608,8 @@ def test_a_back_to_back_finding_is_marked_as_not_separable_from_drift():
     assert alternated.beyond_noise and not any("drift" in f for f in alternated.beyond_noise)
 
 
-def test_an_a_a_pair_on_the_same_machine_bounds_the_drift_of_a_back_to_back_pair():
+def back_to_back_with_an_a_a_pair() -> tuple[Scorecard, ...]:
+    """A, then B an hour later with TTFT ×2 (20 scenarios), and an A/A pair 2 % apart."""
     twenty = [(f"s{i}", "rag_quality") for i in range(20)]
     a, _ = planted("a", driver="x", scenarios=twenty)
     b, _ = planted("b", driver="x", ttft_factor=2.0, scenarios=twenty)
@@ -616,6 +617,11 @@ def test_an_a_a_pair_on_the_same_machine_bounds_the_drift_of_a_back_to_back_pair
     second, _ = planted("aa2", driver="x", ttft_factor=1.02, scenarios=twenty)
     _clock(a, WHEN, timedelta(seconds=4))
     _clock(b, WHEN + timedelta(hours=1), timedelta(seconds=4))
+    return a, b, first, second
+
+
+def test_an_a_a_pair_on_the_same_machine_bounds_the_drift_of_a_back_to_back_pair():
+    a, b, first, second = back_to_back_with_an_a_a_pair()
     report = driver_report(a, b, aa=(first, second), power_simulations=0)
     headline = next(f for f in report.beyond_noise if f.startswith("time to first token"))
     # TTFT ×2 lies far beyond the ≤ 2 % the A/A pair moved: not the machine's drift alone.
@@ -623,7 +629,7 @@ def test_an_a_a_pair_on_the_same_machine_bounds_the_drift_of_a_back_to_back_pair
     assert "not separable" not in headline
     assert report.drift_bound is not None and "aa1 / aa2" in report.drift_bound
     # An A/A pair from other hardware bounds nothing.
-    other, _ = planted("aa3", driver="y", scenarios=twenty)
+    other, _ = planted("aa3", driver="y", scenarios=[(f"s{i}", "rag_quality") for i in range(20)])
     elsewhere = driver_report(a, b, aa=(other, second), power_simulations=0)
     assert elsewhere.drift_bound is None
     assert all("not separable" in f for f in elsewhere.beyond_noise)
@@ -655,13 +661,7 @@ def test_compare_aa_names_an_a_a_pair_that_lifts_the_drift_mark_and_refuses_a_lo
 
     from runner.cli.app import app
 
-    twenty = [(f"s{i}", "rag_quality") for i in range(20)]
-    a, _ = planted("a", driver="x", scenarios=twenty)
-    b, _ = planted("b", driver="x", ttft_factor=2.0, scenarios=twenty)
-    first, _ = planted("aa1", driver="x", scenarios=twenty)
-    second, _ = planted("aa2", driver="x", ttft_factor=1.02, scenarios=twenty)
-    _clock(a, WHEN, timedelta(seconds=4))
-    _clock(b, WHEN + timedelta(hours=1), timedelta(seconds=4))
+    a, b, first, second = back_to_back_with_an_a_a_pair()
     for card in (a, b, first, second):
         (tmp_path / f"{card.run_id}.json").write_text(card.model_dump_json())
     paths = {name: str(tmp_path / f"{name}.json") for name in ("a", "b", "aa1", "aa2")}
