@@ -72,8 +72,11 @@ test: export TESTCONTAINERS_HOST_OVERRIDE ?= 127.0.0.1
 test: export TRIALBOX_NO_SKIPS ?= 1
 # The fixer image carries Claude Code (the native binary from the npm registry) so its test runs.
 test: export TRIALBOX_FIXER_CLAUDE ?= 1
+# The unit layer (no engine, no model; ~1,600 tests) runs on every core; the live layers share
+# one engine and one small model per module, so they run one test at a time.
 test: docker install images corpus lint
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest -n auto --dist loadfile tests/unit $(PYTEST_ARGS)
+	$(BIN)/pytest --ignore=tests/unit $(PYTEST_ARGS)
 
 # ruff on everything; mypy --strict on runner/ (its settings: [tool.mypy] in pyproject.toml).
 lint: $(VENV)/.installed

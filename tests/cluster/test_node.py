@@ -134,7 +134,7 @@ def test_join_announces_the_node_and_leave_stops_it(head: Cluster, tmp_path: Pat
 def test_join_to_an_address_without_a_head_fails_clearly(tmp_path: Path) -> None:
     with pytest.raises(NodeError, match="is 127.0.0.1:1 a Ray head|did not start"):
         join("127.0.0.1:1", device="cpu", llm_container="l", llm_url="u", state_dir=tmp_path,
-             timeout_s=60, node_ip="127.0.0.1")
+             timeout_s=15, node_ip="127.0.0.1")
     assert not (tmp_path / "state.json").exists()
 
 

@@ -274,7 +274,7 @@ def test_a_timeout_shorter_than_any_start_leaks_nothing(llm: Any, tmp_path: Path
 def test_mini_soak_with_random_kills_loses_nothing_and_leaves_nothing(llm: Any, tmp_path: Path) -> None:
     """Seed 5 draws kill-agent, SIGINT, SIGKILL (at random moments): the three kinds of fault
     the probes above do not combine. TRIALBOX_SOAK_SEED picks another sequence."""
-    tally = soak.soak(llm, runs=10, concurrency=3, seed=int(os.environ.get("TRIALBOX_SOAK_SEED", "5")),
+    tally = soak.soak(llm, runs=6, concurrency=3, seed=int(os.environ.get("TRIALBOX_SOAK_SEED", "5")),
                       max_faults=3, work=tmp_path, say=print)  # fmt: skip
     print(tally.table())
     assert tally.injected >= 1, "no fault was injected: the soak probed nothing"

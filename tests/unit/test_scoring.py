@@ -314,6 +314,7 @@ class Row:
     gates: QualityGates = field(default_factory=QualityGates)
     decided_by: str | None = None
     turns: list[Sent] = field(default_factory=list)
+    judge_unavailable: bool = False
 
 
 def checks_fail(category: str = "rag") -> Row:
