@@ -22,6 +22,7 @@ from pathlib import PurePath
 from typing import Any
 
 from runner.conversation.agents import DEFAULT_AGENT_ID
+from runner.conversation.indexing_progress import IndexingWatch
 from runner.conversation.prompts import permission_decision, question_reply
 from runner.conversation.simulator_config import Simulator
 from runner.conversation.tool_calls import tool_calls_from_steps
@@ -34,7 +35,7 @@ from runner.records.transcript import (
     TurnRecord,
     UserMessage,
 )
-from runner.sandbox import Sandbox, fetch_meter
+from runner.sandbox import Sandbox, own_meter_records
 
 #: Longest a single wait_for_turn call may block (GAIA caps it at 10 minutes).
 WAIT_SLICE_MS = 60_000
@@ -102,6 +103,7 @@ async def run_conversation(
     agent_id: str | None = None,
     keep: Callable[[Transcript], None] | None = None,
     session: OpenedSession | None = None,
+    activity: Callable[[str], None] | None = None,
 ) -> Transcript:
     """Run ``scenario`` against the Agent UI in ``box`` and return what happened, turn by turn.
 
@@ -115,6 +117,9 @@ async def run_conversation(
 
     ``session``: the scenario's session made ahead (``open_session``), used when it was made
     for this scenario, agent and device; otherwise the conversation makes its own.
+
+    ``activity`` is told what the set-up is doing while it takes long (a document indexing:
+    its chunks embedded so far), and "" when that is over.
     """
     from fastmcp import Client  # imported late: fastmcp is slow to import
     from fastmcp.client.transports import StreamableHttpTransport
@@ -143,7 +148,7 @@ async def run_conversation(
         # the first turn that the agent under test does not spend.
         indexing = time.perf_counter()
         for document in scenario.setup.index_documents:
-            transcript.indexed.append(await _index(gaia, box, current["id"], document))
+            transcript.indexed.append(await _index(gaia, box, current["id"], document, activity))
         transcript.setup = SetupTimings(
             session_s=round(indexing - connecting, 3),
             indexing_s=round(time.perf_counter() - indexing, 3),
@@ -245,13 +250,25 @@ async def _switch_device(box: Sandbox, session: dict[str, Any], device: str) -> 
     return str((data.get("device") if isinstance(data, dict) else None) or device)
 
 
-async def _index(gaia: _Gaia, box: Sandbox, session_id: str, document: Any) -> IndexedDocument:
-    """Index one setup document into the session; failures are recorded, not raised."""
+async def _index(gaia: _Gaia, box: Sandbox, session_id: str, document: Any,
+                 activity: Callable[[str], None] | None = None) -> IndexedDocument:
+    """Index one setup document into the session; failures are recorded, not raised. While
+    it indexes, `activity` is told how far it is (``watch_indexing``)."""
     path = str(PurePath(box.corpus_root) / document.relative_path)  # GAIA repo-relative and captured paths too
     started = time.perf_counter()
-    reply = await gaia.call("index_document", filepath=path, session_id=session_id)
-    if reply.get("indexing_status") in ("pending", "indexing") and reply.get("id"):
-        reply = await _wait_for_indexing(gaia, str(reply["id"]), reply)
+    watch = IndexingWatch(box, document.path, activity) if activity is not None else None
+    if watch is not None:
+        watch.start()
+    try:
+        reply = await gaia.call("index_document", filepath=path, session_id=session_id)
+        if reply.get("indexing_status") in ("pending", "indexing") and reply.get("id"):
+            reply = await _wait_for_indexing(gaia, str(reply["id"]), reply)
+        if watch is not None:
+            await watch.finish()
+    finally:
+        if watch is not None:
+            await watch.stop()
+            watch.tell("")  # the indexing is over: its line goes
     record = IndexedDocument(
         corpus_doc=getattr(document, "corpus_doc", None),
         path=document.path,
@@ -296,8 +313,7 @@ async def _run_turn(
     wall_s = time.perf_counter() - started
     view = await gaia.call("turn_view", session_id=session_id)
     metrics = await gaia.call("turn_metrics", session_id=session_id)
-    records = await fetch_meter(box.llm_url, getattr(box, "llm_client", None), since,
-                                getattr(box, "llm_token", None))
+    records = await own_meter_records(box, since)
     if view.get("outcome") == "error" and not error:
         error = f"the Agent UI reported an error: {view.get('error')}"
     return TurnRecord(

@@ -24,7 +24,7 @@ def make_backend(settings: RunSettings, image: str | None = None) -> SandboxBack
         from runner.sandbox.local import LocalBackend
 
         return LocalBackend(llm_url=settings.llm_url, corpus_root=corpus, agent_dirs=agent_dirs,
-                            agent_model=settings.agent_model)
+                            agent_model=settings.agent_model, concurrent=settings.concurrency > 1)
     from runner.sandbox import HardeningConfigError
     from runner.sandbox.docker import AGENT_UI_IMAGE, DockerBackend
 
@@ -39,6 +39,19 @@ def make_backend(settings: RunSettings, image: str | None = None) -> SandboxBack
                                                 if settings.fixtures_root else None))
     except HardeningConfigError as exc:
         raise UsageError(str(exc)) from exc
+
+
+def unattributed_speed(settings: RunSettings) -> str | None:
+    """The line a run says when the front door cannot tell its sandboxes apart (None: it can).
+    Docker sandboxes each have an address of their own; local ones all reach it from 127.0.0.1,
+    so at --concurrency > 1 one sandbox's records would hold its neighbours' calls. Their turns
+    then carry GAIA's own figures, labelled as GAIA's. (An attached Agent UI runs one at a time.)"""
+    if settings.concurrency <= 1 or settings.backend is not Backend.LOCAL or settings.target_url:
+        return None
+    return (f"speed: at --concurrency {settings.concurrency} the local sandboxes all reach the "
+            "LLM's front door from 127.0.0.1, so it cannot time each one's turns; they carry GAIA's "
+            "own figures (labelled gaia_turn_metrics) — use --concurrency 1 or --backend docker "
+            "to measure them")
 
 
 def agent_ui_image(settings: RunSettings, say: Callable[[str], None]) -> tuple[str | None, dict[str, str]]:

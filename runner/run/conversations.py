@@ -52,9 +52,16 @@ class LiveConversations:
     # default agent for every scenario).
     agents: AgentRegistry | None = None
     live: bool = True
+    # Told (job key, what its set-up is doing) while that takes long — a document indexing —
+    # and (key, "") when it is over: the run line shows it (`Engine.show_activity`).
+    activity: Callable[[str, str], None] | None = None
     pool: WarmPool[Any] | None = field(default=None, init=False, repr=False)
     _planned: dict[str, Job] = field(default_factory=dict, init=False, repr=False)
     _interrupted: dict[str, Transcript] = field(default_factory=dict, init=False, repr=False)
+
+    def _activity_of(self, key: str) -> Callable[[str], None] | None:
+        tell = self.activity
+        return None if tell is None else partial(tell, key)
 
     async def prepare(self, jobs: Sequence[Job]) -> None:
         """Start making the sandboxes of the first jobs, in the order they will run; a job
@@ -122,7 +129,8 @@ class LiveConversations:
                         transcript = await run_conversation(box, scenario, self.simulator,
                                                             self.settings.device,
                                                             agent_id=self._agent_id(scenario),
-                                                            keep=begun.append, session=lease.prepared)
+                                                            keep=begun.append, session=lease.prepared,
+                                                            activity=self._activity_of(job.key))
                     except asyncio.CancelledError:
                         # Our deadline or the sandbox's watchdog (a dead container), not Ctrl-C:
                         # what the sandbox still has explains the failure, so it is collected —

@@ -64,6 +64,8 @@ class Engine:
     progress_stream: TextIO | None = None
     _progress: Progress | None = None
     _eta: EtaModel | None = None  # the progress line's ETA: a model of the work left
+    # What each job's set-up is doing now (a document indexing), newest last: `show_activity`.
+    _activities: dict[str, str] = field(default_factory=dict, init=False, repr=False)
     # Asked before each sandbox opens: None when the shared LLM server answers, else why not.
     # A dead server ends the run (exit 3) instead of failing every remaining scenario one by one.
     llm_health: Callable[[], Awaitable[str | None]] | None = None
@@ -98,6 +100,16 @@ class Engine:
         it) and, with --retry-errors, the infrastructure failures."""
         redo = {Status.NOT_RUN} | (RETRYABLE if self.settings.retry_errors else set())
         return {r.key for r in self.writer.results if r.status not in redo}
+
+    def show_activity(self, key: str, text: str) -> None:
+        """A job's set-up says what it is doing (`LiveConversations.activity`): the run line
+        shows the latest job's, or none once every job's is over ("")."""
+        self._activities.pop(key, None)  # re-added last: it is the newest now
+        if text:
+            self._activities[key] = text
+        if self._progress is not None:
+            latest = next(reversed(self._activities.items()), None)
+            self._progress.show(f"{latest[0]}: {latest[1]}" if latest else "")
 
     async def run(self) -> Scorecard:
         """Run the plan. On cancellation (Ctrl-C) the unfinished jobs are recorded NOT_RUN."""

@@ -24,7 +24,7 @@ from runner.report import (
     read_trace,
     served_model_of,
 )
-from runner.run.backend import agent_ui_image, make_backend
+from runner.run.backend import agent_ui_image, make_backend, unattributed_speed
 from runner.run.conversations import LiveConversations, ReplayedConversations
 from runner.run.decoding import decoding_label, with_decoding
 from runner.run.engine import Engine
@@ -46,7 +46,7 @@ from runner.run.prepare import (
     prepare_judge,
     selected_scenarios,
 )
-from runner.run.resume import check_served_model, say_kept_foreign
+from runner.run.resume import check_served_model, flag_damaged_artifacts, say_kept_foreign
 from runner.run.settings import Backend, RunSettings
 from runner.sandbox import SandboxBackend, SandboxError
 from runner.scenarios import Manifest, Scenario
@@ -130,6 +130,8 @@ async def run(settings: RunSettings, say: Callable[[str], None], resume: bool = 
         settings.concurrency = 1  # GAIA's UI answers one request at a time: parallel gains nothing
         say(f"warning: attached to the Agent UI at {settings.target_url}: no sandbox, so no "
             "isolation and no clean RAG cache or chat history between scenarios")
+    if (unattributed := unattributed_speed(settings)) is not None:
+        say(unattributed)
     judge, simulator = await prepare_judge(settings, say)
     image, image_info = agent_ui_image(settings, say)
     try:
@@ -156,6 +158,7 @@ async def _run_owned(settings: RunSettings, say: Callable[[str], None], resume: 
     if resume:
         check_served_model(settings, writer, say)
         say_kept_foreign(writer, scenarios, say)
+        flag_damaged_artifacts(writer, say)
     for problem in rejected:
         if REJECTED_WARNING + problem not in writer.warnings:
             writer.warn(REJECTED_WARNING + problem)
@@ -166,6 +169,7 @@ async def _run_owned(settings: RunSettings, say: Callable[[str], None], resume: 
     engine = Engine(settings, scenarios, conversations, judge, writer, say=say,
                     progress_stream=progress_stream,
                     llm_health=lambda: llm_health_probe(settings.llm_url), only=only)
+    conversations.activity = engine.show_activity  # a long index shows on the run line
     try:
         return await engine.run()
     finally:

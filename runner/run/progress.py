@@ -186,6 +186,13 @@ class Progress:
             else:
                 self._write(f"{text} ...\n")
 
+    def show(self, text: str) -> None:
+        """What is in flight now, without a line of its own: the live line shows it at once, a
+        log's next status line (every `log_every_s`) carries it. "" takes it off."""
+        with self._lock:
+            self.current = text
+            self.redraw()
+
     def advance(self, line: str, count: int = 1) -> None:
         """`count` steps finished; print `line` for them (with the counter, in a log)."""
         with self._lock:

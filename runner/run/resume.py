@@ -1,13 +1,15 @@
-"""Resuming a run folder: its saved settings checked, the model it started with, and the
-results of scenarios the new selection lacks."""
+"""Resuming a run folder: its saved settings checked, the model it started with, the
+results of scenarios the new selection lacks, and kept rows' artifacts that were cut short."""
 
 from __future__ import annotations
 
+import json
 import re
+import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from runner.report import RunWriter, served_model_of
+from runner.report import RunWriter, ScorecardError, read_trace, served_model_of
 from runner.run.errors import ModelChanged, UsageError, first_line
 from runner.run.llm_server import llm_identity
 from runner.run.settings import RunSettings
@@ -81,3 +83,79 @@ def say_kept_foreign(writer: RunWriter, scenarios: Sequence[Scenario], say: Call
         if line not in writer.warnings:
             writer.warn(line)
 
+
+
+#: The note a kept row gets for each artifact an earlier attempt left damaged.
+DAMAGED_ARTIFACT = "artifact {name} was damaged ({why}) and is removed: its sandbox is gone, so it cannot be collected again"
+
+
+#: Artifacts that are never empty when whole, by suffix: JSON documents, the chat database
+#: (its `-wal`/`-shm` companions may be empty and are not checked), the logs (the Agent UI and
+#: the bridge log their start-up before anything else) and `collect-errors.txt` (written only
+#: with something in it).
+CHECKED_SUFFIXES = (".json", ".db", ".log", ".txt")
+
+
+def damage_of(path: Path) -> str | None:
+    """Why an artifact file cannot be what it claims to be (None: it can, or it is not a kind
+    we check). A full disk in an older trialbox left files at 0 bytes and chat databases cut
+    short; today's writes are whole or absent, so anything damaged came from before."""
+    if path.suffix not in CHECKED_SUFFIXES:
+        return None
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        return f"unreadable: {exc.strerror}"
+    if size == 0:
+        return "0 bytes"
+    if path.suffix == ".json":
+        try:
+            json.loads(path.read_bytes())
+        except (ValueError, OSError):
+            return "not JSON"
+    elif path.suffix == ".db":
+        try:
+            # immutable: read the file as it lies, with no -shm to create or WAL to replay.
+            with sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True) as database:
+                verdict = database.execute("PRAGMA quick_check").fetchone()
+        except sqlite3.Error:
+            return "not an SQLite database"
+        if verdict is None or verdict[0] != "ok":
+            return "an SQLite database that fails its own check"
+    return None
+
+
+def flag_damaged_artifacts(writer: RunWriter, say: Callable[[str], None]) -> int:
+    """Before a resume runs anything: every kept row's artifact that is damaged is removed and
+    named in that row's notes (and its trace), so no cut file passes for evidence. Returns how
+    many were found."""
+    found = 0
+    rows = 0
+    for result in list(writer.results):
+        folder = writer.run_dir / "artifacts" / result.key
+        if not folder.is_dir() or folder.is_symlink():
+            continue
+        notes = []
+        for path in sorted(folder.iterdir()):
+            if not path.is_file() or path.is_symlink():
+                continue
+            why = damage_of(path)
+            if why is not None:
+                path.unlink()
+                notes.append(DAMAGED_ARTIFACT.format(name=path.name, why=why))
+        if not notes:
+            continue
+        found, rows = found + len(notes), rows + 1
+        trace_path = writer.run_dir / (result.trace or f"traces/{result.key}.json")
+        try:
+            trace = read_trace(trace_path)
+        except ScorecardError:
+            result.notes += notes  # no trace to rewrite: the row alone says it
+            writer.write()
+            continue
+        trace.result.notes += [n for n in notes if n not in trace.result.notes]
+        writer.add(trace)
+    if found:
+        say(f"resume: {found} damaged artifact(s) of {rows} kept scenario(s) removed and named "
+            "in their rows' notes (written before by a run that ran out of space or was cut short)")
+    return found

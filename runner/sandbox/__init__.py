@@ -4,7 +4,7 @@ The face is light on purpose: the Docker backend (``runner.sandbox.docker``) is 
 who runs Docker sandboxes, not by every importer of this package.
 """
 
-from runner.sandbox._collect import fetch_meter, llm_admin_token
+from runner.sandbox._collect import fetch_meter, llm_admin_token, own_meter_records
 from runner.sandbox._firewall import Firewall, FirewallError, isolate_network, release_network
 from runner.sandbox._firewall import sweep as sweep_firewall
 from runner.sandbox._fixtures import FIXTURES_MOUNT, stage_fixtures
@@ -29,6 +29,7 @@ __all__ = [
     "SandboxBackend",
     "SandboxError",
     "fetch_meter",
+    "own_meter_records",
     "isolate_network",
     "llm_admin_token",
     "release_network",

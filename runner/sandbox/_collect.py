@@ -80,16 +80,31 @@ async def fetch_meter(
     return [r for r in records if isinstance(r, dict)] if isinstance(records, list) else None
 
 
+async def own_meter_records(box: Any, since: float) -> list[dict[str, Any]] | None:
+    """The front door's records of sandbox `box`'s requests since `since`; None when there is
+    none to ask, or when the sandbox shares its address there with others running now (its
+    records would hold their calls)."""
+    if getattr(box, "front_door_shared", False):
+        return None
+    return await fetch_meter(box.llm_url, getattr(box, "llm_client", None), since,
+                             getattr(box, "llm_token", None))
+
+
 async def save_llm_stats(
-    dest: Path, llm_url: str, client: str | None, since: float, token: str | None = None
+    dest: Path, llm_url: str, client: str | None, since: float, token: str | None = None,
+    shared: bool = False,
 ) -> None:
     """`llm-stats.json`: this sandbox's own requests as the front door metered them. Without a
     front door to ask, the server's global `/stats` is written instead, labelled as such (it
-    is the last completion of *any* client)."""
+    is the last completion of *any* client). `shared`: other sandboxes reached the front door
+    from the same address meanwhile, and the file says their requests are among these."""
     records = await fetch_meter(llm_url, client, since, token)
     if records is not None:
         body: dict[str, Any] = {"source": "front_door", "client": client, "since": since,
                                 "requests": len(records), "records": records}
+        if shared:
+            body["note"] = ("other sandboxes ran at the same time from the same address: these "
+                            "records include their requests")
     else:
         async with httpx.AsyncClient(timeout=5) as http:
             stats = await http.get(f"{llm_url.rstrip('/')}/api/v1/stats")

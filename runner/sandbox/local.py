@@ -62,6 +62,9 @@ class LocalSandbox:
     # None: the front door names this sandbox's requests by the engine's own address (both on
     # loopback), so one local sandbox at a time is told apart (see design/architecture.md).
     llm_client: str | None = None
+    # True when other local sandboxes run at the same time: their requests reach the front door
+    # from the same 127.0.0.1, so its records of "this" sandbox would be theirs too.
+    front_door_shared: bool = False
     opened_at: float = field(default_factory=time.time)
 
     async def ui_request(self, method: str, path: str, body: dict[str, Any] | None = None) -> UiReply:
@@ -83,7 +86,7 @@ class LocalSandbox:
                 await collector.step(name, partial(asyncio.to_thread, atomic_replace, dest / name,
                                                    partial(shutil.copyfile, self.logs / name)))
         await collector.step("llm-stats.json", lambda: save_llm_stats(
-            dest, self.llm_url, self.llm_client, self.opened_at))
+            dest, self.llm_url, self.llm_client, self.opened_at, shared=self.front_door_shared))
         return collector.finish()
 
 
@@ -117,20 +120,23 @@ class LocalBackend:
         self,
         llm_url: str,
         corpus_root: Path,
-        gaia_python: Path | str = DEFAULT_GAIA_PYTHON,
+        gaia_python: Path | str | None = None,
         ready_timeout_s: float = 90.0,
         keep_state: bool = False,
         agent_dirs: Sequence[Path] = (),
         agent_model: str | None = None,
+        concurrent: bool = False,
     ) -> None:
         """``agent_dirs``: the user's folders of ``<id>/agent.py`` agents, linked (never copied
         or written to) into each sandbox's GAIA_HOME; ``agent_model``: the chat model every
-        turn asks for (None: GAIA's own choice)."""
+        turn asks for (None: GAIA's own choice); ``concurrent``: sandboxes may run at the same
+        time (then none of them can be told apart at the front door)."""
+        self.concurrent = concurrent
         self.llm_url = llm_url.rstrip("/")
         self.agent_dirs = [Path(d).resolve() for d in agent_dirs]
         self.agent_model = agent_model
         self.corpus_root = Path(corpus_root).resolve()
-        self.gaia_python = Path(gaia_python)
+        self.gaia_python = Path(gaia_python or DEFAULT_GAIA_PYTHON)
         self.ready_timeout_s = ready_timeout_s
         self.keep_state = keep_state  # keep the temp folder after teardown (debugging)
         if not self.gaia_python.exists():
@@ -154,6 +160,7 @@ class LocalBackend:
             corpus_root=self.corpus_root,
             home=state / "gaia-home",
             logs=state,
+            front_door_shared=self.concurrent,
         )
         try:
             # Both start at once: the bridge only proxies, and its imports take longer

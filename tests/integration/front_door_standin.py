@@ -72,6 +72,16 @@ async def chat(request: Request) -> Response:
     return StreamingResponse(events(), media_type="text/event-stream")
 
 
+async def embeddings(request: Request) -> Response:
+    """One small vector per input, as Lemonade's embeddings route answers."""
+    given = (await request.json()).get("input")
+    texts = [given] if isinstance(given, str) else list(given or [])
+    return JSONResponse({"object": "list", "model": "nomic-embed-text-v2-moe-GGUF",
+                         "data": [{"object": "embedding", "index": i, "embedding": [0.5] * 4}
+                                  for i in range(len(texts))],
+                         "usage": {"prompt_tokens": 2 * len(texts), "total_tokens": 2 * len(texts)}})
+
+
 async def health(_: Request) -> Response:
     return JSONResponse({"status": "ok", "version": "9.1.0", "model_loaded": MODEL,
                          "all_models_loaded": [{"model_name": MODEL, "type": "llm",
@@ -109,6 +119,7 @@ def app() -> Starlette:
     routes = [Route("/live", live), Route("/standin/changes", changes)]
     for prefix in ("/api/v1", "/v1", "/api/v0"):
         routes += [Route(f"{prefix}/chat/completions", chat, methods=["POST"]),
+                   Route(f"{prefix}/embeddings", embeddings, methods=["POST"]),
                    Route(f"{prefix}/health", health), Route(f"{prefix}/system-info", system_info),
                    Route(f"{prefix}/live", live)]
         routes += [Route(f"{prefix}/{name}", change, methods=["POST"])

@@ -78,6 +78,8 @@ def three_scenarios(tmp_path_factory: pytest.TempPathFactory, llm_url: str, gaia
     before = gaia_processes()
     done = run_cli(results, llm_url, "--concurrency", "2")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    # Two local sandboxes at once share 127.0.0.1 at the front door: said once, not measured.
+    assert done.stdout.count("cannot time each one's turns") == 1, done.stdout[-3000:]
     assert gaia_processes() <= before, "sandbox processes outlived the run"
     return only_run(results)
 
@@ -95,6 +97,7 @@ def test_a_scenario_runs_end_to_end_without_a_judge(three_scenarios: Path) -> No
     for turn in result["turns"]:
         assert turn["answer"].strip(), "the LLM server gave no answer"
         assert turn["performance"]["wall_s"] > 0
+        assert turn["performance"]["source"] != "front_door"  # mixed with its neighbour's calls
     assert {c["type"] for c in result["checks"]} == {"documents_indexed"}
     assert result["checks"][0]["passed"] is True  # the log was indexed into ≥ 1 chunk
     assert any(c["type"] == "answer_number" for c in result["turns"][0]["checks"])
@@ -139,12 +142,18 @@ def test_resume_runs_only_what_is_missing(three_scenarios: Path, tmp_path: Path,
     # test_report_writer.py).
     for trace in (run_dir / "traces").glob("orchard_apples*.json"):
         trace.unlink()
+    # A kept row's log as a full disk left it in an older trialbox: flagged, not kept as evidence.
+    (run_dir / "artifacts" / "lighthouse_fuel" / "agent-ui.log").write_bytes(b"")
     done = subprocess.run([sys.executable, "-m", "runner.cli", "run", "--resume", str(run_dir)],
                           cwd=ROOT, capture_output=True, text=True, timeout=900, env=_env())
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     ran = re.findall(r"^[A-Z_]+ +(\S+)  \(", done.stdout, flags=re.MULTILINE)  # progress lines
     assert ran == ["orchard_apples"], done.stdout[-3000:]
     assert [s["id"] for s in scorecard(run_dir)["scenarios"]] == DECLARED
+    assert "resume: 1 damaged artifact(s) of 1 kept scenario(s) removed" in done.stdout
+    kept = next(s for s in scorecard(run_dir)["scenarios"] if s["id"] == "lighthouse_fuel")
+    assert any(n.startswith("artifact agent-ui.log was damaged (0 bytes)") for n in kept["notes"])
+    assert not (run_dir / "artifacts" / "lighthouse_fuel" / "agent-ui.log").exists()
 
 
 def test_a_dead_llm_server_ends_the_run_before_any_sandbox(tmp_path: Path, gaia_python: Path) -> None:

@@ -119,6 +119,18 @@ def test_inference_and_status_pass(door: tuple[str, str]) -> None:
     assert "amd_igpu" in httpx.get(f"{url}/api/v1/system-info").json()["devices"]
 
 
+def test_an_embeddings_request_is_recorded_with_its_inputs(door: tuple[str, str]) -> None:
+    """How the run line counts a document's chunks while it indexes: the inputs each
+    embeddings request carried, read from its body after the answer."""
+    url, _ = door
+    since = time.time()
+    reply = httpx.post(f"{url}/api/v1/embeddings", json={"model": "nomic-embed-text-v2-moe-GGUF",
+                                                         "input": ["one", "two", "three"]})
+    assert reply.status_code == 200 and len(reply.json()["data"]) == 3
+    [record] = [r for r in _meter(url, "127.0.0.1", since) if r["route"] == "/api/v1/embeddings"]
+    assert record["inputs"] == 3 and record["model"] == "nomic-embed-text-v2-moe-GGUF"
+
+
 def test_another_clients_records_need_the_token(door: tuple[str, str]) -> None:
     url, _ = door
     other = httpx.get(f"{url}/trialbox/meter", params={"client": "10.9.9.9"})

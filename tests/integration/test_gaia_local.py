@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import pytest
 
 from runner.conversation.target import run_conversation
 from runner.records.transcript import TurnRecord, UserMessage
-from runner.sandbox import LocalBackend, LocalSandbox, Sandbox
+from runner.sandbox import LocalBackend, LocalSandbox, Sandbox, own_meter_records
 from runner.scenarios import Scenario
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
@@ -266,6 +267,48 @@ def test_agent_tool_calls_reach_the_transcript(
     assert "_detail" not in query.arguments  # read back as arguments, not as a label
     assert query.error is None and "chunk" in query.result_summary
     assert record.answer.strip()
+
+
+def test_a_long_index_tells_its_chunks_as_they_are_embedded(llm_url: str, gaia_python: Path) -> None:
+    """An 11 KB licence text of our corpus (eval/corpus, `trialbox corpus build`; ~10 s to index
+    here at ~1 chunk/s — the 528 KB archive takes many minutes), indexed for real: the progress
+    lines count up, the last one to the chunks GAIA says it indexed, and the front door's count
+    of embedded inputs is those chunks, not an estimate (the counting itself, batch by batch:
+    tests/unit/test_indexing_progress.py)."""
+    corpus = ROOT / "eval" / "corpus"
+    long = "real_world/apache-2.0.txt"
+    assert (corpus / long).is_file(), "run `trialbox corpus build` (make test does)"
+    backend = LocalBackend(llm_url, corpus, gaia_python=gaia_python)
+    written = scenario().model_dump(mode="json", exclude_none=True)
+    one_turn = Scenario.model_validate({
+        **written, "id": "long_index", "turns": written["turns"][:1],
+        "setup": {"index_documents": [{"corpus_doc": "rw_apache_2_0", "path": long}]}})
+    told: list[str] = []
+
+    async def converse():
+        async with backend.open("long_index") as box:
+            since = time.time()
+            transcript = await run_conversation(box, one_turn, RecordingSimulator(), device="cpu",
+                                                turn_timeout_s=300, activity=told.append)
+            return transcript, await own_meter_records(box, since)
+
+    transcript, records = asyncio.run(converse())
+    embedded = [r.get("inputs") for r in records or [] if r["route"].endswith("/embeddings")]
+    print("embeddings requests' inputs:", embedded)
+    [indexed] = transcript.indexed
+    assert indexed.error is None and indexed.chunks > 0, indexed
+    lines = [line for line in told if line]
+    print(f"{indexed.chunks} chunks in {indexed.duration_s} s;", lines[-3:])
+    assert told[-1] == ""  # the line goes when the indexing is over
+    assert lines and all(line.startswith("indexing apache-2.0.txt: ")
+                         for line in lines), told
+    counts = [int(line.split(": ")[1].split(" chunk")[0].replace(",", "")) for line in lines]
+    assert counts == sorted(counts), counts
+    assert counts[-1] == indexed.chunks, (counts, indexed.chunks)  # the look at the end
+    # The inputs embedded, in order, add up to the document's chunks (GAIA 0.25.1 embeds the
+    # document a second time when the turn's agent loads its session documents).
+    sums = [sum(embedded[: i + 1]) for i in range(len(embedded))]
+    assert indexed.chunks in sums, (embedded, indexed.chunks)
 
 
 # -- the user's own agents, chat model and memory ---------------------------------------------

@@ -152,11 +152,14 @@ def test_embeddings_are_metered_and_left_out_of_turn_speed(app: object) -> None:
     with _Clients(app) as clients:
         one = clients.at("10.0.1.2")
         one.post("/api/v1/embeddings", json={"model": MINILM.aliases[0], "input": ["a b c"]})
+        one.post("/api/v1/embeddings", json={"model": MINILM.aliases[0], "input": ["d", "e f", "g"]})
         with one.stream("POST", "/api/v1/chat/completions", json={**CHAT, "stream": True}) as r:
             list(r.iter_lines())
         records = one.get("/trialbox/meter").json()["records"]
-    assert [r["route"] for r in records] == ["/api/v1/embeddings", "/api/v1/chat/completions"]
+    assert [r["route"] for r in records] == ["/api/v1/embeddings"] * 2 + ["/api/v1/chat/completions"]
     assert records[0]["status"] == 200 and records[0]["prompt_tokens"] == 3
+    # A document's chunks embedded so far are the inputs these records carried (issue 35).
+    assert [r["inputs"] for r in records] == [1, 3, None]
     figures = turn_performance_from_meter(records, wall_s=1.0)
     assert figures.llm_calls == 1 and figures.output_tokens == FIXED_ANSWER_TOKENS
     assert figures.source == "front_door"
@@ -207,3 +210,18 @@ def test_past_the_first_token_a_text_chunk_moves_the_clock_and_nothing_else() ->
                b'{"arguments": "{}"}}]}, "finish_reason": null}]}\n\n')  # a tool call's next piece
     assert opened is not None and tool.last_token is not None
     assert tool.last_token - opened >= 0.01
+
+
+@pytest.mark.parametrize(("route", "body", "inputs"), [
+    ("/api/v1/embeddings", {"input": "one text"}, 1),
+    ("/v1/embeddings", {"input": ["a", "b"]}, 2),
+    ("/api/v1/reranking", {"query": "q", "documents": ["a", "b", "c"]}, 3),
+    ("/api/v1/embeddings", {"input": 7}, None),  # says no number: none is guessed
+    ("/api/v1/chat/completions", {"input": ["a"]}, None),
+    ("/api/v1/embeddings", ["not", "a", "body"], None),
+])  # fmt: skip
+def test_inputs_are_counted_only_where_a_request_carries_them(route: str, body: Any,
+                                                              inputs: int | None) -> None:
+    from trialbox_llm.meter import inputs_of
+
+    assert inputs_of(route, body) == inputs

@@ -49,7 +49,7 @@ from trialbox_llm.admin import (
 )
 from trialbox_llm.decoding import DECODING_PATH, FORCED_ROUTES, Decoding
 from trialbox_llm.embedding_inputs import TokenizerError, fit_through_lemonade
-from trialbox_llm.meter import METER_PATH, Meter, Timing, client_of, meter_route
+from trialbox_llm.meter import METER_PATH, Meter, Timing, client_of, inputs_of, meter_route
 from trialbox_llm.routes import API_PREFIXES, UNLOAD_NOTE, decoding_route
 from trialbox_llm.upstream import UPSTREAM_PATH, InFlight, UpstreamReport, UpstreamRequest
 
@@ -251,7 +251,7 @@ async def _pass_on(door: FrontDoor, request: Request, prefix: str, route: str, r
         upstream = await door.pool.handle_async_request(outgoing)
     except _RELAY_ERRORS as exc:
         if timing is not None:
-            timing.model = _model_of(raw)
+            _describe(timing, raw)
             timing.close(502)
         release()
         return _error(502, f"the LLM server behind the front door did not answer: {exc!r}",
@@ -291,13 +291,16 @@ async def _fit_embeddings(door: FrontDoor, prefix: str, raw: bytes) -> bytes:
     return json.dumps(fitted.body).encode()
 
 
-def _model_of(raw: bytes) -> str | None:
+def _describe(timing: Timing, raw: bytes) -> None:
+    """The model a request named and its inputs (embeddings, reranking), read from its body
+    once the answer is over (parsing it on the way in would delay the first token)."""
     try:
         body = json.loads(raw or b"{}")
     except (json.JSONDecodeError, UnicodeDecodeError):
-        return None
+        return
     model = body.get("model") if isinstance(body, dict) else None
-    return model if isinstance(model, str) else None
+    timing.model = model if isinstance(model, str) else None
+    timing.inputs = inputs_of(timing.route, body)
 
 
 async def _relay(upstream: httpcore.Response, timing: Timing | None,
@@ -331,7 +334,7 @@ async def _finish(upstream: httpcore.Response, timing: Timing | None, raw: bytes
         await upstream.aclose()
     finally:
         if timing is not None and not timing.closed:
-            timing.model = _model_of(raw)
+            _describe(timing, raw)
             timing.close(upstream.status)
         release()
 

@@ -76,6 +76,10 @@ class MeterRecord(BaseModel):
         default=None,
         description="`repeatable` when the front door forced greedy decoding and a fixed seed on "
         "this request (`decoding`), None when it passed the client's sampling settings as sent")
+    inputs: int | None = Field(
+        default=None,
+        description="how many inputs an embeddings (`input`) or reranking (`documents`) request "
+        "carried — while a document is indexed, its chunks embedded so far; None for others")
     upstream: str | None = Field(
         default=None,
         description="which server behind the front door answered (`trialbox ab`'s side, A or "
@@ -174,6 +178,8 @@ class Timing:
         self.decoding: str | None = None
         #: The server that answered, when the door switches between two (`trialbox ab`).
         self.upstream: str | None = None
+        #: An embeddings or reranking request's inputs (`inputs_of`); None for the others.
+        self.inputs: int | None = None
         self._pending = b""
 
     def sending(self) -> None:
@@ -265,8 +271,21 @@ class Timing:
             decode_s=None if after is None else round(after, 6),
             prompt_tokens=prompt, completion_tokens=completion,
             wall_s=round(end - self.arrived, 6), status=status, self_reported=self.stats,
-            decoding=self.decoding, upstream=self.upstream,
+            decoding=self.decoding, upstream=self.upstream, inputs=self.inputs,
         )
+
+
+def inputs_of(route: str, body: Any) -> int | None:
+    """How many inputs an embeddings (`input`: one text or a list) or reranking (`documents`)
+    request carries; None for any other request, or a body that says no number."""
+    if not isinstance(body, dict):
+        return None
+    path = route.rstrip("/")
+    key = "input" if path.endswith("embeddings") else "documents" if path.endswith("reranking") else None
+    value = body.get(key) if key else None
+    if isinstance(value, str):
+        return 1
+    return len(value) if isinstance(value, list) else None
 
 
 def _count(value: Any) -> int | None:

@@ -56,7 +56,15 @@ from trialbox_llm.embedding_inputs import TokenizerError, fit_to_limit
 from trialbox_llm.force_tool import ForceTool
 from trialbox_llm.in_flight import InFlight, ModelBusyError, Use
 from trialbox_llm.llamacpp_args import LlamaArgs, LlamaArgsError, parse_llamacpp_args
-from trialbox_llm.meter import METER_PATH, Meter, Timing, client_of, meter_route, split_lines
+from trialbox_llm.meter import (
+    METER_PATH,
+    Meter,
+    Timing,
+    client_of,
+    inputs_of,
+    meter_route,
+    split_lines,
+)
 from trialbox_llm.schemas import (
     EmbeddingCounts,
     ErrorResponse,
@@ -475,6 +483,7 @@ async def embeddings(request: Request) -> Response:
     requested = body.get("model")
     timing = Timing(state.meter, client_of(request), request.url.path,
                     requested if isinstance(requested, str) else None, streamed=False)
+    timing.inputs = inputs_of(request.url.path, body)
     try:
         model, use = await use_model(state, body, ModelKind.EMBEDDING)
     except ApiError as exc:
