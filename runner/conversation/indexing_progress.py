@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import PurePath
 from typing import Any
 
+from runner.conversation.turn_speed import embedded_inputs
 from runner.sandbox import Sandbox, own_meter_records
 
 #: Seconds between two looks at the front door while a document indexes.
@@ -25,11 +26,7 @@ WATCH_EVERY_S = 2.0
 def embedded_chunks(records: list[dict[str, Any]] | None) -> int | None:
     """Inputs of the answered embeddings requests among `records`; None when there are none to
     read (no front door, or one shared with other sandboxes)."""
-    if records is None:
-        return None
-    return sum(int(r["inputs"]) for r in records
-               if str(r.get("route") or "").endswith("/embeddings") and r.get("status") == 200
-               and isinstance(r.get("inputs"), int) and not isinstance(r.get("inputs"), bool))
+    return None if records is None else embedded_inputs(records)[0]
 
 
 def indexing_line(path: str, elapsed_s: float, chunks: int | None) -> str:

@@ -14,6 +14,16 @@ def _is_generation(record: dict[str, Any]) -> bool:
     return route.endswith(("/chat/completions", "/completions", "/responses"))
 
 
+def embedded_inputs(records: list[dict[str, Any]]) -> tuple[int, float]:
+    """(texts embedded, seconds the requests took) over the answered embeddings requests among
+    `records` (`MeterRecord.inputs`: each input is one chunk or query)."""
+    embedded = [r for r in records
+                if str(r.get("route") or "").endswith("/embeddings") and r.get("status") == 200]
+    texts = sum(r["inputs"] for r in embedded
+                if isinstance(r.get("inputs"), int) and not isinstance(r.get("inputs"), bool))
+    return texts, sum(float(r.get("wall_s") or 0.0) for r in embedded)
+
+
 def turn_performance_from_meter(records: list[dict[str, Any]], wall_s: float) -> TurnPerformance:
     """A turn's speed from *all* of its own requests at the front door (`trialbox_llm.meter`):
     TTFT of the first call, decode rate over every call (tokens after each first token over
@@ -22,6 +32,10 @@ def turn_performance_from_meter(records: list[dict[str, Any]], wall_s: float) ->
     done = sorted((r for r in records if r.get("status") == 200 and _is_generation(r)),
                   key=lambda r: r["started_at"])
     base = TurnPerformance(wall_s=round(wall_s, 3), source="not_measured", llm_calls=len(done))
+    # The turn's own embedding (the agent loading its session documents, a retrieval query):
+    # agent time inside the turn, shown apart in the summary.
+    texts, seconds = embedded_inputs(records)
+    base.embedded_inputs, base.embedding_s = texts, round(seconds, 6)
     if not done:
         return base
 

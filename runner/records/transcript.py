@@ -83,6 +83,13 @@ class TurnPerformance(BaseModel):
     served_by: list[str] = Field(
         default_factory=list, description="which servers behind the front door answered the "
         "turn's requests (`trialbox ab`'s side, A or B); empty when the door has one server")
+    embedded_inputs: int | None = Field(
+        default=None, ge=0, description="texts the turn sent to the embedder (front door). GAIA "
+        "0.25.1's agent embeds its session documents again on its first turn (its RAG cache "
+        "holds chunks, not vectors), so this is about their chunk count there; None: not measured")
+    embedding_s: float | None = Field(
+        default=None, ge=0, description="seconds the turn's embeddings requests took, summed "
+        "(front door): part of wall_s; None: not measured")
     reported_by_gaia: GaiaReportedPerformance | None = Field(
         default=None, description="GAIA's own turn_metrics, as reported by GAIA (not compared)")
 

@@ -24,6 +24,7 @@ from runner.report._performance import (
     overhead_text,
     phase_seconds,
     pool_text,
+    turn_embedding_text,
 )
 from runner.report._summary_md import TURN_JUDGING_ON, agent_text, user_messages_text
 from runner.verdict import (
@@ -316,6 +317,7 @@ def _performance(card: Scorecard) -> str:
         + "".join(_card(v, k) for k, v in cells)
         + f'</div><p class="headline" id="overhead">{_e(overhead_text(card))}</p>'
         + f'<p class="headline" id="indexing">{_e(indexing_text(card))}</p>'
+        + f'<p class="headline" id="turn-embedding">{_e(turn_embedding_text(card))}</p>'
         + _setup(card)
     )
 

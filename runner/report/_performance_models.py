@@ -34,6 +34,16 @@ class PerformanceStats(StrictModel):
         "(embedding them), s: agent time, not harness time (in totals: the sum over the "
         "scenarios that timed it); None when not measured",
     )
+    turn_embedding_s: float | None = Field(
+        default=None,
+        description="seconds of the agent's turns spent in its embeddings requests, summed "
+        "(front door; part of agent_turn_s): GAIA 0.25.1's agent embeds its session documents "
+        "again on its first turn. None when no turn was measured at the front door",
+    )
+    turn_embedded_inputs: int | None = Field(
+        default=None, ge=0,
+        description="texts those requests embedded (chunks and queries); None as above",
+    )
     overhead_ratio: float | None = Field(
         default=None,
         description="this run's scenario wall ÷ agent time, agent time being agent_turn_s + "

@@ -11,6 +11,7 @@ from runner.report._performance import (
     indexing_text,
     overhead_text,
     pool_text,
+    turn_embedding_text,
 )
 from runner.report._performance_models import PerformanceStats
 from runner.verdict import (
@@ -118,6 +119,7 @@ def _summary(card: Scorecard) -> list[str]:
         # that indexing on its own (the lines above are what was decided).
         f"- **{_cell(overhead_text(card))}**",
         f"- **{_cell(indexing_text(card))}**",
+        f"- **{_cell(turn_embedding_text(card))}**",
         f"- **Scenarios:** {s.total_scenarios}",
         f"- **User turns ({s.user_messages.total}):** {user_messages_text(s.user_messages)}",
         (

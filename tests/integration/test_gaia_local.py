@@ -309,6 +309,11 @@ def test_a_long_index_tells_its_chunks_as_they_are_embedded(llm_url: str, gaia_p
     # document a second time when the turn's agent loads its session documents).
     sums = [sum(embedded[: i + 1]) for i in range(len(embedded))]
     assert indexed.chunks in sums, (embedded, indexed.chunks)
+    # That second pass is the agent's, inside its first turn, and the turn's figures say so.
+    [turn] = transcript.turns
+    assert turn.performance.embedded_inputs is not None
+    assert turn.performance.embedded_inputs >= indexed.chunks, turn.performance
+    assert 0 < (turn.performance.embedding_s or 0) < turn.performance.wall_s, turn.performance
 
 
 # -- the user's own agents, chat model and memory ---------------------------------------------

@@ -103,3 +103,40 @@ def test_indexing_never_timed_or_never_needed_is_said_so():
     nothing = card([row("no_documents", [5.0], 0.0, harness_s=1.0)])
     assert indexing_text(nothing).endswith("= 0.0 s (no scenario indexed a document)")
     assert nothing.performance.totals.overhead_ratio == pytest.approx(6.0 / 5.0)
+
+
+def test_the_turns_own_embedding_is_shown_apart_from_the_indexing():
+    """GAIA 0.25.1's agent embeds its session documents again on its first turn: the front
+    door's records of that turn say how long and how many texts; the head says it beside the
+    indexing, and says n/a where no turn was measured at the front door."""
+    from runner.conversation import turn_performance_from_meter
+    from runner.report._performance import turn_embedding_text
+
+    records = [
+        {"route": "/api/v1/embeddings", "status": 200, "inputs": 25, "wall_s": 28.0, "started_at": 1.0},
+        {"route": "/api/v1/embeddings", "status": 200, "inputs": 2, "wall_s": 2.5, "started_at": 2.0},
+        {"route": "/api/v1/embeddings", "status": 502, "inputs": 9, "wall_s": 0.1, "started_at": 3.0},
+        {"route": "/api/v1/chat/completions", "status": 200, "started_at": 4.0, "wall_s": 3.0,
+         "time_to_first_token_s": 0.5, "decode_s": 2.0, "completion_tokens": 41, "prompt_tokens": 900},
+    ]  # fmt: skip
+    first = turn_performance_from_meter(records, wall_s=34.0)
+    assert (first.embedded_inputs, first.embedding_s, first.llm_calls) == (27, 30.5, 1)
+    later = turn_performance_from_meter(records[3:], wall_s=3.5)
+    assert (later.embedded_inputs, later.embedding_s) == (0, 0.0)
+
+    def scenario(scenario_id: str, turns: list[TurnPerformance]) -> ScenarioResult:
+        transcript = Transcript(scenario_id=scenario_id, turns=[
+            TurnRecord(turn=n, user_message="q", answer="a", performance=p)
+            for n, p in enumerate(turns, 1)])
+        return scenario_result(scenario_id=scenario_id, transcript=transcript, wall_s=40.0)
+
+    measured = card([scenario("licence", [first, later]), scenario("no_docs", [later])])
+    assert measured.performance.totals.turn_embedding_s == pytest.approx(30.5)
+    assert measured.performance.totals.turn_embedded_inputs == 27
+    line = turn_embedding_text(measured)
+    assert line == ("the agent's embedding inside its turns (front door, agent time) = 30.5 s of "
+                    "41.0 s of turns, 27 texts, over 1 of 2 scenarios (longest 30.5 s)")
+    assert f"- **{line}**" in render_summary_md(measured)
+    assert escape(line) in render_html(measured)
+    unmeasured = card(suite(harness_s=0.0))  # GAIA's own figures only: nothing to read
+    assert turn_embedding_text(unmeasured).endswith("= n/a (no turn was measured at the front door)")
