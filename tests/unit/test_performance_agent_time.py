@@ -136,7 +136,10 @@ def test_the_turns_own_embedding_is_shown_apart_from_the_indexing():
     line = turn_embedding_text(measured)
     assert line == ("the agent's embedding inside its turns (front door, agent time) = 30.5 s of "
                     "41.0 s of turns, 27 texts, over 1 of 2 scenarios (longest 30.5 s)")
-    assert f"- **{line}**" in render_summary_md(measured)
+    summary = render_summary_md(measured)
+    assert f"- **{line}**" in summary
+    row_of = next(r for r in summary.splitlines() if r.startswith("| licence |"))
+    assert row_of.split(" | ")[-3] == "30.5 s", row_of  # the Embedding in turns column
     assert escape(line) in render_html(measured)
     unmeasured = card(suite(harness_s=0.0))  # GAIA's own figures only: nothing to read
     assert turn_embedding_text(unmeasured).endswith("= n/a (no turn was measured at the front door)")
