@@ -30,7 +30,8 @@ def embedded_chunks(records: list[dict[str, Any]] | None) -> int | None:
 
 
 def indexing_line(path: str, elapsed_s: float, chunks: int | None) -> str:
-    """`indexing handbook.pdf: 1,240 chunks embedded in 2:10 (9.5/s)`."""
+    """`indexing handbook.pdf: 1,240 chunk(s) embedded in 2:10 (9.5/s)`, or without a count to
+    read, `indexing handbook.pdf: 2:10`."""
     name = PurePath(path).name
     minutes, seconds = divmod(int(elapsed_s), 60)
     took = f"{minutes}:{seconds:02d}"
@@ -41,8 +42,8 @@ def indexing_line(path: str, elapsed_s: float, chunks: int | None) -> str:
 
 
 class IndexingWatch:
-    """Tells `tell` how far `path`'s indexing has come: every `every_s` while `watch` runs, and
-    once more at the end (`finish`), so the last line has the document's whole count. Never
+    """Tells `tell` how far `path`'s indexing has come: every `every_s` once started, and once
+    more at the end (`finish`), so the last line has the document's whole count. Never
     raises for what it reads — a progress line must not cost the scenario."""
 
     def __init__(self, box: Sandbox, path: str, tell: Callable[[str], None],

@@ -84,7 +84,6 @@ def say_kept_foreign(writer: RunWriter, scenarios: Sequence[Scenario], say: Call
             writer.warn(line)
 
 
-
 #: The note a kept row gets for each artifact an earlier attempt left damaged.
 DAMAGED_ARTIFACT = "artifact {name} was damaged ({why}) and is removed: its sandbox is gone, so it cannot be collected again"
 
@@ -146,15 +145,13 @@ def flag_damaged_artifacts(writer: RunWriter, say: Callable[[str], None]) -> int
         if not notes:
             continue
         found, rows = found + len(notes), rows + 1
-        trace_path = writer.run_dir / (result.trace or f"traces/{result.key}.json")
         try:
-            trace = read_trace(trace_path)
+            trace = read_trace(writer.run_dir / (result.trace or f"traces/{result.key}.json"))
+            trace.result.notes += [n for n in notes if n not in trace.result.notes]
+            writer.add(trace)  # refuses a trace path outside traces/ (a damaged scorecard)
         except ScorecardError:
             result.notes += notes  # no trace to rewrite: the row alone says it
             writer.write()
-            continue
-        trace.result.notes += [n for n in notes if n not in trace.result.notes]
-        writer.add(trace)
     if found:
         say(f"resume: {found} damaged artifact(s) of {rows} kept scenario(s) removed and named "
             "in their rows' notes (written before by a run that ran out of space or was cut short)")
