@@ -8,6 +8,7 @@ performance are still recorded.
 
 from __future__ import annotations
 
+import errno
 import json
 import re
 import shutil
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import time
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -196,3 +198,74 @@ def test_interrupt_leaves_a_partial_scorecard_and_no_processes(
     assert card["finished"] is True and len(statuses) == 3
     assert "NOT_RUN" in statuses and {"NOT_JUDGED", "FAIL"} & set(statuses), statuses
     assert gaia_processes() <= before
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 64 MB tmpfs of its own: a results disk this test may fill without touching the
+    machine's (mount needs root, as CI has; a layer that cannot run fails, it does not skip)."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m,mode=0755", "trialbox-test", str(disk)],
+                   check=True, capture_output=True)
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def fill(disk: Path) -> Path:
+    """Write one file until the disk says it is full; the file is the space to give back."""
+    filler = disk / "filler"
+    chunk = b"\0" * (1 << 20)
+    with filler.open("wb", buffering=0) as handle:
+        try:
+            while True:
+                handle.write(chunk)
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC, exc
+    # Top up the last partial block, so not even a small file fits.
+    with filler.open("ab", buffering=0) as handle:
+        try:
+            while True:
+                handle.write(b"\0" * 512)
+        except OSError:
+            pass
+    return filler
+
+
+def test_a_results_disk_that_fills_mid_run_says_so_in_one_line_and_resumes_whole(
+    small_disk: Path, llm_url: str, gaia_python: Path
+) -> None:
+    # Issue 34's fault as a user meets it: --results on a small disk that fills after the
+    # first scenario's trace. The run ends with one line (exit 3), no traceback; once space is
+    # given back, --resume finishes the run and no artifact left in the folder is cut short.
+    process = subprocess.Popen(trialbox(small_disk, llm_url), cwd=ROOT, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, env=_env())
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not list(small_disk.glob("*/traces/*.json")):
+        assert process.poll() is None, process.communicate()[0][-3000:]
+        time.sleep(0.2)
+    filler = fill(small_disk)
+    output, _ = process.communicate(timeout=600)
+    assert process.returncode == 3, output[-3000:]
+    full_lines = [line for line in output.splitlines() if "No space left on device" in line]
+    assert len(full_lines) == 1, output[-3000:]
+    assert full_lines[0].startswith("error: cannot write ") and full_lines[0].endswith(
+        "— free space on that disk or write elsewhere"), full_lines
+    assert "Traceback" not in output and "Task exception" not in output, output[-3000:]
+
+    filler.unlink()
+    run_dir = only_run(small_disk)
+    done = subprocess.run([sys.executable, "-m", "runner.cli", "run", "--resume", str(run_dir)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900, env=_env())
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    card = scorecard(run_dir)
+    assert card["finished"] is True
+    assert [s["id"] for s in card["scenarios"]] == DECLARED
+    assert {s["status"] for s in card["scenarios"]} <= {"NOT_JUDGED", "FAIL"}, card["scenarios"]
+    from runner.run.resume import damage_of
+
+    left = {str(p.relative_to(run_dir)): damage_of(p) for p in run_dir.rglob("*") if p.is_file()}
+    assert {name: why for name, why in left.items() if why} == {}, left
+    assert not [name for name in left if name.endswith(".tmp")], left  # no half-written file kept
