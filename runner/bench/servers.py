@@ -15,9 +15,14 @@ every ratio is B ÷ A within a round. Chats are greedy with one seed and `cache_
 (each request prefills its prompt afresh, as a new Agent UI session does), so both servers
 decode the same tokens. The bench's own checks: `--null` makes B a second llm-cpu, so every
 ratio must read ~1.00; `--plant` makes B a second llm-cpu held to one of the two cores (a known
-slowdown), so decode and first token must read clearly worse than the A/A's range.
+slowdown), so decode and first token must read clearly worse than the A/A's range. Two
+variants of llm-cpu are measured the same way: `--cache` (B keeps an embeddings cache; GAIA then
+indexes the document a second time on each side, as a scenario's agent does on its first turn
+and the next scenario with the same document does again) and `--passive` (B's OpenMP threads
+sleep when idle, `OMP_WAIT_POLICY=PASSIVE`, as the Lemonade image's do).
 
-    scripts/bench-servers [--rounds 5] [--chats 3] [--batches 3] [--index-chars 1000000] [--null | --plant]
+    scripts/bench-servers [--rounds 5] [--chats 3] [--batches 3] [--index-chars 1000000]
+                          [--null | --plant | --cache | --passive]
 """
 
 from __future__ import annotations
@@ -68,6 +73,9 @@ class Server:
     kind: str
     #: CPUs the container may use (None: all): the planted slowdown.
     cpus: float | None = None
+    #: Added to llm-cpu's command line (`--embedding-cache-mib 512`) and its environment.
+    args: list[str] = field(default_factory=list)
+    environment: dict[str, str] = field(default_factory=dict)
     url: str = ""
     container: Any = None
     ready_s: float = 0.0
@@ -176,7 +184,8 @@ def start(server: Server, network: str, tag: str, client: docker.DockerClient) -
     else:
         limit: dict[str, Any] = {"nano_cpus": int(server.cpus * 1e9)} if server.cpus else {}
         llm: LlmContainer = start_llm_container(name, labels, models=True, network=network,
-                                                client=client, **limit)
+                                                client=client, args=server.args,
+                                                environment=server.environment, **limit)
         server.url, server.container = llm.url, llm.container
     server.ready_s = time.perf_counter() - started
 
@@ -206,13 +215,20 @@ def main(argv: list[str] | None = None) -> int:
     check.add_argument("--null", action="store_true", help="B is a second llm-cpu (reads ~1.00)")
     check.add_argument("--plant", action="store_true",
                        help="B is a second llm-cpu on one CPU (must read clearly slower)")
+    check.add_argument("--cache", action="store_true",
+                       help="B is a second llm-cpu with the embeddings cache on; GAIA indexes "
+                       "the document twice on each, as a scenario and its agent's first turn do")
+    check.add_argument("--passive", action="store_true",
+                       help="B is a second llm-cpu with OMP_WAIT_POLICY=PASSIVE")
     args = parser.parse_args(argv)
 
     tag = f"bench-servers-{int(time.time())}"
     client = docker.from_env()
     a = Server("A", "llm-cpu")
-    b = Server("B", "llm-cpu" if args.null or args.plant else "lemonade",
-               cpus=1.0 if args.plant else None)
+    second = args.null or args.plant or args.cache or args.passive
+    b = Server("B", "llm-cpu" if second else "lemonade", cpus=1.0 if args.plant else None,
+               args=["--embedding-cache-mib", "512"] if args.cache else [],
+               environment={"OMP_WAIT_POLICY": "PASSIVE"} if args.passive else {})
     questions = ["What is the travel budget?", "Who owns the contract?", "Summarise the audit.",
                  "When is the launch?", "List the open actions."]
     network = client.networks.create(f"tbx-{tag}", labels={RUN_LABEL: tag})
@@ -242,7 +258,11 @@ def main(argv: list[str] | None = None) -> int:
             doc.write_text(corpus_text(args.index_chars), encoding="utf-8")
             for server in (a, b):
                 index[server.key] = gaia_index(server, network_name, doc, tag)
-        limited = f" on {b.cpus:g} CPU" if b.cpus else ""
+            if args.cache:  # the same document again: what the cache is for
+                for server in (a, b):
+                    index[f"{server.key} again"] = gaia_index(server, network_name, doc, tag)
+        limited = (f" on {b.cpus:g} CPU" if b.cpus else "") + "".join(
+            f" {arg}" for arg in b.args) + "".join(f" {k}={v}" for k, v in b.environment.items())
         print(f"\nA = llm-cpu, B = {b.kind}{limited}; {args.rounds} alternated rounds; same model files\n")
         print(f"{'figure':<26} {'A':<28} {'B':<28} B ÷ A per round (median, min–max)")
         per_round = {"ttft_s": args.chats, "decode_tokens_per_s": args.chats,
@@ -255,8 +275,10 @@ def main(argv: list[str] | None = None) -> int:
         for key, result in index.items():
             print(f"GAIA index of {args.index_chars:,} characters on {key}: {result['seconds']:.1f} s, "
                   f"{result['chunks']} chunks, ok={result['ok']}")
-        if len(index) == 2:
-            print(f"GAIA index B ÷ A: {index['B']['seconds'] / index['A']['seconds']:.2f} (one pair, A then B)")
+        for again in ("", " again"):
+            if f"A{again}" in index and f"B{again}" in index:
+                ratio = index[f"B{again}"]["seconds"] / index[f"A{again}"]["seconds"]
+                print(f"GAIA index{again} B ÷ A: {ratio:.2f} (one pair, A then B)")
         print("load average:", " ".join(Path("/proc/loadavg").read_text().split()[:3]))
     finally:
         for container in client.containers.list(all=True, filters={"label": f"{RUN_LABEL}={tag}"}):

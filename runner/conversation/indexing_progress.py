@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import PurePath
 from typing import Any
 
-from runner.conversation.turn_speed import embedded_inputs
+from runner.conversation.turn_speed import Embedded, embedded_inputs
 from runner.sandbox import Sandbox, own_meter_records
 
 #: Seconds between two looks at the front door while a document indexes.
@@ -26,7 +26,17 @@ WATCH_EVERY_S = 2.0
 def embedded_chunks(records: list[dict[str, Any]] | None) -> int | None:
     """Inputs of the answered embeddings requests among `records`; None when there are none to
     read (no front door, or one shared with other sandboxes)."""
-    return None if records is None else embedded_inputs(records)[0]
+    return None if records is None else embedded_inputs(records).texts
+
+
+async def embedded_since(box: Sandbox, since: float) -> Embedded | None:
+    """The sandbox's own answered embeddings requests since `since` (Unix time), or None when
+    there are none to read; never raises — a figure we cannot read is not recorded."""
+    try:
+        records = await own_meter_records(box, since)
+    except Exception:  # noqa: BLE001 — the meter is a witness, not a step of the scenario
+        return None
+    return None if records is None else embedded_inputs(records)
 
 
 def indexing_line(path: str, elapsed_s: float, chunks: int | None) -> str:
@@ -55,17 +65,17 @@ class IndexingWatch:
     def start(self) -> None:
         self._loop = asyncio.create_task(self._watch())
 
-    async def look(self) -> None:
-        try:
-            chunks = embedded_chunks(await own_meter_records(self.box, self.since))
-        except Exception:  # noqa: BLE001 — a line we cannot draw is a line not drawn
-            chunks = None
+    async def look(self) -> Embedded | None:
+        """Tell the count so far; returns what was read (None: nothing to read)."""
+        embedded = await embedded_since(self.box, self.since)
+        chunks = None if embedded is None else embedded.texts
         self.tell(indexing_line(self.path, time.monotonic() - self.started, chunks))
+        return embedded
 
-    async def finish(self) -> None:
+    async def finish(self) -> Embedded | None:
         """The indexing is done: stop looking, and tell the count at the end."""
         await self.stop()
-        await self.look()
+        return await self.look()
 
     async def stop(self) -> None:
         if self._loop is not None:

@@ -22,7 +22,7 @@ from pathlib import PurePath
 from typing import Any
 
 from runner.conversation.agents import DEFAULT_AGENT_ID
-from runner.conversation.indexing_progress import IndexingWatch
+from runner.conversation.indexing_progress import IndexingWatch, embedded_since
 from runner.conversation.prompts import permission_decision, question_reply
 from runner.conversation.simulator_config import Simulator
 from runner.conversation.tool_calls import tool_calls_from_steps
@@ -146,12 +146,18 @@ async def run_conversation(
         current = created  # GAIA's record of the session the turns go to
         # The session's set-up counts from connecting to the bridge: that too is time before
         # the first turn that the agent under test does not spend.
-        indexing = time.perf_counter()
+        indexing, indexing_since = time.perf_counter(), time.time()
         for document in scenario.setup.index_documents:
             transcript.indexed.append(await _index(gaia, box, current["id"], document, activity))
+        indexing_s = round(time.perf_counter() - indexing, 3)
+        # What the embedder did for the documents (and what its cache answered): the front door's
+        # records of this sandbox, read once.
+        embedded = await embedded_since(box, indexing_since) if transcript.indexed else None
         transcript.setup = SetupTimings(
             session_s=round(indexing - connecting, 3),
-            indexing_s=round(time.perf_counter() - indexing, 3),
+            indexing_s=indexing_s,
+            indexing_embedded_inputs=None if embedded is None else embedded.texts,
+            indexing_embedded_cached=None if embedded is None else embedded.cached,
         )
         await _prepare_memory(gaia, scenario)
         for turn in scenario.turns:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from runner.records.transcript import GaiaReportedPerformance, TurnPerformance
 from trialbox_llm.decoding import REPEATABLE
@@ -14,14 +14,27 @@ def _is_generation(record: dict[str, Any]) -> bool:
     return route.endswith(("/chat/completions", "/completions", "/responses"))
 
 
-def embedded_inputs(records: list[dict[str, Any]]) -> tuple[int, float]:
-    """(texts embedded, seconds the requests took) over the answered embeddings requests among
-    `records` (`MeterRecord.inputs`: each input is one chunk or query)."""
+class Embedded(NamedTuple):
+    """What answered embeddings requests carried, from their meter records."""
+
+    texts: int  # inputs: each one chunk or query
+    seconds: float  # the requests' wall times, summed
+    cached: int | None  # inputs the server's embeddings cache answered; None: no cache on
+
+
+def embedded_inputs(records: list[dict[str, Any]]) -> Embedded:
+    """The answered embeddings requests among `records` (`MeterRecord.inputs`,
+    `MeterRecord.cached_inputs`)."""
     embedded = [r for r in records
                 if str(r.get("route") or "").endswith("/embeddings") and r.get("status") == 200]
-    texts = sum(r["inputs"] for r in embedded
-                if isinstance(r.get("inputs"), int) and not isinstance(r.get("inputs"), bool))
-    return texts, sum(float(r.get("wall_s") or 0.0) for r in embedded)
+    cached = [r["cached_inputs"] for r in embedded if _count(r.get("cached_inputs")) is not None]
+    return Embedded(texts=sum(_count(r.get("inputs")) or 0 for r in embedded),
+                    seconds=sum(float(r.get("wall_s") or 0.0) for r in embedded),
+                    cached=sum(cached) if cached else None)
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def turn_performance_from_meter(records: list[dict[str, Any]], wall_s: float) -> TurnPerformance:
@@ -34,8 +47,9 @@ def turn_performance_from_meter(records: list[dict[str, Any]], wall_s: float) ->
     base = TurnPerformance(wall_s=round(wall_s, 3), source="not_measured", llm_calls=len(done))
     # The turn's own embedding (the agent loading its session documents, a retrieval query):
     # agent time inside the turn, shown apart in the summary.
-    texts, seconds = embedded_inputs(records)
-    base.embedded_inputs, base.embedding_s = texts, round(seconds, 6)
+    embedded = embedded_inputs(records)
+    base.embedded_inputs, base.embedding_s = embedded.texts, round(embedded.seconds, 6)
+    base.embedded_cached = embedded.cached
     if not done:
         return base
 

@@ -90,6 +90,10 @@ class TurnPerformance(BaseModel):
     embedding_s: float | None = Field(
         default=None, ge=0, description="seconds the turn's embeddings requests took, summed "
         "(front door): part of wall_s; None: not measured")
+    embedded_cached: int | None = Field(
+        default=None, ge=0, description="of embedded_inputs, how many the LLM server's "
+        "embeddings cache answered without the model (the same vectors it computed before); "
+        "None: the server keeps no cache, or not measured")
     reported_by_gaia: GaiaReportedPerformance | None = Field(
         default=None, description="GAIA's own turn_metrics, as reported by GAIA (not compared)")
 
@@ -144,6 +148,12 @@ class SetupTimings(BaseModel):
         default=None, description="seconds to create the chat session (and switch its device)")
     indexing_s: float | None = Field(
         default=None, description="seconds to index the setup documents")
+    indexing_embedded_inputs: int | None = Field(
+        default=None, ge=0, description="texts the sandbox sent to the embedder while its setup "
+        "documents indexed (front door): about their chunk count; None: not measured")
+    indexing_embedded_cached: int | None = Field(
+        default=None, ge=0, description="of those, how many the LLM server's embeddings cache "
+        "answered without the model; None: the server keeps no cache, or not measured")
     teardown_s: float | None = Field(
         default=None, description="seconds to collect the used sandbox's artifacts and remove it, "
         "after the result was recorded and while the next scenario ran (not in the wall time)")

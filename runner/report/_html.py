@@ -20,6 +20,7 @@ from runner.report._identity import model_line, served_model
 from runner.report._models import ScenarioResult, Scorecard, TurnResult
 from runner.report._performance import (
     SETUP_PHASES,
+    embedding_cache_text,
     indexing_text,
     overhead_text,
     phase_seconds,
@@ -318,6 +319,8 @@ def _performance(card: Scorecard) -> str:
         + f'</div><p class="headline" id="overhead">{_e(overhead_text(card))}</p>'
         + f'<p class="headline" id="indexing">{_e(indexing_text(card))}</p>'
         + f'<p class="headline" id="turn-embedding">{_e(turn_embedding_text(card))}</p>'
+        + "".join(f'<p class="headline" id="embedding-cache">{_e(cached)}</p>'
+                  for cached in [embedding_cache_text(card)] if cached)
         + _setup(card)
     )
 

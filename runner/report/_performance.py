@@ -127,6 +127,9 @@ def stats_of(
         agent_indexing_s=agent_indexing_s,
         turn_embedding_s=sum(t.embedding_s or 0.0 for t in embedding) if embedding else None,
         turn_embedded_inputs=sum(t.embedded_inputs or 0 for t in embedding) if embedding else None,
+        turn_embedded_cached=_sum_known(t.embedded_cached for t in embedding),
+        indexing_embedded_inputs=None if setup is None else setup.indexing_embedded_inputs,
+        indexing_embedded_cached=None if setup is None else setup.indexing_embedded_cached,
         overhead_ratio=(
             overhead_ratio(wall_s, agent_turn_s, agent_indexing_s) if with_overhead else None
         ),
@@ -139,6 +142,12 @@ def stats_of(
         figure_sources=dict(Counter(t.source or "unrecorded" for t in measured)),
         setup=setup,
     )
+
+
+def _sum_known(values: Iterable[int | None]) -> int | None:
+    """The sum of the values that were measured; None when none was."""
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
 
 
 def _turn_performance(result: ScenarioResult) -> list[TurnPerformance]:
@@ -180,6 +189,10 @@ def performance_of(results: Sequence[ScenarioResult], *, replayed: bool = False)
     )
     indexed = [s.agent_indexing_s for s in scenarios.values() if s.agent_indexing_s is not None]
     totals.agent_indexing_s = sum(indexed) if indexed else None
+    totals.indexing_embedded_inputs = _sum_known(
+        s.indexing_embedded_inputs for s in scenarios.values())
+    totals.indexing_embedded_cached = _sum_known(
+        s.indexing_embedded_cached for s in scenarios.values())
     if with_overhead:
         parts = overhead_parts(scenarios.values())
         totals.overhead_ratio = overhead_ratio(
@@ -247,6 +260,24 @@ def turn_embedding_text(card: Scorecard) -> str:
     return (f"{label} = {totals.turn_embedding_s:.1f} s of {totals.agent_turn_s or 0.0:,.1f} s "
             f"of turns, {totals.turn_embedded_inputs or 0:,} texts, over {len(spent)} of "
             f"{_scenarios(measured)} (longest {max(spent):.1f} s)")
+
+
+def embedding_cache_text(card: Scorecard) -> str | None:
+    """What the LLM server's embeddings cache answered, when one was on: `the LLM server's
+    embeddings cache answered 6,900 of 13,380 texts without the model (indexing 3,440 of 6,690,
+    turns 3,460 of 6,690) — the vectors it computed before for the same texts; the indexing and
+    turn times above are shorter than on a server without it`. None: no cache was on."""
+    totals = card.performance.totals
+    parts = [(name, cached, inputs or 0) for name, cached, inputs in (
+        ("indexing", totals.indexing_embedded_cached, totals.indexing_embedded_inputs),
+        ("turns", totals.turn_embedded_cached, totals.turn_embedded_inputs)) if cached is not None]
+    if not parts:
+        return None
+    cached, inputs = sum(p[1] for p in parts), sum(p[2] for p in parts)
+    each = ", ".join(f"{name} {c:,} of {n:,}" for name, c, n in parts)
+    return (f"the LLM server's embeddings cache answered {cached:,} of {inputs:,} texts without "
+            f"the model ({each}) — the vectors it computed before for the same texts; the "
+            "indexing and turn times above are shorter than on a server without it")
 
 
 def pool_text(setup: SetupStats) -> str:

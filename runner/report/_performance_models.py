@@ -44,6 +44,21 @@ class PerformanceStats(StrictModel):
         default=None, ge=0,
         description="texts those requests embedded (chunks and queries); None as above",
     )
+    turn_embedded_cached: int | None = Field(
+        default=None, ge=0,
+        description="of turn_embedded_inputs, how many the LLM server's embeddings cache answered "
+        "without the model (trialbox_llm/embedding_cache.py); None when no cache was on",
+    )
+    indexing_embedded_inputs: int | None = Field(
+        default=None, ge=0,
+        description="texts sent to the embedder while the setup documents indexed (front door; "
+        "in totals: summed over the scenarios that measured it); None when not measured",
+    )
+    indexing_embedded_cached: int | None = Field(
+        default=None, ge=0,
+        description="of indexing_embedded_inputs, how many the embeddings cache answered; None "
+        "when no cache was on",
+    )
     overhead_ratio: float | None = Field(
         default=None,
         description="this run's scenario wall ÷ agent time, agent time being agent_turn_s + "

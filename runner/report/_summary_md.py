@@ -8,6 +8,7 @@ from runner.report._models import ScenarioResult, Scorecard, node_differences
 from runner.report._performance import (
     BENCHMARK_OVERHEAD,
     SETUP_PHASES,
+    embedding_cache_text,
     indexing_text,
     overhead_text,
     pool_text,
@@ -120,6 +121,7 @@ def _summary(card: Scorecard) -> list[str]:
         f"- **{_cell(overhead_text(card))}**",
         f"- **{_cell(indexing_text(card))}**",
         f"- **{_cell(turn_embedding_text(card))}**",
+        *([f"- **{_cell(cached)}**"] if (cached := embedding_cache_text(card)) else []),
         f"- **Scenarios:** {s.total_scenarios}",
         f"- **User turns ({s.user_messages.total}):** {user_messages_text(s.user_messages)}",
         (

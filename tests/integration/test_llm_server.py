@@ -798,3 +798,51 @@ def test_repeatable_decoding_is_greedy_with_one_seed_for_its_client_alone(api, s
     assert listed.json() == {"policies": []}
     chat(api, max_tokens=8, seed=5, **SAMPLED)
     assert llama_last_params(server)["seed"] == 5
+
+
+# --- the embeddings cache (--embedding-cache-mib) ---------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cached_server(models_dir, tmp_path_factory):
+    """A second server, with the embeddings cache on (the module's server has none)."""
+    log = tmp_path_factory.mktemp("llm-cached") / "server.log"
+    process, base = start_server(models_dir, log, extra_args=("--embedding-cache-mib", "16"))
+    yield base
+    stop_server(process)
+
+
+def last_records(server: str, count: int) -> list[dict]:
+    return httpx.get(f"{server}/trialbox/meter", timeout=10).json()["records"][-count:]
+
+
+def test_the_embeddings_cache_answers_what_the_model_would_and_says_what_it_served(
+    api, server, cached_server
+):
+    # Null: with and without the cache, every vector is the model's, bit for bit, and so is
+    # usage — a repeated text, a text first seen in another batch, and a new text alike.
+    first = [words(40), "Quarterly revenue grew by twelve percent.", words(700)]  # one cut
+    later = [first[1], "The lighthouse keeper logs the fuel.", first[0], first[2]]
+    with httpx.Client(base_url=cached_server + "/api/v1", timeout=120) as cached:
+        for batch in (first, later, later):
+            served, plain = embed(cached, batch), embed(api, batch)
+            assert vectors(served) == vectors(plain)
+            assert served.json()["usage"]["prompt_tokens"] == plain.json()["usage"]["prompt_tokens"]
+        # Token ids are not texts: they go to the model as sent, with no cache figure.
+        ids = embed(cached, [[101, 7592, 102]])
+        assert vectors(ids) == vectors(embed(api, [[101, 7592, 102]]))
+    records = last_records(cached_server, 4)
+    assert [(r["inputs"], r["cached_inputs"]) for r in records] == [
+        (3, 0), (4, 3), (4, 4), (1, None)]
+    # The server without a cache records none.
+    assert last_records(server, 1)[0]["cached_inputs"] is None
+
+
+def test_the_embeddings_cache_needs_one_input_per_decode(models_dir, tmp_path):
+    # Packed inputs move each other's vectors: a kept one would not be exact, so it is refused.
+    done = subprocess.run(
+        [sys.executable, "-m", "trialbox_llm", "--models-dir", str(models_dir),
+         "--embedding-cache-mib", "16", "--embedder-slots", "4"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "--embedding-cache-mib needs --embedder-slots 1" in done.stderr

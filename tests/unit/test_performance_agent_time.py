@@ -143,3 +143,50 @@ def test_the_turns_own_embedding_is_shown_apart_from_the_indexing():
     assert escape(line) in render_html(measured)
     unmeasured = card(suite(harness_s=0.0))  # GAIA's own figures only: nothing to read
     assert turn_embedding_text(unmeasured).endswith("= n/a (no turn was measured at the front door)")
+
+
+def test_what_the_embeddings_cache_answered_is_on_the_record_and_only_when_one_was_on():
+    """A server with the embeddings cache answers repeated texts without the model: each turn
+    and each scenario's indexing say how many (`cached_inputs` at the front door), and the head
+    says it, with what it means for the times; a run without the cache has no such line."""
+    from runner.conversation import turn_performance_from_meter
+    from runner.report._performance import embedding_cache_text
+
+    records = [  # the agent's first turn: its session document again, then the answer
+        {"route": "/api/v1/embeddings", "status": 200, "inputs": 25, "cached_inputs": 25,
+         "wall_s": 0.4, "started_at": 1.0},
+        {"route": "/api/v1/embeddings", "status": 200, "inputs": 2, "cached_inputs": 1,
+         "wall_s": 0.3, "started_at": 2.0},
+        {"route": "/api/v1/embeddings", "status": 502, "inputs": 9, "cached_inputs": 0,
+         "wall_s": 0.1, "started_at": 3.0},  # refused: neither embedded nor served
+    ]  # fmt: skip
+    turn = turn_performance_from_meter(records, wall_s=5.0)
+    assert (turn.embedded_inputs, turn.embedded_cached) == (27, 26)
+    uncached = turn_performance_from_meter(
+        [{k: v for k, v in r.items() if k != "cached_inputs"} for r in records], wall_s=5.0)
+    assert (uncached.embedded_inputs, uncached.embedded_cached) == (27, None)
+
+    def scenario(scenario_id: str, performance: TurnPerformance, inputs: int,
+                 cached: int | None) -> ScenarioResult:
+        transcript = Transcript(
+            scenario_id=scenario_id,
+            setup=SetupTimings(indexing_s=3.0, indexing_embedded_inputs=inputs,
+                               indexing_embedded_cached=cached),
+            turns=[TurnRecord(turn=1, user_message="q", answer="a", performance=performance)])
+        return scenario_result(scenario_id=scenario_id, transcript=transcript, wall_s=10.0)
+
+    with_cache = card([scenario("first", turn, 25, 0), scenario("second", turn, 25, 25)])
+    totals = with_cache.performance.totals
+    assert (totals.indexing_embedded_inputs, totals.indexing_embedded_cached) == (50, 25)
+    assert (totals.turn_embedded_inputs, totals.turn_embedded_cached) == (54, 52)
+    line = embedding_cache_text(with_cache)
+    assert line == ("the LLM server's embeddings cache answered 77 of 104 texts without the model "
+                    "(indexing 25 of 50, turns 52 of 54) — the vectors it computed before for the "
+                    "same texts; the indexing and turn times above are shorter than on a server "
+                    "without it")
+    assert f"- **{line}**" in render_summary_md(with_cache)
+    assert escape(line) in render_html(with_cache)
+    without = card([scenario("first", uncached, 25, None)])
+    assert embedding_cache_text(without) is None
+    assert "embeddings cache" not in render_summary_md(without)
+    assert "embeddings cache" not in render_html(without)

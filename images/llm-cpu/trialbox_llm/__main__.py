@@ -1,5 +1,5 @@
 """`python -m trialbox_llm --host 0.0.0.0 --port 13305 --models-dir DIR [--threads N]
-[--chat-ctx TOKENS] [--drain-timeout SECONDS] [--double] [--embedder-slots N]
+[--chat-ctx TOKENS] [--drain-timeout SECONDS] [--double] [--embedder-slots N] [--embedding-cache-mib MIB]
 [--embedder-flash-attn on|off|auto] [--embedder-weights f16|q8_0]`; the same two settings may come from the
 environment (`TRIALBOX_LLM_CHAT_CTX`, `TRIALBOX_LLM_DRAIN_TIMEOUT`), flags win. The admin token
 comes only from the environment (`TRIALBOX_LLM_ADMIN_TOKEN`): a flag would show it in `ps`."""
@@ -85,7 +85,26 @@ def parse_args(argv: list[str] | None) -> ServeOptions:
         help="MiniLM weights file: q8_0 (within cosine 0.999 of f16, faster) or f16 "
         "(default %(default)s)",
     )
+    parser.add_argument(
+        "--embedding-cache-mib",
+        default=os.environ.get("TRIALBOX_LLM_EMBEDDING_CACHE_MIB", "0"),
+        help="keep computed embeddings (by input text) in this many MiB and answer repeated "
+        "inputs from them; 0 (the default) keeps none (trialbox_llm/embedding_cache.py; env "
+        "TRIALBOX_LLM_EMBEDDING_CACHE_MIB)",
+    )
     args = parser.parse_args(argv)
+    try:
+        cache_mib = int(args.embedding_cache_mib)
+    except ValueError:
+        cache_mib = -1
+    if cache_mib < 0:
+        parser.error(f"--embedding-cache-mib (or TRIALBOX_LLM_EMBEDDING_CACHE_MIB): expected 0 "
+                     f"(off) or a size in MiB, got {args.embedding_cache_mib!r}")
+    if cache_mib and args.embedder_slots > 1:
+        # Packed inputs move each other's vectors by ~1e-4 (test_embedding_equivalence): a kept
+        # vector would not be the one the model gives the same text in another batch.
+        parser.error("--embedding-cache-mib needs --embedder-slots 1: with inputs packed into "
+                     "one decode a vector depends on its batch, and a kept one would not be exact")
     embedder = EmbedderSettings(
         slots=args.embedder_slots,
         flash_attn=_FLASH_ATTN_CHOICES[args.embedder_flash_attn],
@@ -107,6 +126,7 @@ def parse_args(argv: list[str] | None) -> ServeOptions:
         admin_token=admin_token,
         double=args.double,
         embedder=embedder,
+        embedding_cache_mib=cache_mib,
     )
 
 

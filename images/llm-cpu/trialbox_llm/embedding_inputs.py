@@ -46,6 +46,8 @@ class FittedRequest:
     texts: int
     #: Text inputs that were longer than the limit and were cut.
     truncated: int
+    #: Each input's tokens as it goes to the model (after any cut; None: not tokenized here).
+    tokens: tuple[int | None, ...] = ()
 
 
 def cut(tokens: list[int], limit: int) -> list[int]:
@@ -155,11 +157,12 @@ async def fit_to_limit(
     tokenized = await _tokenized(http, url, items)
     texts = sum(tokens is not None for tokens in tokenized)
     too_long = sum(tokens is not None and len(tokens) > limit for tokens in tokenized)
+    counts = tuple(None if tokens is None else min(len(tokens), limit) for tokens in tokenized)
     if not too_long:
-        return FittedRequest(body, texts, 0)
+        return FittedRequest(body, texts, 0, counts)
     fitted = copy.copy(body)
     fitted["input"] = [
         item if tokens is None else cut(tokens, limit)
         for item, tokens in zip(items, tokenized, strict=True)
     ]
-    return FittedRequest(fitted, texts, too_long)
+    return FittedRequest(fitted, texts, too_long, counts)

@@ -80,6 +80,10 @@ class MeterRecord(BaseModel):
         default=None,
         description="how many inputs an embeddings (`input`) or reranking (`documents`) request "
         "carried — while a document is indexed, its chunks embedded so far; None for others")
+    cached_inputs: int | None = Field(
+        default=None,
+        description="how many of an embeddings request's `inputs` the server's embeddings cache "
+        "answered without the model (`--embedding-cache-mib`); None when no cache is on")
     upstream: str | None = Field(
         default=None,
         description="which server behind the front door answered (`trialbox ab`'s side, A or "
@@ -180,6 +184,8 @@ class Timing:
         self.upstream: str | None = None
         #: An embeddings or reranking request's inputs (`inputs_of`); None for the others.
         self.inputs: int | None = None
+        #: How many of those the embeddings cache answered (None: no cache on this server).
+        self.cached_inputs: int | None = None
         self._pending = b""
 
     def sending(self) -> None:
@@ -272,6 +278,7 @@ class Timing:
             prompt_tokens=prompt, completion_tokens=completion,
             wall_s=round(end - self.arrived, 6), status=status, self_reported=self.stats,
             decoding=self.decoding, upstream=self.upstream, inputs=self.inputs,
+            cached_inputs=self.cached_inputs,
         )
 
 

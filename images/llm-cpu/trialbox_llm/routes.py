@@ -52,6 +52,8 @@ from trialbox_llm.admin import AdminGuard, AdminRequiredError
 from trialbox_llm.backend import BackendError, LlamaBackend, LoadedModel, effective_args
 from trialbox_llm.catalog import ModelKind, ModelSpec, UnknownModelError, alias_map, resolve
 from trialbox_llm.decoding import DECODING_PATH, Decoding, DecodingReport, DecodingRequest
+from trialbox_llm.embedding_cache import EmbeddingCache, servable_texts, vectors_of
+from trialbox_llm.embedding_cache import answer as cached_answer
 from trialbox_llm.embedding_inputs import TokenizerError, fit_to_limit
 from trialbox_llm.force_tool import ForceTool
 from trialbox_llm.in_flight import InFlight, ModelBusyError, Use
@@ -132,6 +134,8 @@ class ServerState:
     meter: Meter = field(default_factory=Meter)
     #: Per-client repeatable decoding, set by the runner for a speed comparison (`decoding`).
     decoding: Decoding = field(default_factory=Decoding)
+    #: Vectors already computed, served again by content (`--embedding-cache-mib`; None: off).
+    embedding_cache: EmbeddingCache | None = None
     http: httpx.AsyncClient = field(
         default_factory=lambda: httpx.AsyncClient(timeout=_UPSTREAM_TIMEOUT)
     )
@@ -490,11 +494,10 @@ async def embeddings(request: Request) -> Response:
         timing.close(exc.status)
         raise
     try:
-        limit = input_limit(model) or model.ctx_size
-        fitted = await fit_to_limit(state.http, model.url, body, limit)
-        count_embedding_inputs(state, fitted.texts, fitted.truncated, limit)
-        timing.sending()
-        upstream = await state.http.post(f"{model.url}/v1/embeddings", json=fitted.body)
+        texts = servable_texts(body) if state.embedding_cache is not None else None
+        if texts is not None:
+            return await _embeddings_through_cache(state, model, body, texts, timing)
+        upstream, _ = await _embed(state, model, body, timing)
     except BaseException:
         timing.close(502)
         raise
@@ -504,6 +507,64 @@ async def embeddings(request: Request) -> Response:
         timing.body(upstream.content)
     timing.close(upstream.status_code)
     return passthrough(upstream)
+
+
+async def _embed(state: ServerState, model: LoadedModel, body: dict[str, Any],
+                 timing: Timing) -> tuple[httpx.Response, tuple[int | None, ...]]:
+    """The model's answer to `body`, its inputs cut to the embedder's window first, and each
+    input's tokens as embedded."""
+    limit = input_limit(model) or model.ctx_size
+    fitted = await fit_to_limit(state.http, model.url, body, limit)
+    count_embedding_inputs(state, fitted.texts, fitted.truncated, limit)
+    timing.sending()
+    upstream = await state.http.post(f"{model.url}/v1/embeddings", json=fitted.body)
+    return upstream, fitted.tokens
+
+
+async def _embeddings_through_cache(state: ServerState, model: LoadedModel, body: dict[str, Any],
+                                    texts: list[str], timing: Timing) -> Response:
+    """Answer what the cache holds, send only the rest to the model, keep what it answers.
+
+    The answer is the model's shape with every vector in input order. A refusal of the model
+    goes back as it came; an answer not in the shape expected is not merged: the whole request
+    goes to the model then, as it would without a cache. Nothing is kept from either."""
+    cache = state.embedding_cache
+    assert cache is not None
+    name = model.spec.name
+    found = cache.look_up(name, texts)
+    missing = [i for i, entry in enumerate(found) if entry is None]
+    if missing:
+        upstream, tokens = await _embed(state, model, {**body, "input": [texts[i] for i in missing]},
+                                        timing)
+        vectors = vectors_of(_json_or_none(upstream.content), len(missing)) \
+            if upstream.status_code == 200 else None
+        if vectors is None or len(tokens) != len(missing) or None in tokens:
+            if upstream.status_code == 200 and len(missing) < len(texts):
+                upstream, _ = await _embed(state, model, body, timing)
+            if upstream.status_code == 200:
+                timing.body(upstream.content)
+            timing.close(upstream.status_code)
+            return passthrough(upstream)
+        cache.embedded += len(missing)
+        for i, vector, count in zip(missing, vectors, tokens, strict=True):
+            found[i] = cache.keep(name, texts[i], vector, count or 0)
+    else:
+        timing.sending()
+    timing.cached_inputs = len(texts) - len(missing)
+    cache.served += timing.cached_inputs
+    answered = cached_answer(body.get("model") if isinstance(body.get("model"), str) else name,
+                             [entry for entry in found if entry is not None])
+    content = json.dumps(answered).encode()
+    timing.body(content)
+    timing.close(200)
+    return Response(content, 200, media_type="application/json")
+
+
+def _json_or_none(content: bytes) -> Any:
+    try:
+        return json.loads(content)
+    except (ValueError, UnicodeDecodeError):
+        return None
 
 
 def count_embedding_inputs(state: ServerState, texts: int, truncated: int, limit: int) -> None:

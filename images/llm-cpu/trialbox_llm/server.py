@@ -25,6 +25,7 @@ from trialbox_llm import __version__, double
 from trialbox_llm.admin import AdminGuard
 from trialbox_llm.backend import LlamaBackend
 from trialbox_llm.embedder_settings import EmbedderSettings
+from trialbox_llm.embedding_cache import EmbeddingCache
 from trialbox_llm.force_tool import from_environment
 from trialbox_llm.routes import DEFAULT_DRAIN_TIMEOUT_S, ServerState, build_app
 from trialbox_llm.schemas import ServerIdentity
@@ -56,6 +57,8 @@ class ServeOptions:
     double: bool = False
     #: `--embedder-*`: how llama.cpp runs the embedder (speed only; embedder_settings.py).
     embedder: EmbedderSettings = EmbedderSettings()
+    #: `--embedding-cache-mib`: vectors kept to answer repeated inputs (0 = no cache).
+    embedding_cache_mib: int = 0
 
 
 def package_version(name: str) -> str:
@@ -85,6 +88,9 @@ def build_state(options: ServeOptions) -> ServerState:
     )
     backend.check_files()
     log.info("embedder: %s", options.embedder.describe())
+    if options.embedding_cache_mib:
+        log.info("embeddings cache: %d MiB (repeated inputs answered without the model)",
+                 options.embedding_cache_mib)
     for spec in backend.catalog:
         # Preload under the name GAIA asks for, so its first /health sees its model.
         backend.load(spec, spec.aliases[0] if spec.aliases else spec.name)
@@ -106,6 +112,8 @@ def build_state(options: ServeOptions) -> ServerState:
         drain_timeout_s=options.drain_timeout_s,
         max_output_tokens=options.max_output_tokens,
         admin=AdminGuard(options.admin_token),
+        embedding_cache=EmbeddingCache(options.embedding_cache_mib << 20)
+        if options.embedding_cache_mib else None,
     )
 
 
