@@ -8,7 +8,7 @@ GAIA (``run_gaia``, ``launch_pair``), so the UI keeps this process's pid: signal
 directly and ``GAIA_DAEMON_EXIT_WITH_PID`` names it.
 
     python entrypoint.py ui  --home DIR --llm-url URL [--host H] [--port P]
-                             [--document-root DIR]... [--allowed-host NAME]...
+                             [--document-root DIR]... [--work-dir DIR] [--allowed-host NAME]...
                              [--agent-dir DIR]... [--memory]
     python entrypoint.py mcp --ui-url URL [--host H] [--port P] [--memory]
     python entrypoint.py pair --home DIR --llm-url URL [--mcp-host H] [--mcp-port P] ...
@@ -166,7 +166,12 @@ def prepared_ui(args: argparse.Namespace) -> dict[str, str]:
     prepare_home(args.home, args.agent_dir)
     env = ui_environment(args, os.getpid())
     record_health_probe(f"http://127.0.0.1:{args.port}/api/health", any_status=False)
-    if args.document_root:
+    if args.work_dir:
+        # GAIA's own harness runs its eval backend from ~/gaia-eval, where it stages the
+        # fixtures its scenarios name, so that folder is a document-less session's scope.
+        Path(args.work_dir).mkdir(parents=True, exist_ok=True)
+        os.chdir(args.work_dir)
+    elif args.document_root:
         # GAIA grants a session file access to its working directory ("the project"), and
         # refuses one that contains GAIA_HOME: work from the corpus so the agent's file
         # tools see the documents and nothing else.
@@ -418,6 +423,13 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
         default=_env_list("GAIA_DOCUMENT_ROOTS", os.pathsep),
         help="folder the UI may index documents from; repeatable "
         "(env GAIA_DOCUMENT_ROOTS, os.pathsep-separated)",
+    )
+    ui_flags.add_argument(
+        "--work-dir",
+        default=os.environ.get("TRIALBOX_WORK_DIR", ""),
+        help="folder the UI works from, made when missing: GAIA grants a session without "
+        "documents its working directory (env TRIALBOX_WORK_DIR; default: the first "
+        "--document-root)",
     )
     ui_flags.add_argument(
         "--allowed-host",

@@ -273,8 +273,9 @@ def main(argv: list[str] | None = None) -> int:
                   f"{statistics.median(r):.2f} ({min(r):.2f}–{max(r):.2f})")
         print(f"{'start-up to ready (s)':<26} {a.ready_s:<28.1f} {b.ready_s:<28.1f} {b.ready_s / a.ready_s:.2f}")
         for key, result in index.items():
+            failed = "" if result["ok"] else f" — failed: {result.get('error')}"
             print(f"GAIA index of {args.index_chars:,} characters on {key}: {result['seconds']:.1f} s, "
-                  f"{result['chunks']} chunks, ok={result['ok']}")
+                  f"{result['chunks']} chunks, ok={result['ok']}{failed}")
         for again in ("", " again"):
             if f"A{again}" in index and f"B{again}" in index:
                 ratio = index[f"B{again}"]["seconds"] / index[f"A{again}"]["seconds"]

@@ -101,20 +101,22 @@ def _selftest_live(scenarios: list[Any], manifest: Any, chosen: list[Path], corp
     from runner.cli.run import execute
     from runner.report import read_scorecard
     from runner.run.settings import RunSettings, new_run_id
+    from runner.scenarios import default_fixtures_root
 
     container = stack_llm_container("docker")
     if container is None:
         fail("--live needs the LLM server of the stack; start it with `trialbox up`", EXIT_INFRA)
     types = {s.agent_type for s in scenarios if s.agent_type}
     cards = {}
+    fixtures_root = default_fixtures_root(chosen)  # a GAIA tree's, staged as a run stages them
     with tempfile.TemporaryDirectory(prefix="trialbox-selftest-") as folder:
-        agents = proof.write_agents(scenarios, manifest, Path(folder))
+        agents = proof.write_agents(scenarios, manifest, Path(folder), fixtures_root)
         for agent in (proof.ORACLE, proof.ADVERSARY):
             settings = RunSettings(
                 run_id=f"{new_run_id()}-selftest-{agent}", suite_paths=chosen,
                 corpus_root=corpus_root, results_root=results, llm_container=container,
                 agent_dirs=[agents], agent=agent, agent_map={t: agent for t in types},
-                judge_provider="none", simulator_mode="scripted")
+                judge_provider="none", simulator_mode="scripted", fixtures_root=fixtures_root)
             code = execute(settings)
             if code not in (0, 1):
                 raise typer.Exit(code)

@@ -3,7 +3,8 @@
 The fixture tree (run ``--fixtures DIR``) is mounted read-only into every Docker sandbox at
 ``FIXTURES_MOUNT``, like the corpus; before the first turn each folder the scenario declares is
 copied from there into the home (a tmpfs, new with each sandbox, so every scenario gets a fresh
-copy, as it gets a clean RAG cache), and made read-only when the scenario only reads it. A copy,
+copy, as it gets a clean RAG cache), and made read-only when the scenario only reads it. Such a
+sandbox's Agent UI works from ``~/gaia-eval`` (``STAGING_HOME``), as GAIA's harness runs it. A copy,
 not a link: GAIA's agent refuses paths that resolve outside the home (its symlink-escape
 scenarios test exactly that)."""
 
@@ -17,9 +18,15 @@ from typing import Any
 
 from runner.sandbox._hardening import IMAGE_HOME
 from runner.sandbox._protocol import SandboxError
+from runner.scenarios import STAGING_DIR
 
 #: Where a Docker sandbox sees the fixture tree (read-only).
 FIXTURES_MOUNT = "/fixtures"
+
+#: Where the fixtures are staged, and where a sandbox of a run with a fixture tree works from:
+#: GAIA's own harness runs its backend from ~/gaia-eval, and GAIA grants a session without
+#: documents its working directory, so that is the folder such a session may read.
+STAGING_HOME = str(PurePosixPath(IMAGE_HOME) / STAGING_DIR)
 
 
 def staging_script(stagings: Sequence[Any], home: str = IMAGE_HOME,

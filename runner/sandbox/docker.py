@@ -74,7 +74,7 @@ from runner.sandbox._container import (
     death_of,
 )
 from runner.sandbox._firewall import FirewallError, isolate_network
-from runner.sandbox._fixtures import FIXTURES_MOUNT
+from runner.sandbox._fixtures import FIXTURES_MOUNT, STAGING_HOME
 from runner.sandbox._hardening import ROLES, Role, claimed_cpu, container_options, limits_for
 from runner.sandbox._logs import logged_at, split_log
 from runner.sandbox._protocol import SandboxError
@@ -317,6 +317,8 @@ class DockerBackend:
         token = secrets.token_hex(24)  # one per sandbox: a bridge only answers its own runner
         volumes, agent_flags = self._ui_mounts()
         memory_flag = ["--memory"] if memory else []
+        # With a fixture tree the UI works from where the fixtures are staged, as GAIA's harness.
+        work_flag = ["--work-dir", STAGING_HOME] if self.fixtures_host_dir is not None else []
         try:
             # The UI listens on its container's loopback only: nothing but its bridge, in the same
             # container, can reach it (see the module docstring). The bridge listens on the
@@ -327,7 +329,7 @@ class DockerBackend:
                 command=["pair", "--host", "127.0.0.1", "--llm-url", f"http://llm:{LLM_PORT}",
                          "--document-root", CORPUS_MOUNT, "--allowed-host", "localhost",
                          "--mcp-host", "0.0.0.0", "--mcp-port", str(MCP_PORT),
-                         *agent_flags, *memory_flag],
+                         *agent_flags, *memory_flag, *work_flag],
                 environment={MCP_TOKEN_ENV: token},
                 volumes=volumes, labels=self._job_labels(scenario_id, "agent-ui"),
                 **container_options("agent-ui", spare=spare),

@@ -22,6 +22,7 @@ from runner.scenarios._checks import (
 )
 from runner.scenarios._corpus import CorpusNotFound, corpus_candidates, find_corpus
 from runner.scenarios._fixtures import (
+    STAGING_DIR,
     FixtureStaging,
     declared_folders,
     default_fixtures_root,
@@ -78,6 +79,7 @@ __all__ = [
     "OFFLINE_ABSENT",
     "capability_of_tag",
     "lacking_reason",
+    "STAGING_DIR",
     "FixtureStaging",
     "declared_folders",
     "default_fixtures_root",

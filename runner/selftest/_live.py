@@ -4,7 +4,9 @@ Both are one real GAIA agent (eval/agents/oracle/agent.py) mounted with `--agent
 each says comes from a plan.json written beside it, for the self-test run only — the ground
 truth is never in a normal run's sandbox. The oracle makes the calls the turn's tool checks ask
 for (and, where the turn has documents and no limit on calls, a `query_documents` with the
-user's message: the real RAG path) and answers with the genuine answer; the adversary makes the
+user's message: the real RAG path) and answers with the genuine answer only when the text its
+tools returned holds it (else "not answerable from the corpus"; a failed tool is named as its
+answer, never talked past); the adversary makes the
 calls only where the turn checks its answer, and answers with the first wrong answer that
 applies (20 % off, another fact, a hedged list, "I don't know", empty).
 """
@@ -21,7 +23,7 @@ from pydantic import BaseModel, Field
 from runner.records.outcomes import CheckResult
 from runner.records.transcript import ToolCall
 from runner.report import ScenarioResult
-from runner.scenarios import Manifest, MaxToolCalls, Scenario, ToolsExact
+from runner.scenarios import STAGING_DIR, Manifest, MaxToolCalls, Scenario, ToolsExact
 from runner.selftest._decide import decides
 from runner.selftest._genuine import UNKNOWN, genuine_calls, ground_truth_answer
 from runner.selftest._wrong import wrong_answers
@@ -29,9 +31,12 @@ from runner.system.paths import eval_root
 from runner.verdict import planned_checks
 
 __all__ = ["ADVERSARY", "ORACLE", "LiveResult", "PlanTurn", "agent_source", "live_lines",
-           "live_results", "live_sound", "remove_agents", "write_agents"]
+           "live_results", "live_sound", "remove_agents", "staged_files_named", "write_agents"]
 
 ORACLE, ADVERSARY = "oracle", "adversary"
+#: How the oracle's answer says it has none (eval/agents/oracle/agent.py writes the same words).
+NOT_ANSWERABLE = "Not answerable from the corpus:"
+TOOL_FAILED = "A tool failed:"
 
 
 class PlanCall(BaseModel):
@@ -54,6 +59,9 @@ class PlanTurn(BaseModel):
     calls: list[PlanCall] = Field(description="the tool calls to make, in order")
     answer: str = Field(description="the final answer to give")
     kind: str = Field(description="'genuine', or which wrong answer")
+    from_corpus: bool = Field(default=False, description=(
+        "the answer is a fact of the scenario's documents: the oracle gives it only when the "
+        "text its tools returned holds it, and says 'not answerable from the corpus' otherwise"))
 
 
 class Plan(BaseModel):
@@ -79,7 +87,32 @@ def _filled(call: ToolCall, message: str, documents: list[str]) -> PlanCall:
     return PlanCall(name=call.name, arguments=arguments)
 
 
-def _plan(scenarios: Iterable[Scenario], manifest: Manifest | None, oracle: bool) -> Plan:
+def staged_files_named(message: str, scenario: Scenario, fixtures_root: Path | None) -> list[str]:
+    """The staged fixture files a user message names by their path in the sandbox
+    (``~/gaia-eval/<folder>/<file>``, spaces and all), in the order they appear in it."""
+    if fixtures_root is None:
+        return []
+    found = []
+    for folder in scenario.fixtures:
+        source = fixtures_root / folder
+        if not source.is_dir():
+            continue
+        for path in sorted(p for p in source.rglob("*") if p.is_file()):
+            inside = f"~/{STAGING_DIR / folder / path.relative_to(source).as_posix()}"
+            if inside in message:
+                found.append((message.index(inside), inside))
+    return [inside for _, inside in sorted(found)]
+
+
+def _reading(files: list[str], message: str) -> list[ToolCall]:
+    """GAIA's own way to read a named file: index it, then ask it the user's question."""
+    return [call for path in files for call in (
+        ToolCall(name="index_document", arguments={"file_path": path}),
+        ToolCall(name="query_specific_file", arguments={"file_path": path, "query": message}))]
+
+
+def _plan(scenarios: Iterable[Scenario], manifest: Manifest | None, oracle: bool,
+          fixtures_root: Path | None = None) -> Plan:
     turns = []
     for scenario in scenarios:
         documents = [str(doc.relative_path) for doc in scenario.setup_documents]
@@ -91,9 +124,14 @@ def _plan(scenarios: Iterable[Scenario], manifest: Manifest | None, oracle: bool
             calls = genuine_calls(planned, scenario)
             limited = any(isinstance(item.check, ToolsExact | MaxToolCalls)
                           for item in planned)
-            if not calls and documents and not limited:
-                calls = [ToolCall(name="query_documents")]
+            staged = staged_files_named(message, scenario, fixtures_root)
+            if not calls and not limited:
+                calls = (_reading(staged, message) if staged
+                         else [ToolCall(name="query_documents")] if documents else [])
             kind = "genuine"
+            # The answer must come back from retrieval when it is a fact of the documents (or
+            # staged files) the turn reads (not "I don't know", not a turn that reads nothing).
+            from_corpus = bool((documents or staged) and calls and truth and truth != UNKNOWN)
             if not oracle:
                 wrong = wrong_answers(turn, truth, planned, scenario, manifest)
                 checks_answer = any(decides(item) and item.check.type.startswith("answer")
@@ -104,13 +142,15 @@ def _plan(scenarios: Iterable[Scenario], manifest: Manifest | None, oracle: bool
             turns.append(PlanTurn(scenario=scenario.id, turn=turn.turn, user_message=message,
                                   documents=[Path(doc).name for doc in documents],
                                   calls=[_filled(call, message, documents) for call in calls],
-                                  answer=answer, kind=kind))
+                                  answer=answer, kind=kind, from_corpus=from_corpus))
     return Plan(turns=turns)
 
 
-def write_agents(scenarios: list[Scenario], manifest: Manifest | None, dest: Path) -> Path:
+def write_agents(scenarios: list[Scenario], manifest: Manifest | None, dest: Path,
+                 fixtures_root: Path | None = None) -> Path:
     """`dest/oracle/` and `dest/adversary/`, each agent.py and its plan.json; returns `dest`
-    (the folder to pass as --agent-dir)."""
+    (the folder to pass as --agent-dir). With ``fixtures_root`` (the run's fixture tree), a
+    turn that names a staged file is answered by reading that file in the sandbox."""
     source = agent_source().read_text(encoding="utf-8")
     for agent_id, oracle in ((ORACLE, True), (ADVERSARY, False)):
         folder = dest / agent_id
@@ -120,7 +160,7 @@ def write_agents(scenarios: list[Scenario], manifest: Manifest | None, dest: Pat
             'AGENT_NAME = "Oracle (trialbox self-test)"',
             'AGENT_NAME = "Adversary (trialbox self-test)"')
         (folder / "agent.py").write_text(text, encoding="utf-8")
-        plan = _plan(scenarios, manifest, oracle)
+        plan = _plan(scenarios, manifest, oracle, fixtures_root)
         (folder / "plan.json").write_text(plan.model_dump_json(indent=1), encoding="utf-8")
         # The sandbox's Agent UI runs as its own user: the folders must be readable by it (a
         # temporary folder is created 0700).
@@ -150,6 +190,12 @@ class LiveResult(BaseModel):
     discriminating: bool = Field(description="the adversary's run failed at least one check")
     failed_for_oracle: list[str] = Field(default_factory=list, description=(
         "diagnostics of the checks the oracle failed"))
+    not_answerable: list[str] = Field(default_factory=list, description=(
+        "turns whose answer the oracle's retrieval did not bring back (`turn 2: the text its "
+        "tools returned does not hold every number of the answer`): the fact is not in the corpus "
+        "as indexed, or not where a search for the user's message finds it"))
+    tool_failures: list[str] = Field(default_factory=list, description=(
+        "turns where one of the oracle's tool calls failed (the tool and its error)"))
 
 
 def _all_checks(result: ScenarioResult) -> list[CheckResult]:
@@ -168,13 +214,18 @@ def live_results(oracle: Iterable[ScenarioResult], adversary: Iterable[ScenarioR
         checks = _all_checks(result)
         wrong = theirs.get(result.id)
         caught = wrong is not None and any(not check.passed for check in _all_checks(wrong))
+        said = [(turn.turn, turn.answer) for turn in result.turns]
         found.append(LiveResult(
             id=result.id, checks=len(checks), oracle_status=str(result.status.value),
             judge_only=result.id in judge_only or not checks,
             passable=bool(checks) and all(check.passed for check in checks),
             discriminating=caught,
             failed_for_oracle=[f"turn {c.turn}: {c.type}: {c.diagnostic}" for c in checks
-                               if not c.passed]))
+                               if not c.passed],
+            not_answerable=[f"turn {n}: {text.removeprefix(NOT_ANSWERABLE).strip()}"
+                            for n, text in said if text.startswith(NOT_ANSWERABLE)],
+            tool_failures=[f"turn {n}: {text.removeprefix(TOOL_FAILED).strip()}"
+                           for n, text in said if text.startswith(TOOL_FAILED)]))
     return found
 
 
@@ -185,16 +236,31 @@ def live_lines(results: list[LiveResult]) -> list[str]:
         if item.judge_only:
             lines.append(f"judge_only                  {item.id} (oracle run: {item.oracle_status})")
             continue
-        verdict = ("passable_and_discriminating" if item.passable and item.discriminating
-                   else "not_passable" if not item.passable else "not_discriminating")
-        lines.append(f"{verdict:28}{item.id}")
+        lines.append(f"{verdict_of(item):28}{item.id}")
+        lines += [f"  not answerable from the corpus: {why}" for why in item.not_answerable]
+        lines += [f"  oracle's tool failed: {why}" for why in item.tool_failures]
         lines += [f"  oracle failed {failure}" for failure in item.failed_for_oracle]
     decided = [item for item in results if not item.judge_only]
+    unanswerable = sum(bool(item.not_answerable) for item in results)
     lines.append(f"live: {len(decided)} of {len(results)} scenarios decidable; oracle passed "
                  f"{sum(item.passable for item in decided)}, adversary caught "
-                 f"{sum(item.discriminating for item in decided)}")
+                 f"{sum(item.discriminating for item in decided)}"
+                 + (f"; {unanswerable} not answerable from the corpus" if unanswerable else ""))
     return lines
 
 
+def verdict_of(item: LiveResult) -> str:
+    """The scenario's live verdict; a retrieval that could not bring the answer back is named
+    as such, before what it did to the checks."""
+    if item.not_answerable:
+        return "not_answerable_from_corpus"
+    if item.tool_failures:
+        return "oracle_tool_failed"
+    if item.passable:
+        return "passable_and_discriminating" if item.discriminating else "not_discriminating"
+    return "not_passable"
+
+
 def live_sound(results: list[LiveResult]) -> bool:
-    return all(item.passable and item.discriminating for item in results if not item.judge_only)
+    return all(item.passable and item.discriminating for item in results if not item.judge_only) \
+        and not any(item.not_answerable or item.tool_failures for item in results)

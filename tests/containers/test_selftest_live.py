@@ -5,7 +5,9 @@ this run only — must come out all-checks-passed through the real Agent UI, MCP
 GAIA's RAG tools; the adversary, the same agent with a plan of wrong answers, must fail. One
 scenario of our suite (two sandboxes, inside the ~2 minutes a new live test may add): it is
 decided by a tool call with a file argument, GAIA's expected_tools and an exact figure; the
-pure layer (tests/unit/test_selftest.py) covers every other scenario.
+pure layer (tests/unit/test_selftest.py) covers every other scenario. The oracle gives an
+answer only when its retrieval brought it back: a planted scenario whose fact its document does
+not hold comes out not answerable from the corpus (one more sandbox).
 """
 
 from __future__ import annotations
@@ -21,8 +23,18 @@ import pytest
 from runner.conversation.simulate import ScriptedSimulator
 from runner.conversation.target import run_conversation
 from runner.records.transcript import Transcript
+from runner.report import ScenarioResult
+from runner.report._models import TurnResult
 from runner.scenarios import Scenario, load_suite
-from runner.selftest._live import ADVERSARY, ORACLE, write_agents
+from runner.selftest._live import (
+    ADVERSARY,
+    NOT_ANSWERABLE,
+    ORACLE,
+    live_results,
+    live_sound,
+    verdict_of,
+    write_agents,
+)
 from runner.system.paths import eval_root
 from runner.verdict.checks import run_all_checks
 
@@ -64,10 +76,43 @@ def scenarios() -> list[Scenario]:
     return [next(s for s in suite.scenarios if s.id == sid) for sid in SCENARIOS]
 
 
+#: Planted: a fact its document does not hold (the travel policy has no Oslo lunch allowance).
+#: A self-test that answered from the plan would pass it; one that answers from what
+#: retrieval brought back must call it not answerable from the corpus.
+PLANTED = """\
+id: oslo_lunch_not_in_policy
+name: A fact the named document does not hold
+category: tool_selection
+persona: power_user
+setup:
+  index_documents:
+    - corpus_doc: travel_expense_policy
+      path: documents/travel_expense_policy.txt
+turns:
+  - turn: 1
+    objective: Ask for a figure the policy does not give.
+    user_message: In travel_expense_policy.txt, what is the lunch allowance for a day in Oslo?
+    ground_truth:
+      expected_answer: "$71 per day"
+    checks:
+      - {type: tool_called, tool: query_specific_file}
+      - {type: answer_number, value: 71, tolerance: 0}
+"""
+
+
 @pytest.fixture(scope="module")
-def agents(tmp_path_factory: pytest.TempPathFactory, scenarios: list[Scenario]) -> Path:
+def planted(tmp_path_factory: pytest.TempPathFactory) -> Scenario:
+    tree = tmp_path_factory.mktemp("planted")
+    (tree / "oslo_lunch_not_in_policy.yaml").write_text(PLANTED, encoding="utf-8")
+    (scenario,) = load_suite([tree], EVAL / "corpus").scenarios
+    return scenario
+
+
+@pytest.fixture(scope="module")
+def agents(tmp_path_factory: pytest.TempPathFactory, scenarios: list[Scenario],
+           planted: Scenario) -> Path:
     suite = load_suite([EVAL / "scenarios"], EVAL / "corpus")
-    return write_agents(scenarios, suite.manifest, tmp_path_factory.mktemp("agents"))
+    return write_agents([*scenarios, planted], suite.manifest, tmp_path_factory.mktemp("agents"))
 
 
 def converse(llm: str, agents: Path, scenario: Scenario, agent_id: str) -> Transcript:
@@ -107,3 +152,19 @@ def test_the_adversary_fails_a_check(runs, scenarios, scenario_id):
     transcript = runs[(scenario_id, ADVERSARY)]
     assert all(record.error is None for record in transcript.turns), transcript.turns
     assert not all(r.passed for r in run_all_checks(scenario, transcript))
+
+
+def test_a_fact_its_document_does_not_hold_is_not_answerable_from_the_corpus(
+    llm_cpu: LlmCpu, agents: Path, planted: Scenario
+) -> None:
+    transcript = converse(llm_cpu.name, agents, planted, ORACLE)
+    (turn,) = transcript.turns
+    assert turn.error is None, turn
+    assert any(call.name == "query_specific_file" for call in turn.tool_calls)
+    assert turn.answer.startswith(NOT_ANSWERABLE), turn.answer
+    assert "every number" in turn.answer and "71" not in turn.answer  # never quoted
+    results = run_all_checks(planted, transcript)
+    row = ScenarioResult(id=planted.id, status="FAIL", turns=[
+        TurnResult(turn=1, answer=turn.answer, checks=results)])
+    (found,) = live_results([row], [row])
+    assert verdict_of(found) == "not_answerable_from_corpus" and not live_sound([found])

@@ -75,6 +75,24 @@ def test_memory_is_off_unless_asked_for(tmp_path: Path, monkeypatch: pytest.Monk
     assert bridge.memory is memory
 
 
+@pytest.mark.parametrize("staged", [False, True])
+def test_the_ui_works_from_the_corpus_or_where_fixtures_are_staged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, staged: bool
+) -> None:
+    """GAIA grants a session without documents its working directory: the corpus by default;
+    with a fixture tree ~/gaia-eval, made at start (empty until staging), as GAIA's harness."""
+    module = entrypoint()
+    monkeypatch.chdir(tmp_path)
+    corpus, work = tmp_path / "corpus", tmp_path / "home" / "gaia-eval"
+    corpus.mkdir()
+    flags = ["--work-dir", str(work)] if staged else []
+    args = module.parse(["ui", "--home", str(tmp_path / "gaia-home"), "--llm-url",
+                         "http://llm:13305", "--document-root", str(corpus), *flags])
+    module.prepared_ui(args)
+    assert Path.cwd() == (work if staged else corpus)
+    assert work.is_dir() is staged
+
+
 class _Refusing(BaseHTTPRequestHandler):
     def do_PUT(self) -> None:
         body = json.dumps({"detail": "custom_model is not a model this server knows"}).encode()

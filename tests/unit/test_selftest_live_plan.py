@@ -89,3 +89,107 @@ def test_an_oracle_that_fails_a_check_is_named():
     assert not found.passable
     assert live_lines([found])[:2] == ["not_passable                a",
                                        "  oracle failed turn 1: answer_number: expected 0.58"]
+
+
+def test_the_oracle_answers_a_corpus_fact_only_through_its_retrieval(tmp_path):
+    (oracle,) = plans(tmp_path, "query_named_file")[ORACLE]
+    assert oracle["from_corpus"] is True  # the mileage rate is a fact of the document
+
+
+STAGED_REPO = Path(__file__).resolve().parents[1] / "fixtures" / "gaia_staged_repo"
+
+
+def staged_plan(tmp_path: Path, fixtures_root: Path | None) -> list[dict]:
+    suite = load_suite([STAGED_REPO / "eval" / "scenarios"], STAGED_REPO / "eval" / "corpus")
+    chosen = [s for s in suite.scenarios if s.id == "shelf_read_ledger"]
+    dest = write_agents(chosen, suite.manifest, tmp_path / "agents", fixtures_root)
+    return json.loads((dest / ORACLE / "plan.json").read_text())["turns"]
+
+
+def test_a_turn_that_names_a_staged_file_is_answered_by_reading_it(tmp_path):
+    fixtures = STAGED_REPO / "tests" / "fixtures" / "gaia"
+    staged = "~/gaia-eval/shelf_files/ledger/pantry count.txt"  # a space in its name
+    first, second = staged_plan(tmp_path, fixtures)
+    assert first["calls"] == [
+        {"name": "index_document", "arguments": {"file_path": staged}},
+        {"name": "query_specific_file", "arguments": {"file_path": staged,
+                                                      "query": first["user_message"]}}]
+    assert first["answer"] == "17" and first["from_corpus"] is True
+    # The second turn names no file ("and the other one?"): nothing to read, nothing to prove.
+    assert second["calls"] == [] and second["from_corpus"] is False
+    # Without the fixture tree there is no staged file to read, and no fact to gate.
+    (bare, _) = staged_plan(tmp_path / "bare", None)
+    assert bare["calls"] == [] and bare["from_corpus"] is False
+
+
+def oracle_helpers() -> dict:
+    """The oracle's own checks of what its tools returned, from eval/agents/oracle/agent.py as
+    the sandbox runs it. They need nothing of GAIA, so the part after the agent class runs here
+    alone (the class itself imports GAIA, which only the sandbox has)."""
+    source = (EVAL / "agents" / "oracle" / "agent.py").read_text()
+    helpers = source[source.index("#: How the oracle's answer says"):]
+    namespace: dict = {"re": __import__("re")}
+    exec(compile(helpers, "agent.py", "exec"), namespace)  # noqa: S102 — our own file
+    return namespace
+
+
+def test_the_oracle_finds_the_answer_in_its_chunks_or_says_what_is_missing():
+    missing = oracle_helpers()["_missing"]
+    chunk = "Mileage for a personal car is reimbursed at $0.58 per mile (2026 rate)."
+    # Null: the answer as the chunk writes it, another spelling of its number, and a sentence
+    # whose words are all there are found.
+    assert missing("$0.58 per mile", chunk) is None
+    assert missing("0.580", "the rate is 0.580") is None
+    assert missing("2,450,000", "a budget of 2450000 dollars") is None
+    assert missing("reimbursed per mile", chunk) is None
+    # Planted: a number or a word the chunks do not hold is named by kind — never quoted, since an
+    # answer that wrote the missing value would pass the check it decides.
+    assert missing("$0.62 per mile", chunk) == "every number of the answer"
+    assert missing("Okafor approves it", chunk) == "every word of the answer"
+    assert missing("No", chunk) == "the answer"  # too short to look for by its words
+
+
+def test_the_oracle_reads_a_failed_tool_as_a_failure():
+    error_of = oracle_helpers()["_error_of"]
+    assert error_of({"status": "error", "error": "File not found: budget.json"}) == \
+        "File not found: budget.json"
+    assert error_of({"success": False, "message": "no such document"}) == "no such document"
+    assert error_of({"status": "success", "chunks": ["..."]}) is None
+
+
+def test_the_oracle_and_the_self_test_use_the_same_words():
+    from runner.selftest._live import NOT_ANSWERABLE, TOOL_FAILED
+
+    helpers = oracle_helpers()
+    assert (helpers["NOT_ANSWERABLE"], helpers["TOOL_FAILED"]) == (NOT_ANSWERABLE, TOOL_FAILED)
+
+
+def answered(sid: str, answer: str, passed: bool) -> ScenarioResult:
+    checks = [CheckResult(type="answer_contains", turn=1, passed=passed,
+                          diagnostic="" if passed else "expected '$2,540,000'")]
+    return ScenarioResult(id=sid, status="FAIL", turns=[TurnResult(turn=1, answer=answer,
+                                                                   checks=checks)])
+
+
+def test_a_fact_the_retrieval_cannot_bring_back_is_not_answerable_from_the_corpus():
+    from runner.selftest._live import NOT_ANSWERABLE, TOOL_FAILED
+
+    unfound = answered("planted", f"{NOT_ANSWERABLE} the text its tools returned does not hold "
+                                  "every number of the answer", passed=False)
+    broken = answered("broken", f"{TOOL_FAILED} query_documents: no documents indexed", False)
+    fine = answered("fine", "$2,450,000", passed=True)
+    found = live_results(card(unfound, broken, fine),
+                         card(answered("planted", "x", False), answered("broken", "x", False),
+                              answered("fine", "x", False)))
+    assert [f.not_answerable for f in found] == [
+        ["turn 1: the text its tools returned does not hold every number of the answer"],
+        [], []]
+    assert [f.tool_failures for f in found] == [
+        [], ["turn 1: query_documents: no documents indexed"], []]
+    lines = live_lines(found)
+    assert lines[0] == "not_answerable_from_corpus  planted"
+    assert lines[1] == ("  not answerable from the corpus: turn 1: the text its tools returned "
+                        "does not hold every number of the answer")
+    assert "oracle_tool_failed          broken" in lines
+    assert lines[-1].endswith("; 1 not answerable from the corpus")
+    assert not live_sound(found) and not live_sound(found[1:]) and live_sound(found[2:])

@@ -5,11 +5,15 @@
 # file by the self-test, only for that run: the ground truth never reaches a normal run's
 # sandbox), makes the tool calls the plan lists through GAIA's own tool path (the same
 # console events a model-driven turn emits, so the Agent UI records them the same way), and
-# answers with the plan's text. The adversary is this file under another id, with a plan of
+# answers with the plan's text -- but only when its tools brought that text back: where the plan
+# says the answer is in the corpus and the retrieved chunks do not hold it, the answer says the
+# scenario is not answerable from the corpus, and a tool that fails is named as the answer, so a
+# broken retrieval can never pass. The adversary is this file under another id, with a plan of
 # wrong answers.
 
 import json
 import os
+import re
 from pathlib import Path
 
 from gaia.agents.base.agent import Agent
@@ -74,8 +78,11 @@ class OracleAgent(Agent, RAGToolsMixin):
         return [query.strip()] if query.strip() else []
 
     def _where(self, path):
-        """A plan's corpus-relative path as this sandbox has it (by file name among the
-        session's documents), else as written."""
+        """A plan's path as this sandbox has it: a staged fixture (``~/gaia-eval/...``) in this
+        user's home, a corpus-relative one by file name among the session's documents, else as
+        written."""
+        if str(path).startswith("~/"):
+            return os.path.expanduser(str(path))
         name = os.path.basename(str(path))
         for known in self.session_documents + self.library_documents:
             if os.path.basename(str(known)) == name:
@@ -91,6 +98,7 @@ class OracleAgent(Agent, RAGToolsMixin):
         if turn is None:
             return {"result": "The self-test plan has no turn for this message.",
                     "status": "success", "steps_taken": 0}
+        retrieved, failed = [], []
         for call in turn.get("calls", []):
             name, arguments = call["name"], dict(call.get("arguments", {}))
             for key in ("file_path", "path"):
@@ -105,5 +113,72 @@ class OracleAgent(Agent, RAGToolsMixin):
             self.console.pretty_print_json(
                 result if isinstance(result, dict) else {"result": str(result)}, "Result")
             self.console.print_tool_complete()
+            error = _error_of(result)
+            if error is not None:
+                failed.append(f"{name}: {error}")
+            else:
+                retrieved.extend(_texts(result))
         answer = turn["answer"]
+        if failed:
+            # A tool error is a failure of the scenario, never a step the oracle talks past.
+            answer = f"{TOOL_FAILED} {'; '.join(failed)}"[:2000]
+        elif turn.get("calls") and turn.get("kind") == "genuine" and turn.get("from_corpus"):
+            missing = _missing(answer, "\n".join(retrieved))
+            if missing:
+                answer = f"{NOT_ANSWERABLE} the text its tools returned does not hold {missing}"
         return {"result": answer, "status": "success", "steps_taken": len(turn.get("calls", []))}
+
+
+#: How the oracle's answer says why it has none: `trialbox selftest --live` reads them back.
+NOT_ANSWERABLE = "Not answerable from the corpus:"
+TOOL_FAILED = "A tool failed:"
+
+
+def _error_of(result):
+    """Why a tool's result is a failure (GAIA's tools answer {"status": "error", ...}), or None."""
+    if isinstance(result, dict) and (result.get("status") == "error" or result.get("success") is False):
+        return str(result.get("error") or result.get("message") or "failed")[:300]
+    return None
+
+
+def _texts(value):
+    """Every string in a tool's result (chunks, file contents, names), wherever it sits."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _texts(item)]
+    if isinstance(value, (list, tuple)):
+        return [text for item in value for text in _texts(item)]
+    return []
+
+
+def _normal(text):
+    return " ".join(str(text).replace("\u2019", "'").split()).casefold()
+
+
+def _numbers(text):
+    """The numbers a text writes, as digits (thousands separators and a trailing .0 dropped)."""
+    found = set()
+    for raw in re.findall(r"\d[\d,]*(?:\.\d+)?", text):
+        value = raw.replace(",", "")
+        found.add(value[:-2] if value.endswith(".0") else value)
+    return found
+
+
+def _missing(answer, retrieved):
+    """What of the planned answer the retrieved text does not hold: the answer whole, else its
+    numbers (each must be there), else its words of four letters or more. None: all there.
+    Said, never quoted (no digits, no value): an answer that wrote the missing value would pass
+    the very check that value decides."""
+    text = _normal(retrieved)
+    if _normal(answer) in text:
+        return None
+    numbers = _numbers(answer)
+    if numbers:
+        absent = numbers - _numbers(retrieved)
+        return "every number of the answer" if absent else None
+    words = [w for w in re.findall(r"[\w']+", _normal(answer)) if len(w) >= 4]
+    if not words:
+        return "the answer"
+    absent = [w for w in words if w not in text]
+    return "every word of the answer" if absent else None
