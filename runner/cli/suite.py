@@ -47,6 +47,10 @@ def selftest(
         "--live", help="then run the oracle and the adversary agents in real sandboxes (needs "
                        "the stack: `trialbox up`)")] = False,
     results: Annotated[Path, typer.Option(help="--live: where the two runs are written")] = Path("results"),
+    every_kind: Annotated[bool, typer.Option(
+        "--every-kind", help="--live: then one adversary run per kind of wrong answer (negation, "
+                             "revision, doubt, ...), each caught on every turn that says it; "
+                             "one more run of the suite per kind")] = False,
 ) -> None:
     """Prove the checks tell right from wrong: per scenario, the ground truth alone (never a
     check's own text) and its paraphrase must pass every check, and each wrong answer — the
@@ -74,7 +78,7 @@ def selftest(
     if live:
         judge_only = {item.id for item in report.scenarios if item.verdict.value == "judge_only"}
         if not _selftest_live(suite.scenarios, suite.manifest, chosen, corpus_root, results,
-                              judge_only):
+                              judge_only, every_kind):
             raise typer.Exit(EXIT_QUALITY)
     if suite.errors:  # a file it could not read is not a scenario shown sound
         fail(f"{len(suite.errors)} error(s) above: those files were not self-tested; fix them "
@@ -91,10 +95,11 @@ def refuse_empty(suite: Any, chosen: list[Path]) -> None:
 
 
 def _selftest_live(scenarios: list[Any], manifest: Any, chosen: list[Path], corpus_root: Path,
-                   results: Path, judge_only: set[str]) -> bool:
+                   results: Path, judge_only: set[str], every_kind: bool = False) -> bool:
     """The oracle and the adversary (eval/agents/oracle, plans written to a temporary folder
-    for these two runs only) over the suite, no judge; True when every scenario with checks
-    was passed by the oracle and failed by the adversary."""
+    for these runs only) over the suite, no judge — with `every_kind`, one adversary run per
+    kind of wrong answer besides; True when every scenario with checks was passed by the
+    oracle through its retrieval and failed by the adversary (by every kind tried on it)."""
     import tempfile
 
     import runner.selftest as proof
@@ -109,9 +114,11 @@ def _selftest_live(scenarios: list[Any], manifest: Any, chosen: list[Path], corp
     types = {s.agent_type for s in scenarios if s.agent_type}
     cards = {}
     fixtures_root = default_fixtures_root(chosen)  # a GAIA tree's, staged as a run stages them
+    tried = proof.kinds_tried(scenarios, manifest) if every_kind else {}
+    kind_of = {proof.kind_agent_id(kind): kind for kind in tried}
     with tempfile.TemporaryDirectory(prefix="trialbox-selftest-") as folder:
-        agents = proof.write_agents(scenarios, manifest, Path(folder), fixtures_root)
-        for agent in (proof.ORACLE, proof.ADVERSARY):
+        agents = proof.write_agents(scenarios, manifest, Path(folder), fixtures_root, every_kind)
+        for agent in (proof.ORACLE, proof.ADVERSARY, *kind_of):
             settings = RunSettings(
                 run_id=f"{new_run_id()}-selftest-{agent}", suite_paths=chosen,
                 corpus_root=corpus_root, results_root=results, llm_container=container,
@@ -122,7 +129,8 @@ def _selftest_live(scenarios: list[Any], manifest: Any, chosen: list[Path], corp
                 raise typer.Exit(code)
             cards[agent] = read_scorecard(settings.run_dir / "scorecard.json")
     found = proof.live_results(cards[proof.ORACLE].scenarios, cards[proof.ADVERSARY].scenarios,
-                               judge_only)
+                               judge_only, {kind: cards[agent].scenarios
+                                            for agent, kind in kind_of.items()}, tried)
     for line in proof.live_lines(found):
         say(line)
     return proof.live_sound(found)

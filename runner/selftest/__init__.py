@@ -18,6 +18,8 @@ from runner.selftest._decide import selftest_scenario, selftest_suite
 from runner.selftest._live import (
     ADVERSARY,
     ORACLE,
+    kind_agent_id,
+    kinds_tried,
     live_lines,
     live_results,
     live_sound,
@@ -41,6 +43,8 @@ __all__ = [
     "Slipped",
     "TurnSelftest",
     "Verdict",
+    "kind_agent_id",
+    "kinds_tried",
     "live_lines",
     "live_results",
     "live_sound",

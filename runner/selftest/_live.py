@@ -13,8 +13,9 @@ applies (20 % off, another fact, a hedged list, "I don't know", empty).
 
 from __future__ import annotations
 
+import re
 import shutil
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +27,14 @@ from runner.report import ScenarioResult
 from runner.scenarios import STAGING_DIR, Manifest, MaxToolCalls, Scenario, ToolsExact
 from runner.selftest._decide import decides
 from runner.selftest._genuine import UNKNOWN, genuine_calls, ground_truth_answer
+from runner.selftest._report import caught_lines
 from runner.selftest._wrong import wrong_answers
 from runner.system.paths import eval_root
-from runner.verdict import planned_checks
+from runner.verdict import is_undecided, planned_checks
 
-__all__ = ["ADVERSARY", "ORACLE", "LiveResult", "PlanTurn", "agent_source", "live_lines",
-           "live_results", "live_sound", "remove_agents", "staged_files_named", "write_agents"]
+__all__ = ["ADVERSARY", "ORACLE", "LiveResult", "PlanTurn", "agent_source", "kind_agent_id",
+           "kinds_tried", "live_kind_table", "live_lines", "live_results", "live_sound",
+           "remove_agents", "staged_files_named", "write_agents"]
 
 ORACLE, ADVERSARY = "oracle", "adversary"
 #: How the oracle's answer says it has none (eval/agents/oracle/agent.py writes the same words).
@@ -111,8 +114,12 @@ def _reading(files: list[str], message: str) -> list[ToolCall]:
         ToolCall(name="query_specific_file", arguments={"file_path": path, "query": message}))]
 
 
-def _plan(scenarios: Iterable[Scenario], manifest: Manifest | None, oracle: bool,
+def _plan(scenarios: Iterable[Scenario], manifest: Manifest | None, play: str = ORACLE,
           fixtures_root: Path | None = None) -> Plan:
+    """The plan of one agent: ``play`` is ORACLE (the ground truth), ADVERSARY (each turn's
+    first wrong answer) or a kind of wrong answer (its family, e.g. "negation"): each turn that
+    has one of that kind says it, every other turn answers as the oracle would, so a failed
+    check on that turn is that kind caught."""
     turns = []
     for scenario in scenarios:
         documents = [str(doc.relative_path) for doc in scenario.setup_documents]
@@ -132,13 +139,18 @@ def _plan(scenarios: Iterable[Scenario], manifest: Manifest | None, oracle: bool
             # The answer must come back from retrieval when it is a fact of the documents (or
             # staged files) the turn reads (not "I don't know", not a turn that reads nothing).
             from_corpus = bool((documents or staged) and calls and truth and truth != UNKNOWN)
-            if not oracle:
+            if play != ORACLE:
                 wrong = wrong_answers(turn, truth, planned, scenario, manifest)
-                checks_answer = any(decides(item) and item.check.type.startswith("answer")
-                                    for item in planned)
-                calls = calls if checks_answer else []
+                if play != ADVERSARY:
+                    wrong = [item for item in wrong if item.family == play][:1]
+                if wrong or play == ADVERSARY:
+                    # It calls the tools only where the turn checks its answer: the wrong
+                    # answer, not a missing call, is what a check must catch.
+                    checks_answer = any(decides(item) and item.check.type.startswith("answer")
+                                        for item in planned)
+                    calls = calls if checks_answer else []
                 if wrong:
-                    kind, answer = wrong[0].kind, wrong[0].text
+                    kind, answer, from_corpus = wrong[0].kind, wrong[0].text, False
             turns.append(PlanTurn(scenario=scenario.id, turn=turn.turn, user_message=message,
                                   documents=[Path(doc).name for doc in documents],
                                   calls=[_filled(call, message, documents) for call in calls],
@@ -146,21 +158,45 @@ def _plan(scenarios: Iterable[Scenario], manifest: Manifest | None, oracle: bool
     return Plan(turns=turns)
 
 
+def kinds_tried(scenarios: Iterable[Scenario], manifest: Manifest | None
+                ) -> dict[str, dict[str, list[int]]]:
+    """Per kind of wrong answer (its family), the scenarios and turns that have one, kinds in
+    the order first met: what `--every-kind` plays, one adversary run per kind."""
+    tried: dict[str, dict[str, list[int]]] = {}
+    for scenario in scenarios:
+        for turn in scenario.turns:
+            planned = planned_checks(turn)
+            truth = ground_truth_answer(turn, manifest) or ""
+            for family in dict.fromkeys(item.family for item in wrong_answers(
+                    turn, truth, planned, scenario, manifest)):
+                tried.setdefault(family, {}).setdefault(scenario.id, []).append(turn.turn)
+    return tried
+
+
+def kind_agent_id(family: str) -> str:
+    """The agent id of the adversary that plays one kind: ``adversary_negation``."""
+    return f"{ADVERSARY}_{re.sub(r'[^a-z0-9]+', '_', family.casefold()).strip('_')}"
+
+
 def write_agents(scenarios: list[Scenario], manifest: Manifest | None, dest: Path,
-                 fixtures_root: Path | None = None) -> Path:
+                 fixtures_root: Path | None = None, every_kind: bool = False) -> Path:
     """`dest/oracle/` and `dest/adversary/`, each agent.py and its plan.json; returns `dest`
     (the folder to pass as --agent-dir). With ``fixtures_root`` (the run's fixture tree), a
-    turn that names a staged file is answered by reading that file in the sandbox."""
+    turn that names a staged file is answered by reading that file in the sandbox. With
+    ``every_kind``, also one adversary per kind of wrong answer (`kind_agent_id`)."""
     source = agent_source().read_text(encoding="utf-8")
-    for agent_id, oracle in ((ORACLE, True), (ADVERSARY, False)):
+    plays = {ORACLE: ORACLE, ADVERSARY: ADVERSARY}
+    if every_kind:
+        plays |= {kind_agent_id(family): family for family in kinds_tried(scenarios, manifest)}
+    for agent_id, play in plays.items():
         folder = dest / agent_id
         folder.mkdir(parents=True, exist_ok=True)
-        text = source if oracle else source.replace(
-            'AGENT_ID = "oracle"', 'AGENT_ID = "adversary"').replace(
+        text = source if play == ORACLE else source.replace(
+            'AGENT_ID = "oracle"', f'AGENT_ID = "{agent_id}"').replace(
             'AGENT_NAME = "Oracle (trialbox self-test)"',
-            'AGENT_NAME = "Adversary (trialbox self-test)"')
+            f'AGENT_NAME = "Adversary (trialbox self-test: {play})"')
         (folder / "agent.py").write_text(text, encoding="utf-8")
-        plan = _plan(scenarios, manifest, oracle, fixtures_root)
+        plan = _plan(scenarios, manifest, play, fixtures_root)
         (folder / "plan.json").write_text(plan.model_dump_json(indent=1), encoding="utf-8")
         # The sandbox's Agent UI runs as its own user: the folders must be readable by it (a
         # temporary folder is created 0700).
@@ -172,8 +208,9 @@ def write_agents(scenarios: list[Scenario], manifest: Manifest | None, dest: Pat
 
 
 def remove_agents(dest: Path) -> None:
-    for agent_id in (ORACLE, ADVERSARY):
-        shutil.rmtree(dest / agent_id, ignore_errors=True)
+    for folder in dest.iterdir():
+        if folder.name in (ORACLE, ADVERSARY) or folder.name.startswith(f"{ADVERSARY}_"):
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 
@@ -196,25 +233,50 @@ class LiveResult(BaseModel):
         "as indexed, or not where a search for the user's message finds it"))
     tool_failures: list[str] = Field(default_factory=list, description=(
         "turns where one of the oracle's tool calls failed (the tool and its error)"))
+    kinds_caught: dict[str, bool] = Field(default_factory=dict, description=(
+        "--every-kind: per kind of wrong answer tried on the scenario, whether each turn that "
+        "said it failed one of its checks in that kind's run"))
 
 
 def _all_checks(result: ScenarioResult) -> list[CheckResult]:
     return [check for turn in result.turns for check in turn.checks] + list(result.checks)
 
 
+def _failed(check: CheckResult) -> bool:
+    """A check that failed; an undecided one goes to the judge and catches nothing."""
+    return not check.passed and not is_undecided(check)
+
+
+def _caught_on_turns(result: ScenarioResult | None, turns: Collection[int]) -> bool:
+    """Each of ``turns`` failed one of its own checks in ``result`` (a run of one kind)."""
+    if result is None:
+        return False
+    checks = _all_checks(result)
+    return all(any(_failed(check) for check in checks if check.turn == turn) for turn in turns)
+
+
 def live_results(oracle: Iterable[ScenarioResult], adversary: Iterable[ScenarioResult],
-                 judge_only: Collection[str] = ()) -> list[LiveResult]:
+                 judge_only: Collection[str] = (),
+                 by_kind: Mapping[str, Iterable[ScenarioResult]] | None = None,
+                 tried: Mapping[str, Mapping[str, Collection[int]]] | None = None,
+                 ) -> list[LiveResult]:
     """Per scenario of the oracle's run: passable (every check passed — a scenario that did
     not run has no check results and is not passable) and discriminating (the adversary's run
     of it failed a check). `judge_only`: the ids the pure layer found no deciding check in —
-    a guard such as tool_not_called passes for the adversary too, as it should."""
+    a guard such as tool_not_called passes for the adversary too, as it should. `by_kind`
+    (`--every-kind`): each kind's adversary run, read against `tried` (`kinds_tried`): the
+    kind is caught where every turn that said it failed one of its checks."""
     theirs = {result.id: result for result in adversary}
+    kind_runs = {kind: {result.id: result for result in results}
+                 for kind, results in (by_kind or {}).items()}
     found = []
     for result in oracle:
         checks = _all_checks(result)
         wrong = theirs.get(result.id)
-        caught = wrong is not None and any(not check.passed for check in _all_checks(wrong))
+        caught = wrong is not None and any(_failed(check) for check in _all_checks(wrong))
         said = [(turn.turn, turn.answer) for turn in result.turns]
+        kinds = {kind: _caught_on_turns(runs.get(result.id), (tried or {})[kind][result.id])
+                 for kind, runs in kind_runs.items() if result.id in (tried or {}).get(kind, {})}
         found.append(LiveResult(
             id=result.id, checks=len(checks), oracle_status=str(result.status.value),
             judge_only=result.id in judge_only or not checks,
@@ -225,7 +287,8 @@ def live_results(oracle: Iterable[ScenarioResult], adversary: Iterable[ScenarioR
             not_answerable=[f"turn {n}: {text.removeprefix(NOT_ANSWERABLE).strip()}"
                             for n, text in said if text.startswith(NOT_ANSWERABLE)],
             tool_failures=[f"turn {n}: {text.removeprefix(TOOL_FAILED).strip()}"
-                           for n, text in said if text.startswith(TOOL_FAILED)]))
+                           for n, text in said if text.startswith(TOOL_FAILED)],
+            kinds_caught=kinds))
     return found
 
 
@@ -240,13 +303,26 @@ def live_lines(results: list[LiveResult]) -> list[str]:
         lines += [f"  not answerable from the corpus: {why}" for why in item.not_answerable]
         lines += [f"  oracle's tool failed: {why}" for why in item.tool_failures]
         lines += [f"  oracle failed {failure}" for failure in item.failed_for_oracle]
+        lines += [f"  the adversary's '{kind}' answer passed every check of its turn"
+                  for kind, caught in item.kinds_caught.items() if not caught]
     decided = [item for item in results if not item.judge_only]
     unanswerable = sum(bool(item.not_answerable) for item in results)
     lines.append(f"live: {len(decided)} of {len(results)} scenarios decidable; oracle passed "
                  f"{sum(item.passable for item in decided)}, adversary caught "
                  f"{sum(item.discriminating for item in decided)}"
                  + (f"; {unanswerable} not answerable from the corpus" if unanswerable else ""))
-    return lines
+    return lines + live_kind_table(decided)
+
+
+def live_kind_table(results: Iterable[LiveResult]) -> list[str]:
+    """--every-kind: per kind of wrong answer, in how many of the scenarios it was tried on
+    the live run caught it (the offline table's columns, from real sandboxes)."""
+    table: dict[str, tuple[int, int]] = {}
+    for item in results:
+        for kind, was_caught in item.kinds_caught.items():
+            done, of = table.get(kind, (0, 0))
+            table[kind] = (done + was_caught, of + 1)
+    return caught_lines(table, "live wrong answer")
 
 
 def verdict_of(item: LiveResult) -> str:
@@ -257,10 +333,16 @@ def verdict_of(item: LiveResult) -> str:
     if item.tool_failures:
         return "oracle_tool_failed"
     if item.passable:
-        return "passable_and_discriminating" if item.discriminating else "not_discriminating"
+        return ("passable_and_discriminating" if _discriminating(item)
+                else "not_discriminating")
     return "not_passable"
 
 
+def _discriminating(item: LiveResult) -> bool:
+    return item.discriminating and all(item.kinds_caught.values())
+
+
 def live_sound(results: list[LiveResult]) -> bool:
-    return all(item.passable and item.discriminating for item in results if not item.judge_only) \
+    return all(item.passable and _discriminating(item) for item in results
+               if not item.judge_only) \
         and not any(item.not_answerable or item.tool_failures for item in results)

@@ -163,17 +163,24 @@ def category_table(report: SelftestReport) -> list[str]:
     return lines
 
 
-def kind_table(report: SelftestReport) -> list[str]:
-    """"wrong answer      caught by" — per kind, how many of the scenarios it was tried on
-    catch it."""
-    table = report.caught_by_kind()
+def caught_lines(table: dict[str, tuple[int, int]], title: str = "wrong answer") -> list[str]:
+    """Per kind (caught, tried) as a table: "negation  3 of 4  (1 let it through)"."""
     if not table:
         return []
-    width = max(len(kind) for kind in table)
-    lines = [f"{'wrong answer':{width}}  caught in scenarios"]
+    width = max(len(kind) for kind in [*table, title])
+    lines = [f"{title:{width}}  caught in scenarios"]
     for kind, (caught, tried) in table.items():
         mark = "" if caught == tried else f"  ({tried - caught} let it through)"
         lines.append(f"{kind:{width}}  {caught} of {tried}{mark}")
+    return lines
+
+
+def kind_table(report: SelftestReport) -> list[str]:
+    """"wrong answer      caught by" — per kind, how many of the scenarios it was tried on
+    catch it."""
+    lines = caught_lines(report.caught_by_kind())
+    if not lines:
+        return []
     tried_on = [turn.paraphrase_passed for item in report.scenarios for turn in item.turns
                 if turn.paraphrase_passed is not None]
     if tried_on:

@@ -30,6 +30,9 @@ from runner.selftest._live import (
     ADVERSARY,
     NOT_ANSWERABLE,
     ORACLE,
+    kind_agent_id,
+    kinds_tried,
+    live_kind_table,
     live_results,
     live_sound,
     verdict_of,
@@ -112,7 +115,8 @@ def planted(tmp_path_factory: pytest.TempPathFactory) -> Scenario:
 def agents(tmp_path_factory: pytest.TempPathFactory, scenarios: list[Scenario],
            planted: Scenario) -> Path:
     suite = load_suite([EVAL / "scenarios"], EVAL / "corpus")
-    return write_agents([*scenarios, planted], suite.manifest, tmp_path_factory.mktemp("agents"))
+    return write_agents([*scenarios, planted], suite.manifest, tmp_path_factory.mktemp("agents"),
+                        every_kind=True)
 
 
 def converse(llm: str, agents: Path, scenario: Scenario, agent_id: str) -> Transcript:
@@ -168,3 +172,33 @@ def test_a_fact_its_document_does_not_hold_is_not_answerable_from_the_corpus(
         TurnResult(turn=1, answer=turn.answer, checks=results)])
     (found,) = live_results([row], [row])
     assert verdict_of(found) == "not_answerable_from_corpus" and not live_sound([found])
+
+
+def scored(scenario: Scenario, transcript: Transcript) -> ScenarioResult:
+    """The scorecard row a run would write: each turn's answer and its checks."""
+    results = run_all_checks(scenario, transcript)
+    return ScenarioResult(id=scenario.id, status="FAIL", turns=[
+        TurnResult(turn=record.turn, answer=record.answer,
+                   checks=[r for r in results if r.turn == record.turn])
+        for record in transcript.turns])
+
+
+@pytest.mark.parametrize("scenario_id", SCENARIOS)
+def test_every_kind_of_wrong_answer_is_caught_through_the_real_tool_path(
+    llm_cpu: LlmCpu, agents: Path, runs, scenarios, scenario_id
+) -> None:
+    """--every-kind, live: one adversary per kind (20 % off, another fact, negation, revision,
+    doubt, two values, ...; one sandbox each), each caught on the turn that says it."""
+    scenario = next(s for s in scenarios if s.id == scenario_id)
+    tried = kinds_tried([scenario], load_suite([EVAL / "scenarios"], EVAL / "corpus").manifest)
+    assert len(tried) >= 8, tried
+    by_kind = {}
+    for kind in tried:
+        transcript = converse(llm_cpu.name, agents, scenario, kind_agent_id(kind))
+        assert all(record.error is None for record in transcript.turns), (kind, transcript.turns)
+        by_kind[kind] = [scored(scenario, transcript)]
+    (found,) = live_results([scored(scenario, runs[(scenario_id, ORACLE)])],
+                            [scored(scenario, runs[(scenario_id, ADVERSARY)])],
+                            (), by_kind, tried)
+    assert found.kinds_caught == dict.fromkeys(tried, True), live_kind_table([found])
+    assert live_sound([found])

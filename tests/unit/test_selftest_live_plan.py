@@ -193,3 +193,56 @@ def test_a_fact_the_retrieval_cannot_bring_back_is_not_answerable_from_the_corpu
     assert "oracle_tool_failed          broken" in lines
     assert lines[-1].endswith("; 1 not answerable from the corpus")
     assert not live_sound(found) and not live_sound(found[1:]) and live_sound(found[2:])
+
+
+def test_every_kind_has_an_adversary_that_says_only_that_kind(tmp_path):
+    from runner.selftest._live import kind_agent_id, kinds_tried
+
+    suite = load_suite([EVAL / "scenarios"], EVAL / "corpus")
+    chosen = [s for s in suite.scenarios if s.id in ("query_named_file", "budget_line_from_json")]
+    tried = kinds_tried(chosen, suite.manifest)
+    assert {"negation", "revision", "doubt", "two values", "wrong context"} <= set(tried)
+    assert tried["negation"]["query_named_file"] == [1]
+    dest = write_agents(chosen, suite.manifest, tmp_path / "agents", every_kind=True)
+    oracle = json.loads((dest / ORACLE / "plan.json").read_text())["turns"]
+    for kind in tried:
+        folder = dest / kind_agent_id(kind)
+        assert f'AGENT_ID = "{kind_agent_id(kind)}"' in (folder / "agent.py").read_text()
+        turns = json.loads((folder / "plan.json").read_text())["turns"]
+        for planned, genuine in zip(turns, oracle, strict=True):
+            if planned["turn"] in tried[kind].get(planned["scenario"], []):
+                # The kind's answer on every turn that has one ...
+                assert planned["kind"].split(" (")[0] == kind and planned["answer"] != genuine["answer"]
+            else:
+                # ... and the oracle's elsewhere, so a failed check there is this kind caught.
+                assert planned == genuine
+    assert kind_agent_id("I don't know") == "adversary_i_don_t_know"
+
+
+def test_a_kind_is_caught_only_where_each_turn_that_said_it_fails_a_check():
+    def two_turns(sid: str, first: bool, second: bool, undecided: bool = False) -> ScenarioResult:
+        def check(turn: int, passed: bool) -> CheckResult:
+            why = "undecided: 'maybe' before the figure" if undecided and not passed else "x"
+            return CheckResult(type="answer_number", turn=turn, passed=passed, diagnostic=why)
+        return ScenarioResult(id=sid, status="FAIL", turns=[
+            TurnResult(turn=1, checks=[check(1, first)]),
+            TurnResult(turn=2, checks=[check(2, second)])])
+
+    oracle = [two_turns("a", True, True), two_turns("b", True, True)]
+    adversary = [two_turns("a", False, False), two_turns("b", False, True)]
+    tried = {"negation": {"a": [1, 2], "b": [2]}, "doubt": {"a": [1]}}
+    by_kind = {"negation": [two_turns("a", False, True), two_turns("b", True, False)],
+               "doubt": [two_turns("a", False, True, undecided=True)]}
+    found = live_results(oracle, adversary, (), by_kind, tried)
+    # a: negation said on turns 1 and 2, only turn 1 failed -> let through; an undecided
+    # check catches nothing (the judge would decide it). b: its one negation turn failed.
+    assert [f.kinds_caught for f in found] == [{"negation": False, "doubt": False},
+                                               {"negation": True}]
+    lines = live_lines(found)
+    assert "not_discriminating          a" in lines
+    assert "  the adversary's 'negation' answer passed every check of its turn" in lines
+    assert "passable_and_discriminating b" in lines
+    assert lines[-3:] == ["live wrong answer  caught in scenarios",
+                          "negation           1 of 2  (1 let it through)",
+                          "doubt              0 of 1  (1 let it through)"]
+    assert not live_sound(found) and live_sound(found[1:])
