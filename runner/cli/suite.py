@@ -128,10 +128,11 @@ def _selftest_live(scenarios: list[Any], manifest: Any, chosen: list[Path], corp
             if code not in (0, 1):
                 raise typer.Exit(code)
             cards[agent] = read_scorecard(settings.run_dir / "scorecard.json")
+        unproven = proof.unproven_lines(agents)
     found = proof.live_results(cards[proof.ORACLE].scenarios, cards[proof.ADVERSARY].scenarios,
                                judge_only, {kind: cards[agent].scenarios
                                             for agent, kind in kind_of.items()}, tried)
-    for line in proof.live_lines(found):
+    for line in [*proof.live_lines(found), *unproven]:
         say(line)
     return proof.live_sound(found)
 

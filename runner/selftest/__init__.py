@@ -23,6 +23,7 @@ from runner.selftest._live import (
     live_lines,
     live_results,
     live_sound,
+    unproven_lines,
     write_agents,
 )
 from runner.selftest._report import (
@@ -48,6 +49,7 @@ __all__ = [
     "live_lines",
     "live_results",
     "live_sound",
+    "unproven_lines",
     "render",
     "selftest_scenario",
     "selftest_suite",

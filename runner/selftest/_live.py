@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from collections import Counter
 from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -24,9 +25,19 @@ from pydantic import BaseModel, Field
 from runner.records.outcomes import CheckResult
 from runner.records.transcript import ToolCall
 from runner.report import ScenarioResult
-from runner.scenarios import STAGING_DIR, Manifest, MaxToolCalls, Scenario, ToolsExact
+from runner.scenarios import (
+    STAGING_DIR,
+    Manifest,
+    MaxToolCalls,
+    Scenario,
+    ToolNotCalled,
+    ToolsExact,
+    Turn,
+)
 from runner.selftest._decide import decides
 from runner.selftest._genuine import UNKNOWN, genuine_calls, ground_truth_answer
+from runner.selftest._needles import needles as find_needles
+from runner.selftest._needles import readable_text
 from runner.selftest._report import caught_lines
 from runner.selftest._wrong import wrong_answers
 from runner.system.paths import eval_root
@@ -34,9 +45,11 @@ from runner.verdict import is_undecided, planned_checks
 
 __all__ = ["ADVERSARY", "ORACLE", "LiveResult", "PlanTurn", "agent_source", "kind_agent_id",
            "kinds_tried", "live_kind_table", "live_lines", "live_results", "live_sound",
-           "remove_agents", "staged_files_named", "write_agents"]
+           "remove_agents", "staged_files_named", "unproven_lines", "write_agents"]
 
 ORACLE, ADVERSARY = "oracle", "adversary"
+#: GAIA's tool the oracle searches its session's indexed chunks with for a missing needle.
+SEARCH_TOOL = "search_indexed_chunks"
 #: How the oracle's answer says it has none (eval/agents/oracle/agent.py writes the same words).
 NOT_ANSWERABLE = "Not answerable from the corpus:"
 TOOL_FAILED = "A tool failed:"
@@ -62,9 +75,17 @@ class PlanTurn(BaseModel):
     calls: list[PlanCall] = Field(description="the tool calls to make, in order")
     answer: str = Field(description="the final answer to give")
     kind: str = Field(description="'genuine', or which wrong answer")
-    from_corpus: bool = Field(default=False, description=(
-        "the answer is a fact of the scenario's documents: the oracle gives it only when the "
-        "text its tools returned holds it, and says 'not answerable from the corpus' otherwise"))
+    may_search: bool = Field(default=True, description=(
+        "the oracle may make calls beyond the plan's (a search of the index for a missing "
+        "needle): false where the turn limits or fixes its calls"))
+    needles: list[str] = Field(default_factory=list, description=(
+        "the answer as its documents write it (runner/selftest/_needles.py): the oracle gives "
+        "the answer only when the text its tools returned holds each of them, after one "
+        "search of the index for any missing (unless the turn limits its calls), and says "
+        "'not answerable from the corpus' otherwise; empty: nothing to look for"))
+    unproven: str | None = Field(default=None, description=(
+        "why a turn whose answer comes from its documents has no needles: the answer is "
+        "worked out from them, not written in them, or they are not plain text"))
 
 
 class Plan(BaseModel):
@@ -77,16 +98,21 @@ def agent_source() -> Path:
     return eval_root() / "agents" / ORACLE / "agent.py"
 
 
-def _filled(call: ToolCall, message: str, documents: list[str]) -> PlanCall:
-    """The call with the arguments a real tool needs and the check did not pin."""
+def _filled(call: ToolCall, message: str, documents: list[str],
+            searched: str | None = None) -> PlanCall:
+    """The call with the arguments a real tool needs and the check did not pin: a search
+    looks for the document the ground truth names (else the first setup document); a file
+    argument left open is filled in the sandbox from what an earlier call of the turn found."""
     arguments = dict(call.arguments)
     first = documents[0] if documents else None
     if call.name in ("query_documents", "query_specific_file"):
         arguments.setdefault("query", message)
-    if call.name in ("query_specific_file", "index_document") and first:
+    if call.name in ("query_specific_file", "index_document", "analyze_data_file") and first:
         arguments.setdefault("file_path", first)
-    if call.name == "search_file" and first:
-        arguments.setdefault("file_pattern", Path(first).name)
+    if call.name == "search_file":
+        # Any file of the types asked for ("*", GAIA's glob) when nothing names the file.
+        arguments.setdefault("file_pattern", Path(searched).stem if searched
+                             else Path(first).name if first else "*")
     return PlanCall(name=call.name, arguments=arguments)
 
 
@@ -136,9 +162,16 @@ def _plan(scenarios: Iterable[Scenario], manifest: Manifest | None, play: str = 
                 calls = (_reading(staged, message) if staged
                          else [ToolCall(name="query_documents")] if documents else [])
             kind = "genuine"
-            # The answer must come back from retrieval when it is a fact of the documents (or
-            # staged files) the turn reads (not "I don't know", not a turn that reads nothing).
-            from_corpus = bool((documents or staged) and calls and truth and truth != UNKNOWN)
+            # The answer must come back from retrieval where the turn reads documents (or
+            # staged files) that write it — not "I don't know", not a turn that reads nothing.
+            sources = _sources(scenario, turn, manifest, staged, fixtures_root)
+            needles: list[str] = []
+            unproven = None
+            if sources and calls and truth and truth != UNKNOWN:
+                texts = [readable_text(path) for path in sources]
+                needles, how = find_needles(truth, [t for t in texts if t is not None])
+                unproven = _unproven(how, turn, plain_text=None not in texts)
+                needles = needles if unproven is None else []
             if play != ORACLE:
                 wrong = wrong_answers(turn, truth, planned, scenario, manifest)
                 if play != ADVERSARY:
@@ -150,12 +183,77 @@ def _plan(scenarios: Iterable[Scenario], manifest: Manifest | None, play: str = 
                                         for item in planned)
                     calls = calls if checks_answer else []
                 if wrong:
-                    kind, answer, from_corpus = wrong[0].kind, wrong[0].text, False
+                    kind, answer, needles = wrong[0].kind, wrong[0].text, []
+            searched = _document_file(turn, manifest)
             turns.append(PlanTurn(scenario=scenario.id, turn=turn.turn, user_message=message,
                                   documents=[Path(doc).name for doc in documents],
-                                  calls=[_filled(call, message, documents) for call in calls],
-                                  answer=answer, kind=kind, from_corpus=from_corpus))
+                                  calls=[_filled(call, message, documents, searched)
+                                         for call in calls],
+                                  answer=answer, kind=kind, needles=needles,
+                                  unproven=unproven if kind == "genuine" else None,
+                                  may_search=_may_search(planned, len(calls) + len(needles))))
     return Plan(turns=turns)
+
+
+def _may_search(planned: list[Any], calls: int) -> bool:
+    """The turn's checks leave room for the oracle's searches of the index: no fixed
+    trajectory, no guard against the search tool, `calls` within every call limit."""
+    for item in planned:
+        check = item.check
+        if isinstance(check, ToolsExact):
+            return False
+        if isinstance(check, ToolNotCalled) and check.tool == SEARCH_TOOL:
+            return False
+        if isinstance(check, MaxToolCalls) and check.tool in (None, SEARCH_TOOL) \
+                and calls > check.max:
+            return False
+    return True
+
+
+def _unproven(how: str, turn: Turn, plain_text: bool) -> str | None:
+    """Why the oracle cannot look for the answer in its retrieval (None: it can). An answer
+    none of whose parts the documents write is looked for all the same — so that it comes
+    out not answerable — only where the ground truth says which document holds it (`doc_id`)
+    and names no manifest fact (a fact the corpus gate recomputes, such as a total, is
+    worked out, not written)."""
+    truth = turn.ground_truth
+    if how == "written":
+        return None
+    if not plain_text:
+        return "its documents are not plain text"
+    if how == "absent" and truth is not None and truth.doc_id and not truth.fact_id:
+        return None
+    if how == "absent" and (truth is None or not truth.doc_id):
+        return "not written in its documents, and its ground truth names no document"
+    return "worked out from its documents, not written in them"
+
+
+def _corpus_root(manifest: Manifest | None) -> Path | None:
+    return manifest.source_file.parent if manifest and manifest.source_file else None
+
+
+def _document_file(turn: Turn, manifest: Manifest | None) -> str | None:
+    """The file name of the document the turn's ground truth names (doc_id), if any."""
+    doc_id = turn.ground_truth.doc_id if turn.ground_truth else None
+    document = manifest.document(doc_id) if manifest and doc_id else None
+    return Path(document.filename).name if document else None
+
+
+def _sources(scenario: Scenario, turn: Turn, manifest: Manifest | None, staged: list[str],
+             fixtures_root: Path | None) -> list[Path]:
+    """The files the turn's answer comes from: its setup documents, the document its ground
+    truth names, the staged files its message names."""
+    root = _corpus_root(manifest)
+    paths = [root / doc.relative_path for doc in scenario.setup_documents] if root else []
+    doc_id = turn.ground_truth.doc_id if turn.ground_truth else None
+    document = manifest.document(doc_id) if manifest and doc_id else None
+    located = document.locate(root) if document and root else None
+    if located is not None:
+        paths.append(located)
+    if fixtures_root is not None:
+        prefix = f"~/{STAGING_DIR}/"
+        paths += [fixtures_root / name.removeprefix(prefix) for name in staged]
+    return list(dict.fromkeys(paths))
 
 
 def kinds_tried(scenarios: Iterable[Scenario], manifest: Manifest | None
@@ -207,6 +305,17 @@ def write_agents(scenarios: list[Scenario], manifest: Manifest | None, dest: Pat
     return dest
 
 
+def unproven_lines(dest: Path) -> list[str]:
+    """How many of the oracle's answers its retrieval could not be checked for, by why
+    (read from the plan `write_agents` wrote in `dest`)."""
+    plan = Plan.model_validate_json((dest / ORACLE / "plan.json").read_text(encoding="utf-8"))
+    why = Counter(turn.unproven for turn in plan.turns if turn.unproven)
+    if not why:
+        return []
+    parts = "; ".join(f"{reason}: {count}" for reason, count in why.items())
+    return [f"live: {sum(why.values())} turn(s) answered without proof through retrieval ({parts})"]
+
+
 def remove_agents(dest: Path) -> None:
     for folder in dest.iterdir():
         if folder.name in (ORACLE, ADVERSARY) or folder.name.startswith(f"{ADVERSARY}_"):
@@ -229,7 +338,7 @@ class LiveResult(BaseModel):
         "diagnostics of the checks the oracle failed"))
     not_answerable: list[str] = Field(default_factory=list, description=(
         "turns whose answer the oracle's retrieval did not bring back (`turn 2: the text its "
-        "tools returned does not hold every number of the answer`): the fact is not in the corpus "
+        "tools returned does not hold the answer`): the fact is not in the corpus "
         "as indexed, or not where a search for the user's message finds it"))
     tool_failures: list[str] = Field(default_factory=list, description=(
         "turns where one of the oracle's tool calls failed (the tool and its error)"))

@@ -96,6 +96,7 @@ turns:
     objective: Ask for a figure the policy does not give.
     user_message: In travel_expense_policy.txt, what is the lunch allowance for a day in Oslo?
     ground_truth:
+      doc_id: travel_expense_policy
       expected_answer: "$71 per day"
     checks:
       - {type: tool_called, tool: query_specific_file}
@@ -166,7 +167,7 @@ def test_a_fact_its_document_does_not_hold_is_not_answerable_from_the_corpus(
     assert turn.error is None, turn
     assert any(call.name == "query_specific_file" for call in turn.tool_calls)
     assert turn.answer.startswith(NOT_ANSWERABLE), turn.answer
-    assert "every number" in turn.answer and "71" not in turn.answer  # never quoted
+    assert "71" not in turn.answer  # never quoted: it would pass the check it decides
     results = run_all_checks(planted, transcript)
     row = ScenarioResult(id=planted.id, status="FAIL", turns=[
         TurnResult(turn=1, answer=turn.answer, checks=results)])

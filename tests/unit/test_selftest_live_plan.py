@@ -93,7 +93,7 @@ def test_an_oracle_that_fails_a_check_is_named():
 
 def test_the_oracle_answers_a_corpus_fact_only_through_its_retrieval(tmp_path):
     (oracle,) = plans(tmp_path, "query_named_file")[ORACLE]
-    assert oracle["from_corpus"] is True  # the mileage rate is a fact of the document
+    assert oracle["needles"] == ["0.58"]  # the policy writes the rate so
 
 
 STAGED_REPO = Path(__file__).resolve().parents[1] / "fixtures" / "gaia_staged_repo"
@@ -114,12 +114,12 @@ def test_a_turn_that_names_a_staged_file_is_answered_by_reading_it(tmp_path):
         {"name": "index_document", "arguments": {"file_path": staged}},
         {"name": "query_specific_file", "arguments": {"file_path": staged,
                                                       "query": first["user_message"]}}]
-    assert first["answer"] == "17" and first["from_corpus"] is True
+    assert first["answer"] == "17" and first["needles"] == ["17"]
     # The second turn names no file ("and the other one?"): nothing to read, nothing to prove.
-    assert second["calls"] == [] and second["from_corpus"] is False
+    assert second["calls"] == [] and second["needles"] == []
     # Without the fixture tree there is no staged file to read, and no fact to gate.
     (bare, _) = staged_plan(tmp_path / "bare", None)
-    assert bare["calls"] == [] and bare["from_corpus"] is False
+    assert bare["calls"] == [] and bare["needles"] == []
 
 
 def oracle_helpers() -> dict:
@@ -133,20 +133,25 @@ def oracle_helpers() -> dict:
     return namespace
 
 
-def test_the_oracle_finds_the_answer_in_its_chunks_or_says_what_is_missing():
+def test_the_oracle_looks_for_each_needle_in_what_its_tools_returned():
     missing = oracle_helpers()["_missing"]
-    chunk = "Mileage for a personal car is reimbursed at $0.58 per mile (2026 rate)."
-    # Null: the answer as the chunk writes it, another spelling of its number, and a sentence
-    # whose words are all there are found.
-    assert missing("$0.58 per mile", chunk) is None
-    assert missing("0.580", "the rate is 0.580") is None
-    assert missing("2,450,000", "a budget of 2450000 dollars") is None
-    assert missing("reimbursed per mile", chunk) is None
-    # Planted: a number or a word the chunks do not hold is named by kind — never quoted, since an
-    # answer that wrote the missing value would pass the check it decides.
-    assert missing("$0.62 per mile", chunk) == "every number of the answer"
-    assert missing("Okafor approves it", chunk) == "every word of the answer"
-    assert missing("No", chunk) == "the answer"  # too short to look for by its words
+    chunks = ["Mileage for a personal car is reimbursed at $0.58 per mile.",
+              "You must act within  Thirty days\u2019 notice."]
+    # Null: the needles as the chunks write them, case and white space aside.
+    assert missing(["$0.58 per mile", "thirty days' notice"], chunks) == []
+    # Planted: a needle the chunks do not hold is missing.
+    assert missing(["$0.62 per mile", "thirty"], chunks) == ["$0.62 per mile"]
+
+
+def test_a_tools_echo_of_its_own_arguments_is_not_retrieved_text():
+    returned = oracle_helpers()["_returned"]
+    # GAIA's search answers "Found 1 matches for '17'": the pattern is not the document's.
+    result = {"status": "success", "message": "Pattern '17' not found in indexed documents",
+              "matches": [], "pattern": "17"}
+    assert not any("17" in text for text in returned(result, {"pattern": "17"}))
+    # ... while a chunk that holds it is the document's text.
+    found = {"matches": [{"chunk_preview": "Pantry count: 17 jars"}], "message": "Found 1 for '17'"}
+    assert returned(found, {"pattern": "17"}) == ["Pantry count: 17 jars"]
 
 
 def test_the_oracle_reads_a_failed_tool_as_a_failure():
@@ -175,21 +180,21 @@ def test_a_fact_the_retrieval_cannot_bring_back_is_not_answerable_from_the_corpu
     from runner.selftest._live import NOT_ANSWERABLE, TOOL_FAILED
 
     unfound = answered("planted", f"{NOT_ANSWERABLE} the text its tools returned does not hold "
-                                  "every number of the answer", passed=False)
+                                  "the answer", passed=False)
     broken = answered("broken", f"{TOOL_FAILED} query_documents: no documents indexed", False)
     fine = answered("fine", "$2,450,000", passed=True)
     found = live_results(card(unfound, broken, fine),
                          card(answered("planted", "x", False), answered("broken", "x", False),
                               answered("fine", "x", False)))
     assert [f.not_answerable for f in found] == [
-        ["turn 1: the text its tools returned does not hold every number of the answer"],
+        ["turn 1: the text its tools returned does not hold the answer"],
         [], []]
     assert [f.tool_failures for f in found] == [
         [], ["turn 1: query_documents: no documents indexed"], []]
     lines = live_lines(found)
     assert lines[0] == "not_answerable_from_corpus  planted"
     assert lines[1] == ("  not answerable from the corpus: turn 1: the text its tools returned "
-                        "does not hold every number of the answer")
+                        "does not hold the answer")
     assert "oracle_tool_failed          broken" in lines
     assert lines[-1].endswith("; 1 not answerable from the corpus")
     assert not live_sound(found) and not live_sound(found[1:]) and live_sound(found[2:])
@@ -246,3 +251,41 @@ def test_a_kind_is_caught_only_where_each_turn_that_said_it_fails_a_check():
                           "negation           1 of 2  (1 let it through)",
                           "doubt              0 of 1  (1 let it through)"]
     assert not live_sound(found) and live_sound(found[1:])
+
+
+PLANTED = """\
+id: oslo_lunch
+category: tool_selection
+persona: casual_user
+setup:
+  index_documents:
+    - {corpus_doc: travel_expense_policy, path: documents/travel_expense_policy.txt}
+turns:
+  - turn: 1
+    objective: Ask for a figure the policy does not give.
+    user_message: In travel_expense_policy.txt, what is the lunch allowance in Oslo?
+    ground_truth: {doc_id: travel_expense_policy, expected_answer: "$71 per day"}
+    checks:
+      - {type: answer_number, value: 71, tolerance: 0}
+"""
+
+
+def test_a_fact_its_named_document_does_not_write_is_looked_for_and_cannot_be_found(tmp_path):
+    from runner.selftest._live import unproven_lines
+
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "oslo_lunch.yaml").write_text(PLANTED, encoding="utf-8")
+    suite = load_suite([tree, EVAL / "scenarios"], EVAL / "corpus")
+    chosen = [s for s in suite.scenarios if s.id in ("oslo_lunch", "sales_total_from_csv")]
+    dest = write_agents(chosen, suite.manifest, tmp_path / "agents")
+    plan = {(t["scenario"], t["turn"]): t
+            for t in json.loads((dest / ORACLE / "plan.json").read_text())["turns"]}
+    # Its own figure is the needle: no retrieval of the policy can bring it back.
+    assert plan[("oslo_lunch", 1)]["needles"] == ["71"]
+    # A total the corpus gate recomputes is worked out, not written: left unproven, said so.
+    total = plan[("sales_total_from_csv", 1)]
+    assert total["needles"] == [] and total["unproven"].startswith("worked out")
+    assert unproven_lines(dest) == [
+        "live: 2 turn(s) answered without proof through retrieval (worked out from its "
+        "documents, not written in them: 2)"]

@@ -13,10 +13,10 @@
 
 import json
 import os
-import re
 from pathlib import Path
 
 from gaia.agents.base.agent import Agent
+from gaia.agents.tools.file_tools import FileSearchToolsMixin
 from gaia.agents.tools.rag_tools import RAGToolsMixin
 from gaia.llm.lemonade_client import DEFAULT_MODEL_NAME
 from gaia.rag.sdk import RAGSDK, RAGConfig
@@ -29,8 +29,9 @@ def _key(text):
     return " ".join(str(text or "").split()).casefold()
 
 
-class OracleAgent(Agent, RAGToolsMixin):
-    """Answers from plan.json after calling the tools it lists."""
+class OracleAgent(Agent, RAGToolsMixin, FileSearchToolsMixin):
+    """Answers from plan.json after calling the tools it lists (GAIA's RAG and file-search
+    tools, as the reference agent has them)."""
 
     AGENT_ID = "oracle"
     AGENT_NAME = "Oracle (trialbox self-test)"
@@ -73,21 +74,40 @@ class OracleAgent(Agent, RAGToolsMixin):
 
     def _register_tools(self):
         self.register_rag_tools()
+        self.register_file_search_tools()
 
     def _generate_search_keys(self, query):
         return [query.strip()] if query.strip() else []
 
-    def _where(self, path):
+    def _where(self, path, found=()):
         """A plan's path as this sandbox has it: a staged fixture (``~/gaia-eval/...``) in this
-        user's home, a corpus-relative one by file name among the session's documents, else as
-        written."""
+        user's home; a session document by file name; a file an earlier call of this turn
+        found (a search's result) by file name, else by a name that holds it (a check's
+        pattern such as "iso9001"); else as written. No path at all: the last file found."""
+        if path is None:
+            return found[-1] if found else None
         if str(path).startswith("~/"):
             return os.path.expanduser(str(path))
-        name = os.path.basename(str(path))
-        for known in self.session_documents + self.library_documents:
-            if os.path.basename(str(known)) == name:
-                return str(known)
-        return path
+        name = os.path.basename(str(path)).casefold()
+        known = [str(p) for p in self.session_documents + self.library_documents]
+        for candidates in (known, found):
+            for candidate in candidates:
+                if os.path.basename(candidate).casefold() == name:
+                    return candidate
+        return next((f for f in found if name and name in os.path.basename(f).casefold()), path)
+
+    def _call(self, name, arguments):
+        """One tool call through GAIA's tool path, announced as a model-driven turn's are."""
+        self.console.print_tool_usage(name)
+        self.console.pretty_print_json(arguments, "Arguments")
+        try:
+            result = self._execute_tool(name, arguments)
+        except Exception as exc:  # the call is the evidence; its failure is its result
+            result = {"status": "error", "error": str(exc)}
+        self.console.pretty_print_json(
+            result if isinstance(result, dict) else {"result": str(result)}, "Result")
+        self.console.print_tool_complete()
+        return result
 
     def process_query(self, user_input, max_steps=None, trace=False, filename=None):
         # Two scenarios may send the same message: the one with this session's documents wins.
@@ -98,35 +118,50 @@ class OracleAgent(Agent, RAGToolsMixin):
         if turn is None:
             return {"result": "The self-test plan has no turn for this message.",
                     "status": "success", "steps_taken": 0}
-        retrieved, failed = [], []
+        retrieved, failed, found = [], [], []
         for call in turn.get("calls", []):
             name, arguments = call["name"], dict(call.get("arguments", {}))
             for key in ("file_path", "path"):
-                if key in arguments:
-                    arguments[key] = self._where(arguments[key])
-            self.console.print_tool_usage(name)
-            self.console.pretty_print_json(arguments, "Arguments")
-            try:
-                result = self._execute_tool(name, arguments)
-            except Exception as exc:  # the call is the evidence; its failure is its result
-                result = {"status": "error", "error": str(exc)}
-            self.console.pretty_print_json(
-                result if isinstance(result, dict) else {"result": str(result)}, "Result")
-            self.console.print_tool_complete()
+                if key in arguments or (key == "file_path" and name in NEEDS_A_FILE):
+                    arguments[key] = self._where(arguments.get(key), found)
+            result = self._call(name, arguments)
             error = _error_of(result)
             if error is not None:
                 failed.append(f"{name}: {error}")
-            else:
-                retrieved.extend(_texts(result))
+                continue
+            texts = _returned(result, arguments)
+            retrieved.extend(texts)
+            found.extend(t for t in texts if len(t) < 4096 and os.path.isfile(t))
         answer = turn["answer"]
+        needles = turn.get("needles") or []
         if failed:
             # A tool error is a failure of the scenario, never a step the oracle talks past.
-            answer = f"{TOOL_FAILED} {'; '.join(failed)}"[:2000]
-        elif turn.get("calls") and turn.get("kind") == "genuine" and turn.get("from_corpus"):
-            missing = _missing(answer, "\n".join(retrieved))
-            if missing:
-                answer = f"{NOT_ANSWERABLE} the text its tools returned does not hold {missing}"
+            return self._said(f"{TOOL_FAILED} {'; '.join(failed)}"[:2000], turn)
+        missing = _missing(needles, retrieved)
+        if missing and turn.get("may_search", True):
+            # What the user's question did not bring back may still be in the index as GAIA
+            # chunked it: one search of the indexed chunks for each missing needle.
+            for needle in missing:
+                arguments = {"pattern": needle}
+                result = self._call(SEARCH_TOOL, arguments)
+                if _error_of(result) is None:
+                    retrieved.extend(_returned(result, arguments))
+            missing = _missing(needles, retrieved)
+        if missing:
+            # Said, never quoted (no value): an answer that wrote the missing value would pass
+            # the very check that value decides.
+            what = "the answer" if len(needles) == 1 else "every part of the answer"
+            answer = f"{NOT_ANSWERABLE} the text its tools returned does not hold {what}"
+        return self._said(answer, turn)
+
+    def _said(self, answer, turn):
         return {"result": answer, "status": "success", "steps_taken": len(turn.get("calls", []))}
+
+
+#: Tools that take a file: one the plan leaves open is the file an earlier call found.
+NEEDS_A_FILE = ("index_document", "query_specific_file", "analyze_data_file")
+#: GAIA's search of the session's indexed chunks (runner/selftest/_live.py SEARCH_TOOL).
+SEARCH_TOOL = "search_indexed_chunks"
 
 
 #: How the oracle's answer says why it has none: `trialbox selftest --live` reads them back.
@@ -152,33 +187,28 @@ def _texts(value):
     return []
 
 
+#: Where GAIA's tools say back what they were asked ("Found 1 matches for '17'", the query):
+#: not the documents' text, so never where a needle is found.
+ECHOES = frozenset({"pattern", "query", "message", "instruction", "hint", "tool", "operation",
+                    "file_pattern", "search_keys"})
+
+
+def _returned(result, arguments):
+    """The text a tool brought back, without its echo of the call: the fields above, and any
+    string that is one of the call's own arguments."""
+    asked = {str(value) for value in arguments.values()}
+    if isinstance(result, dict):
+        result = {key: value for key, value in result.items() if key not in ECHOES}
+    return [text for text in _texts(result) if text not in asked]
+
+
 def _normal(text):
+    """runner/selftest/_needles.py's `normal`: case, white space and curly apostrophes aside."""
     return " ".join(str(text).replace("\u2019", "'").split()).casefold()
 
 
-def _numbers(text):
-    """The numbers a text writes, as digits (thousands separators and a trailing .0 dropped)."""
-    found = set()
-    for raw in re.findall(r"\d[\d,]*(?:\.\d+)?", text):
-        value = raw.replace(",", "")
-        found.add(value[:-2] if value.endswith(".0") else value)
-    return found
-
-
-def _missing(answer, retrieved):
-    """What of the planned answer the retrieved text does not hold: the answer whole, else its
-    numbers (each must be there), else its words of four letters or more. None: all there.
-    Said, never quoted (no digits, no value): an answer that wrote the missing value would pass
-    the very check that value decides."""
-    text = _normal(retrieved)
-    if _normal(answer) in text:
-        return None
-    numbers = _numbers(answer)
-    if numbers:
-        absent = numbers - _numbers(retrieved)
-        return "every number of the answer" if absent else None
-    words = [w for w in re.findall(r"[\w']+", _normal(answer)) if len(w) >= 4]
-    if not words:
-        return "the answer"
-    absent = [w for w in words if w not in text]
-    return "every word of the answer" if absent else None
+def _missing(needles, retrieved):
+    """The needles (the answer as its documents write it, from the plan) that the retrieved
+    texts do not hold."""
+    text = _normal("\n".join(retrieved))
+    return [needle for needle in needles if _normal(needle) not in text]
