@@ -48,7 +48,7 @@ from runner.report._models import (
     Trace,
     TurnResult,
 )
-from runner.report._performance import percentile
+from runner.report._performance import percentile, scenario_stats
 from runner.report._performance_models import Performance, PerformanceStats
 from runner.report._summary_md import render_summary_md
 from runner.report._to_gaia import gaia_json, scorecard_to_gaia
@@ -96,6 +96,7 @@ __all__ = [
     "gaia_json",
     "gaia_to_scorecard",
     "percentile",
+    "scenario_stats",
     "read_any_scorecard",
     "read_scorecard",
     "read_trace",

@@ -173,15 +173,18 @@ def setup_of(results: Sequence[ScenarioResult]) -> SetupStats:
     )
 
 
+def scenario_stats(result: ScenarioResult, *, with_overhead: bool = True) -> PerformanceStats:
+    """One scenario's speed, from its row: the figures summary.md's table gives it."""
+    return stats_of(_turn_performance(result), result.wall_s, result.setup,
+                    with_overhead=with_overhead)
+
+
 def performance_of(results: Sequence[ScenarioResult], *, replayed: bool = False) -> Performance:
     """The run's speed. `replayed` (a rescore) has no overhead ratio: its scenario wall clock
     is the replay's and the judge's, not the agent's."""
     walls = [r.wall_s for r in results if r.wall_s is not None]
     with_overhead = not replayed
-    scenarios = {
-        r.key: stats_of(_turn_performance(r), r.wall_s, r.setup, with_overhead=with_overhead)
-        for r in results
-    }
+    scenarios = {r.key: scenario_stats(r, with_overhead=with_overhead) for r in results}
     totals = stats_of(
         (p for r in results for p in _turn_performance(r)),
         sum(walls) if walls else None,

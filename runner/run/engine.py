@@ -24,9 +24,9 @@ from runner.records.evidence import Evidence
 from runner.records.judgments import Judgments
 from runner.records.status import Status
 from runner.records.transcript import Transcript
-from runner.report import RunWriter, Scorecard, Trace, scenario_result, trace_of
+from runner.report import RunWriter, Scorecard, Trace, scenario_result, scenario_stats, trace_of
 from runner.run.aftercare import Aftercare
-from runner.run.eta import EtaModel, Work
+from runner.run.eta import EtaModel, Work, document_seconds
 from runner.run.jobs import ConversationSource, Job, Left, Outcome
 from runner.run.progress import Progress
 from runner.run.settings import RunSettings
@@ -215,7 +215,7 @@ class Engine:
             if outcome.transcript is None:  # skipped or refused before any work: not a pace
                 self._eta.dropped(job.key)
             else:
-                self._eta.finished(job.key, wall_s)
+                self._eta.finished(job.key, wall_s, document_seconds(scenario_stats(trace.result)))
         line = f"{status.value:<24} {job.key}  ({wall_s:.1f} s){_why(outcome)}"
         (self._progress.advance if self._progress is not None else self.say)(line)
         self._watch_streak(status, outcome.error)
