@@ -4,11 +4,14 @@ Both are one real GAIA agent (eval/agents/oracle/agent.py) mounted with `--agent
 each says comes from a plan.json written beside it, for the self-test run only — the ground
 truth is never in a normal run's sandbox. The oracle makes the calls the turn's tool checks ask
 for (and, where the turn has documents and no limit on calls, a `query_documents` with the
-user's message: the real RAG path) and answers with the genuine answer only when the text its
-tools returned holds it (else "not answerable from the corpus"; a failed tool is named as its
-answer, never talked past); the adversary makes the
-calls only where the turn checks its answer, and answers with the first wrong answer that
-applies (20 % off, another fact, a hedged list, "I don't know", empty).
+user's message: the real RAG path; a search, an index and a query for a file the user only
+describes or a staged fixture it names) and answers with the genuine answer only when the text
+its tools returned holds its needles (runner/selftest/_needles.py: else "not answerable from the
+corpus"; a failed tool is named as its answer, never talked past). The adversary makes the calls
+only where the turn checks its answer, and answers with the first wrong answer that applies
+(20 % off, another fact, a hedged list, "I don't know", the talking ones, empty); with
+`--every-kind` one adversary per kind says only that kind, the other turns answering as the
+oracle, so each kind is caught, or not, on the turns that said it.
 """
 
 from __future__ import annotations
