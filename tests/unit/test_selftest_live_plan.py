@@ -163,10 +163,15 @@ def test_the_oracle_reads_a_failed_tool_as_a_failure():
 
 
 def test_the_oracle_and_the_self_test_use_the_same_words():
-    from runner.selftest._live import NOT_ANSWERABLE, TOOL_FAILED
+    from runner.selftest._live import NOT_ANSWERABLE, SEARCH_TOOL, TOOL_FAILED
+    from runner.selftest._needles import normal
 
     helpers = oracle_helpers()
-    assert (helpers["NOT_ANSWERABLE"], helpers["TOOL_FAILED"]) == (NOT_ANSWERABLE, TOOL_FAILED)
+    assert (helpers["NOT_ANSWERABLE"], helpers["TOOL_FAILED"], helpers["SEARCH_TOOL"]) == (
+        NOT_ANSWERABLE, TOOL_FAILED, SEARCH_TOOL)
+    # ... and the same normalisation when the needles are found and when they are looked for.
+    for text in ("Thirty  Days\u2019", "$2,450,000\n per  year"):
+        assert helpers["_normal"](text) == normal(text)
 
 
 def answered(sid: str, answer: str, passed: bool) -> ScenarioResult:

@@ -5,11 +5,12 @@
 # file by the self-test, only for that run: the ground truth never reaches a normal run's
 # sandbox), makes the tool calls the plan lists through GAIA's own tool path (the same
 # console events a model-driven turn emits, so the Agent UI records them the same way), and
-# answers with the plan's text -- but only when its tools brought that text back: where the plan
-# says the answer is in the corpus and the retrieved chunks do not hold it, the answer says the
-# scenario is not answerable from the corpus, and a tool that fails is named as the answer, so a
-# broken retrieval can never pass. The adversary is this file under another id, with a plan of
-# wrong answers.
+# answers with the plan's text -- but only when its tools brought that text back: the plan's
+# needles (the answer as its document writes it, found there before the run) must stand in what
+# the tools returned, after one search of the indexed chunks for any missing; otherwise the
+# answer says the scenario is not answerable from the corpus, and a tool that fails is named as
+# the answer, so a broken retrieval can never pass. The adversary is this file under another
+# id, with a plan of wrong answers.
 
 import json
 import os
@@ -150,7 +151,7 @@ class OracleAgent(Agent, RAGToolsMixin, FileSearchToolsMixin):
         if missing:
             # Said, never quoted (no value): an answer that wrote the missing value would pass
             # the very check that value decides.
-            what = "the answer" if len(needles) == 1 else "every part of the answer"
+            what = "the answer" if len(needles) == 1 else "all of the answer"
             answer = f"{NOT_ANSWERABLE} the text its tools returned does not hold {what}"
         return self._said(answer, turn)
 
@@ -158,15 +159,13 @@ class OracleAgent(Agent, RAGToolsMixin, FileSearchToolsMixin):
         return {"result": answer, "status": "success", "steps_taken": len(turn.get("calls", []))}
 
 
+#: How the oracle's answer says why it has none: `trialbox selftest --live` reads them back.
+NOT_ANSWERABLE = "Not answerable from the corpus:"
+TOOL_FAILED = "A tool failed:"
 #: Tools that take a file: one the plan leaves open is the file an earlier call found.
 NEEDS_A_FILE = ("index_document", "query_specific_file", "analyze_data_file")
 #: GAIA's search of the session's indexed chunks (runner/selftest/_live.py SEARCH_TOOL).
 SEARCH_TOOL = "search_indexed_chunks"
-
-
-#: How the oracle's answer says why it has none: `trialbox selftest --live` reads them back.
-NOT_ANSWERABLE = "Not answerable from the corpus:"
-TOOL_FAILED = "A tool failed:"
 
 
 def _error_of(result):
