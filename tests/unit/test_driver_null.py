@@ -254,6 +254,15 @@ MEASURED_FIGURES = {
 FIGURES = ("turn_effect", "cell_noise", "cell_noise_robust", "tail_share")
 
 
+def figures_of_runs(folders: list[Path]) -> dict[str, tuple[float, ...]]:
+    """What scripts/measure-speed-noise reads from kept run folders (FIGURES per metric, front
+    door, no warm-up), averaged over the runs: the figures a simulation is held to."""
+    cards = [measure.load(folder) for folder in folders]
+    return {metric: tuple(float(v) for v in np.mean(
+        [[measure.components(measure.cells_of(card, metric, source="front_door", warmup=0))[f]
+          for f in FIGURES] for card in cards], axis=0)) for metric in METRICS}
+
+
 def simulated_figures(
     runs: int = 40, seed: int = 1, noise: tuple[Noise, ...] = MEASURED
 ) -> dict[str, tuple[float, ...]]:

@@ -23,7 +23,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from test_driver_null import FIGURES, METRICS, Noise, assert_simulation_reads_as, measure, rates
+from test_driver_null import (
+    FIGURES,
+    METRICS,
+    Noise,
+    assert_simulation_reads_as,
+    figures_of_runs,
+    measure,
+    rates,
+)
 
 from runner.report._driver import detectable_text
 
@@ -43,14 +51,6 @@ def kept_cells(metric: str) -> list[dict]:
             for side in SIDES]
 
 
-def kept_figures() -> dict[str, tuple[float, ...]]:
-    """(turn_effect, cell_noise, cell_noise_robust, tail_share) per metric, averaged over the
-    two sides, as scripts/measure-speed-noise computes them."""
-    return {metric: tuple(np.mean([[measure.components(cells)[f] for f in FIGURES]
-                                   for cells in kept_cells(metric)], axis=0))
-            for metric in METRICS}
-
-
 def test_the_kept_runs_are_the_two_sides_of_one_interleaved_ab():
     assert [side.name[-2:] for side in SIDES] == ["-a", "-b"]
     assert SIDES[0].name[:-2] == SIDES[1].name[:-2]
@@ -58,7 +58,7 @@ def test_the_kept_runs_are_the_two_sides_of_one_interleaved_ab():
 
 
 def test_the_simulation_has_the_noise_of_the_kept_interleaved_aa():
-    figures = kept_figures()
+    figures = figures_of_runs(SIDES)
     print("\nkept interleaved A/A: " + "; ".join(
         f"{m} " + " ".join(f"{n} {v:.3f}" for n, v in zip(FIGURES, values, strict=True))
         for m, values in figures.items()))

@@ -54,12 +54,11 @@ from pathlib import Path
 import numpy as np
 from test_driver_null import (
     FIGURES,
-    METRICS,
     PAIRS,
     PLANTED_RESAMPLES,
     Noise,
     assert_simulation_reads_as,
-    measure,
+    figures_of_runs,
     rates,
 )
 
@@ -82,12 +81,8 @@ KEPT_RUN = sorted((Path(__file__).resolve().parents[1] / "fixtures" / "speed_noi
 
 
 def kept_figures() -> dict[str, tuple[float, ...]]:
-    """(turn_effect, cell_noise, cell_noise_robust, tail_share) per metric of the kept run, as
-    scripts/measure-speed-noise computes them."""
     (folder,) = KEPT_RUN
-    card = measure.load(folder)
-    return {metric: tuple(measure.components(measure.cells_of(
-        card, metric, source="front_door", warmup=0))[f] for f in FIGURES) for metric in METRICS}
+    return figures_of_runs([folder])
 
 
 #: The first version of the mode kept llama.cpp's prompt cache (greedy and one seed only), fitted
