@@ -2,9 +2,10 @@
 
 Each scenario's cost is predicted from what it carries: a fixed start (sandbox, import), its
 user turns, and the megabytes of documents the agent indexes. The prediction starts from a
-stated prior (`Prior`) and is calibrated by what has finished in this run: the ratio of real
-to predicted seconds over the finished scenarios, with the prior counted as `prior_weight`
-scenarios' worth of evidence so two early scenarios do not swing it (`make bench` once read
+stated prior (`Prior`) and is calibrated by what has finished in this run: the ratios of real
+to predicted seconds over the finished scenarios — one for the talk, one for embedding the
+documents (`calibration`) — with the prior counted as `prior_weight` scenarios' worth of
+evidence so two early scenarios do not swing them (`make bench` once read
 "ETA 2:31:16" after 2 of 79 with 16 minutes left). A scenario in flight counts down from its
 calibrated prediction as it runs, and past it holds at a small floor, so the ETA moves during
 a long scenario instead of freezing. Standard library only, like runner/run/progress.py.
@@ -83,9 +84,9 @@ class EtaModel:
     @property
     def calibration(self) -> tuple[float, float]:
         """Real ÷ predicted over the finished scenarios, each pulled toward 1 by the prior:
-        (talking — the start and the turns —, indexing). Two factors, because one long document
-        early in a run (a 0.5 MB report indexed in 95 s) says nothing of how fast the turns
-        after it will go: with one factor it made the ETA of `make bench` read 84 % long after
+        (talking — the start and the turns —, embedding the documents). Two factors, because one
+        long document early in a run (a 0.5 MB report: 42 s of indexing, then embedded again in
+        its first turn) says nothing of how fast the turns after it will go: with one factor it made the ETA of `make bench` read 84 % long after
         the first 5 % of its scenarios."""
         by_key = {w.key: w for w in self.plan}
         done = [(by_key[k], real) for k, real in self._finished.items() if k in by_key]
