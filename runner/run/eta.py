@@ -86,8 +86,8 @@ class EtaModel:
         """Real ÷ predicted over the finished scenarios, each pulled toward 1 by the prior:
         (talking — the start and the turns —, embedding the documents). Two factors, because one
         long document early in a run (a 0.5 MB report: 42 s of indexing, then embedded again in
-        its first turn) says nothing of how fast the turns after it will go: with one factor it made the ETA of `make bench` read 84 % long after
-        the first 5 % of its scenarios."""
+        its first turn) says nothing of how fast the turns after it will go: with one factor
+        it made the ETA of `make bench` read 84 % long after the first 5 % of its scenarios."""
         by_key = {w.key: w for w in self.plan}
         done = [(by_key[k], real) for k, real in self._finished.items() if k in by_key]
         talk = [0.0, 0.0]  # real, predicted

@@ -30,6 +30,7 @@ from runner.records.transcript import ToolCall
 from runner.report import ScenarioResult
 from runner.scenarios import (
     STAGING_DIR,
+    CorpusDocument,
     Manifest,
     MaxToolCalls,
     Scenario,
@@ -144,11 +145,13 @@ def _reading(files: list[str], message: str) -> list[ToolCall]:
 
 
 def _plan(scenarios: Iterable[Scenario], manifest: Manifest | None, play: str = ORACLE,
-          fixtures_root: Path | None = None) -> Plan:
+          fixtures_root: Path | None = None, texts: dict[Path, str | None] | None = None) -> Plan:
     """The plan of one agent: ``play`` is ORACLE (the ground truth), ADVERSARY (each turn's
     first wrong answer) or a kind of wrong answer (its family, e.g. "negation"): each turn that
     has one of that kind says it, every other turn answers as the oracle would, so a failed
-    check on that turn is that kind caught."""
+    check on that turn is that kind caught. ``texts``: the documents read so far (each is read
+    once for all the plans of one self-test)."""
+    texts = {} if texts is None else texts
     turns = []
     for scenario in scenarios:
         documents = [str(doc.relative_path) for doc in scenario.setup_documents]
@@ -156,7 +159,7 @@ def _plan(scenarios: Iterable[Scenario], manifest: Manifest | None, play: str = 
             message = turn.user_message or turn.objective
             planned = planned_checks(turn)
             truth = ground_truth_answer(turn, manifest) or ""
-            answer = truth or UNKNOWN
+            answer, kind = truth or UNKNOWN, "genuine"
             calls = genuine_calls(planned, scenario)
             limited = any(isinstance(item.check, ToolsExact | MaxToolCalls)
                           for item in planned)
@@ -164,17 +167,7 @@ def _plan(scenarios: Iterable[Scenario], manifest: Manifest | None, play: str = 
             if not calls and not limited:
                 calls = (_reading(staged, message) if staged
                          else [ToolCall(name="query_documents")] if documents else [])
-            kind = "genuine"
-            # The answer must come back from retrieval where the turn reads documents (or
-            # staged files) that write it — not "I don't know", not a turn that reads nothing.
-            sources = _sources(scenario, turn, manifest, staged, fixtures_root)
-            needles: list[str] = []
-            unproven = None
-            if sources and calls and truth and truth != UNKNOWN:
-                texts = [readable_text(path) for path in sources]
-                needles, how = find_needles(truth, [t for t in texts if t is not None])
-                unproven = _unproven(how, turn, plain_text=None not in texts)
-                needles = needles if unproven is None else []
+            reads = bool(calls)  # the oracle's turn reads something: its answer can be proven
             if play != ORACLE:
                 wrong = wrong_answers(turn, truth, planned, scenario, manifest)
                 if play != ADVERSARY:
@@ -186,16 +179,34 @@ def _plan(scenarios: Iterable[Scenario], manifest: Manifest | None, play: str = 
                                         for item in planned)
                     calls = calls if checks_answer else []
                 if wrong:
-                    kind, answer, needles = wrong[0].kind, wrong[0].text, []
-            searched = _document_file(turn, manifest)
+                    kind, answer = wrong[0].kind, wrong[0].text
+            needles: list[str] = []
+            unproven: str | None = None
+            if kind == "genuine" and reads and truth and truth != UNKNOWN:
+                needles, unproven = _needles_of(
+                    truth, turn, _sources(scenario, turn, manifest, staged, fixtures_root), texts)
+            document = _ground_truth_document(turn, manifest)
             turns.append(PlanTurn(scenario=scenario.id, turn=turn.turn, user_message=message,
                                   documents=[Path(doc).name for doc in documents],
-                                  calls=[_filled(call, message, documents, searched)
+                                  calls=[_filled(call, message, documents,
+                                                 document.filename if document else None)
                                          for call in calls],
-                                  answer=answer, kind=kind, needles=needles,
-                                  unproven=unproven if kind == "genuine" else None,
+                                  answer=answer, kind=kind, needles=needles, unproven=unproven,
                                   may_search=_may_search(planned, len(calls) + len(needles))))
     return Plan(turns=turns)
+
+
+def _needles_of(truth: str, turn: Turn, sources: list[Path], texts: dict[Path, str | None]
+                ) -> tuple[list[str], str | None]:
+    """The needles of a genuine answer in the files it comes from, or why there are none —
+    where the turn reads documents (or staged files) at all."""
+    if not sources:
+        return [], None
+    read = [texts[path] if path in texts else texts.setdefault(path, readable_text(path))
+            for path in sources]
+    needles, how = find_needles(truth, [text for text in read if text is not None])
+    unproven = _unproven(how, turn, plain_text=None not in read)
+    return (needles if unproven is None else []), unproven
 
 
 def _may_search(planned: list[Any], calls: int) -> bool:
@@ -235,11 +246,10 @@ def _corpus_root(manifest: Manifest | None) -> Path | None:
     return manifest.source_file.parent if manifest and manifest.source_file else None
 
 
-def _document_file(turn: Turn, manifest: Manifest | None) -> str | None:
-    """The file name of the document the turn's ground truth names (doc_id), if any."""
+def _ground_truth_document(turn: Turn, manifest: Manifest | None) -> CorpusDocument | None:
+    """The manifest's document the turn's ground truth names (doc_id), if any."""
     doc_id = turn.ground_truth.doc_id if turn.ground_truth else None
-    document = manifest.document(doc_id) if manifest and doc_id else None
-    return Path(document.filename).name if document else None
+    return manifest.document(doc_id) if manifest and doc_id else None
 
 
 def _sources(scenario: Scenario, turn: Turn, manifest: Manifest | None, staged: list[str],
@@ -248,8 +258,7 @@ def _sources(scenario: Scenario, turn: Turn, manifest: Manifest | None, staged: 
     truth names, the staged files its message names."""
     root = _corpus_root(manifest)
     paths = [root / doc.relative_path for doc in scenario.setup_documents] if root else []
-    doc_id = turn.ground_truth.doc_id if turn.ground_truth else None
-    document = manifest.document(doc_id) if manifest and doc_id else None
+    document = _ground_truth_document(turn, manifest)
     located = document.locate(root) if document and root else None
     if located is not None:
         paths.append(located)
@@ -286,6 +295,7 @@ def write_agents(scenarios: list[Scenario], manifest: Manifest | None, dest: Pat
     turn that names a staged file is answered by reading that file in the sandbox. With
     ``every_kind``, also one adversary per kind of wrong answer (`kind_agent_id`)."""
     source = agent_source().read_text(encoding="utf-8")
+    texts: dict[Path, str | None] = {}  # every document read once, for all the plans
     plays = {ORACLE: ORACLE, ADVERSARY: ADVERSARY}
     if every_kind:
         plays |= {kind_agent_id(family): family for family in kinds_tried(scenarios, manifest)}
@@ -297,7 +307,7 @@ def write_agents(scenarios: list[Scenario], manifest: Manifest | None, dest: Pat
             'AGENT_NAME = "Oracle (trialbox self-test)"',
             f'AGENT_NAME = "Adversary (trialbox self-test: {play})"')
         (folder / "agent.py").write_text(text, encoding="utf-8")
-        plan = _plan(scenarios, manifest, play, fixtures_root)
+        plan = _plan(scenarios, manifest, play, fixtures_root, texts)
         (folder / "plan.json").write_text(plan.model_dump_json(indent=1), encoding="utf-8")
         # The sandbox's Agent UI runs as its own user: the folders must be readable by it (a
         # temporary folder is created 0700).

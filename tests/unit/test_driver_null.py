@@ -242,6 +242,15 @@ def rates(
     return sum(bool(r.beyond_noise) for r in reports) / pairs, slower, reports[0].detectable
 
 
+def aa_finding_rate(noise: tuple[Noise, ...], seed: int, label: str) -> float:
+    """The share of simulated A/A pairs at the suite's size with any finding, printed with the
+    sizes the first pair's report gives (pytest -s)."""
+    false_rate, _, sizes = rates(noise, seed=seed)
+    print(f"\n{label}, A/A: {false_rate:.1%} of {PAIRS} pairs show a finding beyond noise; "
+          f"{'; '.join(detectable_text(d) for d in sizes)}")
+    return false_rate
+
+
 #: The measured run's design (6 scenarios × 3 turns × 3 trials) and what scripts/measure-speed-noise
 #: read from it, averaged over the A/A pair: MEASURED_FIGURES[metric] = (turn_effect,
 #: cell_noise, cell_noise_robust, tail_share). The spread between scenarios is not matched: it

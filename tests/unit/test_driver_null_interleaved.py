@@ -27,13 +27,12 @@ from test_driver_null import (
     FIGURES,
     METRICS,
     Noise,
+    aa_finding_rate,
     assert_simulation_reads_as,
     figures_of_runs,
     measure,
     rates,
 )
-
-from runner.report._driver import detectable_text
 
 KEPT = Path(__file__).resolve().parents[1] / "fixtures" / "speed_noise"
 SIDES = sorted(KEPT.glob("*-[ab]"))
@@ -76,10 +75,7 @@ def test_null_on_real_runs_an_interleaved_aa_shows_no_drift():
 
 
 def test_interleaved_aa_pairs_with_this_noise_show_a_finding_in_at_most_5_percent():
-    false_rate, _, sizes = rates(INTERLEAVED, seed=2204)
-    print(f"\ninterleaved ab noise, A/A at the suite's size: {false_rate:.1%} of pairs show a "
-          f"finding; {'; '.join(detectable_text(d) for d in sizes)}")
-    assert false_rate <= 0.05
+    assert aa_finding_rate(INTERLEAVED, seed=2204, label="interleaved ab noise") <= 0.05
 
 
 def test_a_decode_change_of_the_printed_size_is_found_about_4_times_in_5():

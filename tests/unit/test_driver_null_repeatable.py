@@ -54,9 +54,9 @@ from pathlib import Path
 import numpy as np
 from test_driver_null import (
     FIGURES,
-    PAIRS,
     PLANTED_RESAMPLES,
     Noise,
+    aa_finding_rate,
     assert_simulation_reads_as,
     figures_of_runs,
     rates,
@@ -114,10 +114,7 @@ def test_the_simulation_has_the_measured_repeatable_noise():
 
 
 def test_a_a_pairs_under_repeatable_decoding_show_a_finding_in_at_most_5_percent():
-    false_rate, _, sizes = rates(REPEATABLE, seed=1818)
-    print(f"\nrepeatable decoding, A/A: {false_rate:.1%} of {PAIRS} pairs show a finding beyond "
-          f"noise; {'; '.join(detectable_text(d) for d in sizes)}")
-    assert false_rate <= 0.05
+    assert aa_finding_rate(REPEATABLE, seed=1818, label="repeatable decoding") <= 0.05
 
 
 def test_a_planted_5_percent_ttft_with_5_trials_is_found_4_times_in_5():
