@@ -115,6 +115,8 @@ async def _converse(job: Job, shipment: Shipment, node: NodeConfig, attempt: int
                     scratch: Path) -> tuple[JobReport, dict[str, bytes]]:
     from runner.run.backend import make_backend
     from runner.run.conversations import LiveConversations
+    from runner.run.decoding import with_decoding
+    from runner.run.errors import InfraError
     from runner.run.llm_server import SESSION_DEVICE, llm_health_probe, served_capabilities
     from runner.run.settings import Backend, RunSettings
 
@@ -140,7 +142,12 @@ async def _converse(job: Job, shipment: Shipment, node: NodeConfig, attempt: int
         "agent_dirs": [unpack(packed, node.cache_dir) for packed in shipment.agent_dirs],
         "simulator_url": _on_node(controller.simulator_url, controller.llm_url, node.llm_url),
     })
-    backend = make_backend(settings)
+    try:
+        # As on a local run: --repeatable-decoding leases greedy decoding for each sandbox at
+        # this node's front door (a cluster run that sampled instead would compare unlike runs).
+        backend = with_decoding(settings, make_backend(settings))
+    except InfraError as exc:
+        return base.model_copy(update={"infra": Status.INFRA_ERROR, "error": str(exc)}), {}
     if attempt > 1:
         backend = _Attempted(backend, f"-a{attempt}")
     simulator = _simulator(settings, node)

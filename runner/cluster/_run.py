@@ -31,6 +31,7 @@ from runner.report import (
     render_driver_md,
     served_model_of,
 )
+from runner.run.decoding import decoding_label
 from runner.run.engine import Engine
 from runner.run.errors import InfraError, ModelChanged, UsageError, first_line
 from runner.run.launch import open_writer, run_to_end
@@ -112,7 +113,8 @@ async def _run_owned(settings: RunSettings, address: str, on: dict[str, str],
     if resume:
         sweep_nodes(settings.run_id, nodes, say, "left over from the interrupted run")
     writer = open_writer(settings, scenarios, resume, {**extra, **cluster_extra,
-                                                       "agents": agents.describe()})
+                                                       "agents": agents.describe(),
+                                                       "decoding": decoding_label(settings)})
     if resume:
         check_served_models(settings, writer, described, say)
     elif described:

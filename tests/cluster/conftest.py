@@ -22,6 +22,13 @@ if TYPE_CHECKING:
 
 
 @pytest.fixture(scope="module")
+def llm_cpu_environment() -> dict[str, str]:
+    """An admin token, as `trialbox up` gives one: the cluster's runs decode repeatably
+    (local_cluster.py), which the nodes' runners lease with it at the front door."""
+    return {"TRIALBOX_LLM_ADMIN_TOKEN": "cluster-tests-admin-token-0123456789"}
+
+
+@pytest.fixture(scope="module")
 def llm(llm_cpu: LlmCpu) -> tuple[str, str]:
     """The module's llm-cpu server (`llm_cpu`, tests/conftest.py) as nodes are given it:
     (container name, URL on Docker's bridge)."""

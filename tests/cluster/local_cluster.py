@@ -1,8 +1,8 @@
 """The local Ray cluster the cluster tests use: a head and two worker nodes as processes on
 this machine, each with its own node config and `device:` resource, sharing the one Docker engine and one llm-cpu
 container this module starts. Node "beta" is labelled rocm for placement; its LLM server is
-really the CPU one, so its sessions use the cpu device (the server's truth) and its results
-can equal a local run's."""
+really the CPU one, so its sessions use the cpu device (the server's truth) and its results,
+decoded repeatably, can equal a local run's."""
 
 from __future__ import annotations
 
@@ -53,6 +53,10 @@ class LocalCluster:
                            corpus_root=SUITE / "corpus", results_root=results,
                            backend=Backend.DOCKER, device="cpu", llm_url=self.llm_url,
                            llm_container=self.llm_container, judge_provider="none",
-                           simulator_mode="scripted")
+                           simulator_mode="scripted",
+                           # Greedy with one seed at the front door, on the nodes as locally:
+                           # sampled answers differ from run to run (a check passed on one
+                           # and failed on the other), so only repeatable runs can be equal.
+                           repeatable_decoding=True)
 
 

@@ -71,6 +71,9 @@ def test_a_run_spreads_over_both_nodes_and_equals_a_local_run(cluster: LocalClus
     _measure("cluster 2 nodes", card, seconds, log)
 
     assert _verdicts(card) == _verdicts(local_card)
+    # Both decoded repeatably: the nodes held the lease as the local run did.
+    assert card.config.extra["decoding"] == local_card.config.extra["decoding"]
+    assert card.config.extra["decoding"].startswith("repeatable")
     assert len(card.scenarios) == 3
     assert {j.node_name for j in log.jobs.values()} == {"alpha", "beta"}
     # Each row names its node with that node's hardware and served model (the local run's none).
