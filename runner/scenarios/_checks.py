@@ -77,6 +77,9 @@ class ToolStep(_Strict):
 
     tool: str = Field(min_length=1)
     arguments: Arguments = Field(default_factory=dict)
+    may_fail: bool = Field(False, description=(
+        "the scenario expects this call to fail (a missing file, a refused path): a failed call "
+        "fills the step too; by default only a call that succeeded does"))
 
 
 def _steps_from_names(value: Any) -> Any:

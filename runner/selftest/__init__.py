@@ -9,7 +9,8 @@ set of wrong answers must fail at least one. One concept per module:
 - `_wrong`: the wrong answers (20 % off, another fact of the same document, "I don't know",
   a hedged list of three figures, an empty answer);
 - `_talking`: the wrong answers that write the right value without asserting it (negation,
-  wrong context, revision, doubt, two values, wrong entity) and the paraphrase;
+  wrong context, revision, doubt, two values, denial, reported claim, wrong entity) and the
+  paraphrase;
 - `_decide`: the pure check — runs them through runner/verdict/checks.py and classifies the scenario;
 - `_report`: the models of the result and its text (the per-kind and per-category tables).
 """

@@ -25,7 +25,8 @@ class Slipped(BaseModel):
     kind: str = Field(description="which wrong answer: '20% off', 'another fact (<doc>/<fact>)', "
                                   "\"I don't know\", 'hedged list', 'empty answer', or a "
                                   "talking one: 'negation', 'wrong context', 'revision', "
-                                  "'doubt', 'two values', 'wrong entity'")
+                                  "'doubt', 'two values', 'denial', 'reported claim', "
+                                  "'wrong entity'")
     family: str = Field(default="", description=(
         "the kind without its particulars, as the per-kind table counts it"))
     answer: str = Field(description="the wrong answer's text, as the checks saw it")
@@ -100,9 +101,12 @@ class SelftestReport(BaseModel):
 
     def caught_by_kind(self) -> dict[str, tuple[int, int]]:
         """Per kind of wrong answer: (scenarios that catch it on every turn it was tried on,
-        scenarios it was tried on), kinds in the order first tried."""
+        scenarios it was tried on), kinds in the order first tried. A scenario a right answer
+        cannot pass is left out: failing every answer, it would count as catching them all."""
         table: dict[str, tuple[int, int]] = {}
         for item in self.scenarios:
+            if item.verdict is Verdict.NOT_PASSABLE:
+                continue
             turns = [turn for turn in item.turns if turn.checks]
             for kind in dict.fromkeys(kind for turn in turns for kind in turn.tried):
                 caught, tried = table.get(kind, (0, 0))

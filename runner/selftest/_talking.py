@@ -3,7 +3,7 @@
 A check that counts a value wherever it is written passes "It is not $2,450,000; Engineering
 gets $1,960,000". These answers each write the values the turn's checks ask for the way
 runner/verdict/assertions.py says is not asserting them — negated, in another period, revised
-away, doubted, one of two — or give the right value for another entity; and one, the
+away, doubted, one of two, denied after it, reported as a claim — or give the right value for another entity; and one, the
 paraphrase, asserts the right answer in other words, which every check must pass.
 
 They apply where a check reads values: answer_number, and an answer_contains whose literal
@@ -25,7 +25,8 @@ __all__ = ["PARAPHRASE", "TALKING_KINDS", "TalkingAnswer", "paraphrase", "talkin
 PARAPHRASE = "paraphrase"
 """The right answer in other words: the one talking answer that must pass."""
 
-TALKING_KINDS = ("negation", "wrong context", "revision", "doubt", "two values", "wrong entity")
+TALKING_KINDS = ("negation", "wrong context", "revision", "doubt", "two values", "denial",
+                 "reported claim", "wrong entity")
 """The wrong talking answers, in the order they are tried and tabled."""
 
 
@@ -70,6 +71,9 @@ def talking_answers(truth: str, planned: list[Planned], shifted: Callable[[str],
         TalkingAnswer("revision", f"{right} was the draft, revised to {other}."),
         TalkingAnswer("doubt", f"I can't confirm {right}."),
         TalkingAnswer("two values", f"{right} / {other}"),
+        TalkingAnswer("denial", f"{right} is false; it is {other}."),
+        TalkingAnswer("reported claim", f"The document claims {right}, but that is outdated; "
+                                        f"it is {other}."),
     ]
     entities = [check for check in checks if isinstance(check, AnswerContains)
                 and not any(char.isdigit() for char in check.text)]

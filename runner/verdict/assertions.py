@@ -14,19 +14,22 @@ applies wins:
                  ("I think", "I believe", "presumably"): it neither asserts nor denies the
                  value, so the check cannot say and the turn goes to the judge.
 2. DOUBTED     — the clause doubts what it says ("can't confirm", "not sure", "unverified",
-                 "possibly", "perhaps", "maybe", "might", "probably").
+                 "possibly", "perhaps", "maybe", "might", "probably", "supposedly") or
+                 reports it as a claim ("the document claims X").
 3. NEGATED     — a negation before the mention in its clause ("not", "never", "no longer",
-                 "isn't", "doesn't", "cannot", "instead of", "rather than") or a denial
-                 after it ("is wrong", "is incorrect", "is outdated").
+                 "isn't", "doesn't", "cannot", "instead of", "rather than"), a denial
+                 after it ("is wrong", "is false", "is outdated", also ending its clause:
+                 "X with B2 is false") or opening the next clause ("…, but that is wrong").
 4. ONE_OF_SEVERAL — the mention is joined to another value by "/" or "or" ("X / Y", "X or Y").
 5. ASSERTED    — the mention is the new value of a change ("revised to X", "changed to X",
                  "now X", "to X" after "from"): asserted, whatever the clause says of the old.
 6. SUPERSEDED  — the clause marks the value as replaced ("draft", "preliminary", "previous",
                  "former", "originally", "old", "outdated", "superseded", "replaced", "revised
-                 from", "used to be"), or a change follows the mention ("X was revised to …",
+                 from", "used to be", "used to get"), or a change follows the mention ("X was revised to …",
                  "from X to …").
 7. OTHER_CONTEXT — the clause puts the value in another period ("last year", "prior year",
-                 "next quarter", "a year ago").
+                 "next quarter", "a year ago"), or names a year beside it (FY2026, 2026)
+                 when the question names years and not that one.
    (6 and 7 do not apply when the question itself says the words: "What was the draft
    figure?" is answered by "The draft said X".)
 8. ASSERTED    — none of the above.
@@ -110,7 +113,10 @@ _DOUBT = _words(r"can(?:no|')?t\s+(?:confirm|verify|be\s+sure)", r"could(?:n't|\
                 r"(?:confirm|verify|find)", r"unable\s+to\s+(?:confirm|verify)",
                 r"not\s+(?:sure|certain|confirmed|verified)", r"unsure", r"uncertain",
                 r"unverified", r"unconfirmed", r"possibly", r"perhaps", r"maybe", r"might",
-                r"probably")
+                r"probably", r"supposedly", r"allegedly")
+_CLAIMED_BEFORE = re.compile(r"\b(?:claims|claimed|alleges|alleged)\s+(?:that\s+)?"
+                             r"(?:it\s+is\s+)?[^\w\s]?$", re.IGNORECASE)
+"""Reported, not asserted: "The document claims X" (a noun "claims of X" is no cue)."""
 _SOFT_HEDGE = _words(r"I\s+think", r"I\s+believe", r"I\s+guess", r"presumably",
                      r"as\s+far\s+as\s+I\s+(?:can\s+tell|know)")
 _NEGATION_BEFORE = _words(r"not", r"never", r"no\s+longer", r"isn't", r"aren't", r"wasn't",
@@ -118,8 +124,19 @@ _NEGATION_BEFORE = _words(r"not", r"never", r"no\s+longer", r"isn't", r"aren't",
                           r"haven't", r"cannot", r"can't", r"nor", r"neither", r"instead\s+of",
                           r"rather\s+than")
 _DENIAL_AFTER = re.compile(
-    r"^\W*(?:is|was|would\s+be|seems)?\s*(?:wrong|incorrect|not\s+(?:right|correct)|"
-    r"outdated|a\s+mistake|an\s+error)\b", re.IGNORECASE)
+    r"^\W*(?:is|was|would\s+be|seems)?\s*(?:wrong|incorrect|false|inaccurate|mistaken|"
+    r"not\s+(?:right|correct|true|accurate)|outdated|a\s+mistake|an\s+error|a\s+typo)\b",
+    re.IGNORECASE)
+_DENIAL_ENDS = re.compile(
+    r"\b(?:is|was|are|were)\s+(?:wrong|incorrect|false|inaccurate|mistaken|"
+    r"not\s+(?:right|correct|true|accurate)|outdated)\W*$", re.IGNORECASE)
+"""A denial that ends the mention's clause: "47 with bay B2 is false"."""
+_DENIAL_NEXT = re.compile(
+    r"^\W*(?:(?:but|however|and)\s+)?(?:that|this|it|which)\s+(?:(?:figure|number|value|"
+    r"amount|date|name)\s+)?(?:is|was|'s)\s+(?:wrong|incorrect|false|inaccurate|mistaken|"
+    r"not\s+(?:right|correct|true|accurate)|outdated|a\s+mistake|an\s+error|a\s+typo)\b",
+    re.IGNORECASE)
+"""A denial that opens the next clause: "The document claims X, but that is wrong"."""
 _ALTERNATIVE_AFTER = re.compile(r"^\s*(?:/|\bor\b|\band/or\b)(?=\s*\S)", re.IGNORECASE)
 _ALTERNATIVE_BEFORE = re.compile(r"\S\s*(?:/|\bor\b|\band/or\b)\s*$", re.IGNORECASE)
 _NEW_VALUE_BEFORE = re.compile(
@@ -130,13 +147,46 @@ _FROM_BEFORE = re.compile(r"\bfrom\s*[^\w\s]?$", re.IGNORECASE)
 _SUPERSEDED = _words(r"draft(?:ed)?", r"preliminary", r"previous(?:ly)?", r"former(?:ly)?",
                      r"originally", r"old", r"outdated", r"obsolete", r"superseded",
                      r"replaced", r"withdrawn", r"revised\s+from", r"changed\s+from",
-                     r"used\s+to\s+be", r"initially")
+                     r"used\s+to(?:\s+\w+)?", r"initially", r"until\s+(?:recently|now)")
 _CHANGE_AFTER = re.compile(
     r"^\W*(?:(?:was|were|has\s+been|had\s+been|got)\s+)?(?:revised|changed|updated|"
     r"corrected|replaced|superseded|moved|cut|raised|lowered|amended)\b", re.IGNORECASE)
 _OTHER_PERIOD = _words(r"(?:last|previous|prior|past|next|following)\s+(?:fiscal\s+)?"
                        r"(?:year|quarter|month|week|period|FY)", r"(?:a|one|the)\s+year\s+"
                        r"(?:before|earlier|ago)", r"a\s+year\s+ago", r"in\s+the\s+past")
+_YEAR = re.compile(r"\b(?:FY\s?'?(\d{2}(?:\d{2})?)|(?:fiscal\s+)?((?:19|20)\d{2}))\b",
+                   re.IGNORECASE)
+"""A year a clause or a question names: 2026, FY2027, FY27, fiscal 2027."""
+
+
+_JOINED = re.compile(r"\s(?:and|while|whereas)\s", re.IGNORECASE)
+
+
+def _years(text: str) -> set[str]:
+    return {("20" + short if len(short) == 2 else short) if short else full
+            for short, full in _YEAR.findall(text)}
+
+
+def _other_year(before: str, after: str, asked: str) -> str | None:
+    """The year the mention's clause names when the question names years and not that one:
+    "$2,450,000 in FY2026" answers a question about FY2027 with another period's figure."""
+    wanted = _years(asked)
+    # The year beside the mention, not one joined by "and" to another value's.
+    before = _JOINED.split(before)[-1]
+    after = _JOINED.split(after)[0]
+    named = _years(before) | _years(after)
+    if not wanted or not named or named & wanted:
+        return None
+    match = _YEAR.search(before) or _YEAR.search(after)
+    return " ".join(match.group(0).split()) if match else None
+
+
+def _denied_next(text: str, end: int) -> str | None:
+    """The denial that opens the clause after the mention's ("…, but that is wrong")."""
+    stop = _BOUNDARY.search(text, end)
+    if stop is None:
+        return None
+    return _found(_DENIAL_NEXT, text[stop.end():])
 
 
 def clause_around(text: str, start: int, end: int) -> tuple[str, str, str]:
@@ -173,8 +223,9 @@ def reading_at(text: str, start: int, end: int, asked: str = "") -> Reading:
         (Cue.UNDECIDED, _found(_CONDITIONAL, before, after) or _found(_COMPARISON, before)
          or (_found(_COMPARATIVE_BEFORE, before) if _NEGATION_BEFORE.search(before) else None)
          or _found(_SOFT_HEDGE, before, after) or question),
-        (Cue.DOUBTED, _found(_DOUBT, before, after)),
-        (Cue.NEGATED, _found(_NEGATION_BEFORE, before) or _found(_DENIAL_AFTER, after)),
+        (Cue.DOUBTED, _found(_DOUBT, before, after) or _found(_CLAIMED_BEFORE, before)),
+        (Cue.NEGATED, _found(_NEGATION_BEFORE, before) or _found(_DENIAL_AFTER, after)
+         or _found(_DENIAL_ENDS, after) or _denied_next(text, end)),
         (Cue.ONE_OF_SEVERAL, _found(_ALTERNATIVE_AFTER, after)
          or _found(_ALTERNATIVE_BEFORE, before)),
         (Cue.ASSERTED, None if _FROM_BEFORE.search(before)
@@ -182,7 +233,8 @@ def reading_at(text: str, start: int, end: int, asked: str = "") -> Reading:
         (Cue.SUPERSEDED, _not_asked(_found(_SUPERSEDED, before, after), asked)
          or _found(_CHANGE_AFTER, after)
          or (_found(_FROM_BEFORE, before) if re.search(r"\bto\b", after) else None)),
-        (Cue.OTHER_CONTEXT, _not_asked(_found(_OTHER_PERIOD, before, after), asked)),
+        (Cue.OTHER_CONTEXT, _not_asked(_found(_OTHER_PERIOD, before, after), asked)
+         or _other_year(before, after, asked)),
     )
     for cue, words in rules:
         if words:

@@ -33,6 +33,22 @@ def call_matches(step: Step, call: CallEvidence) -> bool:
         for key, matcher in step.arguments.items())
 
 
+def call_does_step(step: scenarios.ToolStep, call: CallEvidence) -> bool:
+    """The call fills a trajectory's step: it matches, and it succeeded unless the step expects
+    the error (as `tool_called`: a search that errored has not searched)."""
+    return call_matches(step, call) and (step.may_fail or not call.failed)
+
+
+def _failed_lookalikes(step: scenarios.ToolStep, calls: list[CallEvidence]) -> str:
+    """Why a step found no call when calls of it failed: said in the failure line, with the fix."""
+    failed = [call for call in calls if call.failed and call_matches(step, call)]
+    if not failed:
+        return ""
+    errors = "; ".join(f"call {call.position}: {call.error or 'failed'}" for call in failed[:3])
+    return (f" ({len(failed)} matching call(s) failed: {errors} — set may_fail: true on the step "
+            "if the scenario expects the error)")
+
+
 def _describe_step(step: Step) -> str:
     if not step.arguments:
         return step.tool
@@ -79,26 +95,31 @@ def _tool_not_called(check: scenarios.ToolNotCalled, context: CheckContext) -> t
 
 
 def _tools_in_order(check: scenarios.ToolsInOrder, context: CheckContext) -> tuple[bool, str]:
-    found = in_order_matches(check.tools, context.calls, call_matches)
+    found = in_order_matches(check.tools, context.calls, call_does_step)
     if len(found) == len(check.tools):
         return True, ""
     expected = ", ".join(_describe_step(step) for step in check.tools)
     matched = "; ".join(f"{_describe_step(step)} at call {context.calls[index].position}"
                         for step, index in zip(check.tools, found, strict=False))
-    missing = _describe_step(check.tools[len(found)])
+    step = check.tools[len(found)]
     after = f" after call {context.calls[found[-1]].position}" if found else ""
+    rest = context.calls[found[-1] + 1:] if found else context.calls
     progress = f"matched {matched}; " if matched else ""
-    return False, (f"expected in this order [{expected}]; {progress}no {missing}{after}; "
+    failed = _failed_lookalikes(step, rest)
+    return False, (f"expected in this order [{expected}]; {progress}no {_describe_step(step)}"
+                   f"{' that succeeded' if failed else ''}{after}{failed}; "
                    f"got {_trajectory(context.calls)}")
 
 
 def _tools_exact(check: scenarios.ToolsExact, context: CheckContext) -> tuple[bool, str]:
-    index = first_difference(check.tools, context.calls, call_matches)
+    index = first_difference(check.tools, context.calls, call_does_step)
     if index is None:
         return True, ""
     want = (_describe_step(check.tools[index]) if index < len(check.tools)
             else "no further call")
     got = context.calls[index].describe() if index < len(context.calls) else "no further call"
+    if index < len(check.tools) and index < len(context.calls):
+        got += _failed_lookalikes(check.tools[index], [context.calls[index]])
     expected = ", ".join(_describe_step(step) for step in check.tools)
     return False, (f"expected exactly [{expected}]; got {_trajectory(context.calls)} — "
                    f"first difference at call {index + 1}: expected {want}, got {got}")

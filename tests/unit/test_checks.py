@@ -107,6 +107,35 @@ def test_tool_called_counts_only_a_call_that_succeeded_unless_the_scenario_expec
                   [failed]).passed
 
 
+def test_a_trajectory_step_is_filled_only_by_a_call_that_succeeded_unless_it_expects_the_error():
+    failed = ToolCall(name="query_documents", arguments={"query": "budget"},
+                      error="index not ready")
+    listed = call("list_indexed_documents")
+    in_order = {"type": "tools_in_order", "tools": ["list_indexed_documents", "query_documents"]}
+    result = decide(in_order, [listed, failed])
+    assert not result.passed
+    assert result.diagnostic.startswith(
+        "expected in this order [list_indexed_documents, query_documents]; matched "
+        "list_indexed_documents at call 1; no query_documents that succeeded after call 1 "
+        "(1 matching call(s) failed: call 2: index not ready — set may_fail: true on the step "
+        "if the scenario expects the error); got [")
+    assert decide(in_order, [listed, failed, call("query_documents", query="again")]).passed
+    assert decide({"type": "tools_in_order", "tools": [
+        "list_indexed_documents", {"tool": "query_documents", "may_fail": True}]},
+        [listed, failed]).passed
+
+    exact = {"type": "tools_exact", "tools": ["list_indexed_documents", "query_documents"]}
+    result = decide(exact, [listed, failed])
+    assert not result.passed
+    assert "first difference at call 2" in result.diagnostic
+    assert "1 matching call(s) failed: call 2: index not ready" in result.diagnostic
+    assert decide({"type": "tools_exact", "tools": [
+        "list_indexed_documents", {"tool": "query_documents", "may_fail": True}]},
+        [listed, failed]).passed
+    # A guard counts a failed call as called: the agent tried what it must not.
+    assert not decide({"type": "tool_not_called", "tool": "query_documents"}, [failed]).passed
+
+
 def test_argument_regex_is_searched_in_non_string_values() -> None:
     check = {"type": "tool_called", "tool": "search",
              "arguments": {"limits": {"matches": '"top_k": 5'}}}
@@ -386,4 +415,4 @@ def test_an_unknown_key_in_a_trajectory_step_names_the_step_keys(tmp_path: Path)
     (problem,) = problems
     assert problem.field == "turns[0].checks[0].tools[0].argumens"
     assert "did you mean 'arguments'?" in problem.message
-    assert problem.fix == "valid keys here: tool, arguments"
+    assert problem.fix == "valid keys here: tool, arguments, may_fail"

@@ -142,6 +142,27 @@ def test_brackets_bound_a_clause_and_soft_hedges_are_undecided(text, cue):
     assert read(text)[0] is cue
 
 
+@pytest.mark.parametrize(("text", "cue", "words"), [
+    # Wrong answers in words the first cue list did not have (found by reading it as an agent
+    # that talks would write): each reads as what it is, not as the figure asserted.
+    ("$1,960,000 (the $2,450,000 figure is from FY2026)", Cue.OTHER_CONTEXT, "FY2026"),
+    ("$2,450,000 in FY2026 and $1,960,000 in FY2027", Cue.OTHER_CONTEXT, "FY2026"),
+    ("The document claims $2,450,000, but that is wrong", Cue.DOUBTED, "claims"),
+    ("It says $2,450,000, but that is outdated", Cue.NEGATED, "but that is outdated"),
+    ("Engineering used to get $2,450,000 and now gets $1,960,000", Cue.SUPERSEDED, "used to get"),
+    ("$2,450,000 is false; it is $1,960,000", Cue.NEGATED, "is false"),
+    # ... and right answers that name years and reports stay asserted.
+    ("Engineering gets $2,450,000 in FY2027 and $1,960,000 in FY2026", Cue.ASSERTED, ""),
+    ("The FY2027 plan, approved in 2026, gives Engineering $2,450,000.", Cue.ASSERTED, ""),
+    ("For FY 2027 Engineering gets $2,450,000, approved on 22 June 2026.", Cue.ASSERTED, ""),
+    ("Insurance claims of $2,450,000 were paid.", Cue.ASSERTED, ""),
+])
+def test_talking_answers_are_read_against_the_year_the_question_names(text, cue, words):
+    at = text.index(FIGURE)
+    reading = reading_at(text, at, at + len(FIGURE), "How much does Engineering get in FY2027?")
+    assert (reading.cue, reading.words) == (cue, words)
+
+
 def test_a_period_the_question_asks_for_is_no_cue():
     at = "Last year it was $2,450,000.".index(FIGURE)
     text = "Last year it was $2,450,000."

@@ -154,6 +154,18 @@ def test_a_check_that_contradicts_the_ground_truth_exits_1_naming_file_turn_and_
         "1 of 1 scenarios decidable offline: 1 not passable, 0 not discriminating")
 
 
+def test_a_scenario_no_right_answer_passes_catches_no_kind_in_the_table():
+    contradicting = [{"type": "answer_contains", "text": "$2,540,000"}]
+    sound = [{"type": "answer_number", "value": 2450000, "tolerance": 0.001}]
+    results = [selftest_of(budget_scenario([engineering(checks=checks)]))
+               for checks in (contradicting, sound)]
+    assert [r.verdict for r in results] == [Verdict.NOT_PASSABLE, Verdict.SOUND]
+    table = SelftestReport(scenarios=results).caught_by_kind()
+    assert table and all(tried == 1 for _, tried in table.values()), table
+    alone = SelftestReport(scenarios=results[:1]).caught_by_kind()
+    assert alone == {}
+
+
 def test_without_an_expected_answer_the_genuine_answer_is_the_named_fact_of_the_manifest():
     truth = {"doc_id": "budget_fy2027", "fact_id": "engineering_allocation"}
     checks = [{"type": "answer_number", "value": 2450000, "tolerance": 0.001}]
@@ -191,7 +203,9 @@ def test_an_answer_check_that_counts_any_mention_is_shown_by_the_table(tmp_path)
     folder = tree(tmp_path / "b", budget_scenario([engineering(checks=numbers)]))
     code, output = invoke(str(folder), "--corpus", str(EVAL / "corpus"))
     assert code == 0, output
-    assert "negation       1 of 1" in output and "two values     1 of 1" in output
+    table = {line.rsplit("  ", 1)[0].strip(): line.rsplit("  ", 1)[1]
+             for line in output.splitlines() if line.endswith(" of 1")}
+    assert table["negation"] == table["two values"] == table["reported claim"] == "1 of 1"
     assert "the right answer paraphrased passes on 1 of 1 turns" in output
 
 
@@ -216,9 +230,9 @@ def test_a_derived_amount_catches_every_wrong_answer():
     assert turn.genuine_answer == "$2,450,000" and turn.genuine_failures == []
     # 20% off, 5 other facts of the budget, hedged list, I don't know, empty, and the five
     # talking ones (no wrong entity: the turn checks no entity beside its figure)
-    assert turn.wrong_tried == 14
-    assert turn.tried[-6:] == ["negation", "wrong context", "revision", "doubt", "two values",
-                               "empty answer"]
+    assert turn.wrong_tried == 16
+    assert turn.tried[-8:] == ["negation", "wrong context", "revision", "doubt", "two values",
+                               "denial", "reported claim", "empty answer"]
     assert turn.paraphrase_passed is True
 
 
