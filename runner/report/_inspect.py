@@ -18,15 +18,19 @@ inside the functions, and `InspectUnavailable` says how to install it.
 from __future__ import annotations
 
 import importlib
-import json
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel, Field, ValidationError
+
 from runner.records.status import Status
 from runner.report._folder import SCORECARD, read_scorecard
 from runner.report._models import ScenarioResult, Scorecard
+from runner.system.bounded_read import SETTINGS_BYTES
+from runner.system.json_input import InputError, field_path, read_json_input
 from runner.system.writes import atomic_replace
 
 if TYPE_CHECKING:
@@ -70,15 +74,32 @@ def _require_inspect() -> None:
         raise InspectUnavailable(INSTALL_HINT)
 
 
+class _SuiteOfRun(BaseModel):
+    """The one field of run.json the export takes: the suite as the run was given it. The rest
+    of run.json is RunSettings' (runner/run), a layer above this one; it is ignored here."""
+
+    suite_paths: list[str] = Field(default_factory=list, description="scenario files or folders")
+
+
 def suite_name(run_dir: Path) -> str:
     """The suite as the run was given it (run.json's suite_paths), e.g. `scenarios`; `trialbox`
-    when run.json is missing or unreadable (a scorecard copied out of its folder)."""
-    try:
-        settings = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
-        paths = [Path(str(p)).name for p in settings.get("suite_paths") or []]
-    except (OSError, ValueError, AttributeError):
+    when there is no run.json (a scorecard copied out of its folder). A run.json that is there
+    is read as every file of ours (bounded, regular, finite): a FIFO, /dev/zero behind a link or
+    a field of the wrong type is an InputError line, never a hang or a traceback."""
+    path = run_dir / "run.json"
+    if not os.path.lexists(path):
         return "trialbox"
-    return "+".join(p for p in paths if p) or "trialbox"
+    fix = "restore run.json as trialbox wrote it, or move it aside to export without it"
+    data = read_json_input(path, SETTINGS_BYTES, fix)
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: top level is not an object; {fix}")
+    try:
+        settings = _SuiteOfRun.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]  # its location and message only: never the value read
+        raise InputError(f"{path}: {field_path(first['loc'])}: {first['msg']}; {fix}") from None
+    names = [Path(p).name for p in settings.suite_paths]
+    return "+".join(n for n in names if n) or "trialbox"
 
 
 def eval_log_of(card: Scorecard, *, suite: str = "trialbox") -> EvalLog:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -279,3 +280,43 @@ def test_export_of_a_folder_without_a_scorecard_is_one_line_exit_2(tmp_path: Pat
     assert result.exit_code == 2
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and "no scorecard here" in lines[0]
+
+
+# --- run.json read as any file of ours (issue 34) -------------------------------------------------
+
+
+def export_exit_and_lines(run: Path, out: Path) -> tuple[int, list[str]]:
+    result = CliRunner().invoke(app, ["export", "inspect", str(run), "--out", str(out)],
+                                env={"COLUMNS": "300"})
+    return result.exit_code, result.output.strip().splitlines()
+
+
+def test_a_run_json_of_the_wrong_shape_is_one_line_exit_2_not_a_traceback(tmp_path: Path) -> None:
+    run = run_folder(tmp_path)
+    (run / "run.json").write_text(json.dumps({"suite_paths": 5}), encoding="utf-8")
+    code, lines = export_exit_and_lines(run, tmp_path / "logs")
+    assert code == 2
+    assert len(lines) == 1 and "run.json" in lines[0] and "suite_paths" in lines[0]
+    assert not (tmp_path / "logs").exists()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link to /dev/zero"])
+def test_a_run_json_that_is_no_regular_file_is_refused_without_waiting(
+        tmp_path: Path, kind: str) -> None:
+    run = run_folder(tmp_path)
+    (run / "run.json").unlink()
+    if kind == "fifo":
+        os.mkfifo(run / "run.json")  # opened for reading, it would wait for a writer for ever
+    else:
+        (run / "run.json").symlink_to("/dev/zero")  # endless
+    code, lines = export_exit_and_lines(run, tmp_path / "logs")
+    assert code == 2
+    assert len(lines) == 1 and "run.json" in lines[0]
+
+
+def test_without_run_json_the_suite_is_called_trialbox(tmp_path: Path) -> None:
+    run = run_folder(tmp_path)
+    (run / "run.json").unlink()
+    code, lines = export_exit_and_lines(run, tmp_path / "logs")
+    assert code == 0, lines
+    assert read_eval_log(str(tmp_path / "logs" / "run-1.eval")).eval.task == "trialbox"
