@@ -21,8 +21,9 @@ from runner.run.errors import EXIT_INFRA, EXIT_USAGE
 
 SpecText = Annotated[str | None, typer.Option(help=(
     "an LLM server build as key=value,…: image=TAG (llm-cpu or Lemonade image), "
-    "server=llm-cpu|lemonade, backend=cpu|vulkan|rocm (Lemonade), args='…' (llm-cpu), "
-    "cpus=N (the container's CPU limit), or url=http://… (a running server)"))]
+    "server=llm-cpu|lemonade, backend=cpu|vulkan|rocm (Lemonade), cpus=N (the container's "
+    "CPU limit), or url=http://… (a running server); args=… (llm-cpu's arguments) comes last "
+    "and takes the rest of the spec, commas included"))]
 
 
 @with_run_options

@@ -42,6 +42,35 @@ def test_a_bad_spec_is_one_line_naming_the_option_and_the_fix(text: str, words: 
     assert "\n" not in message
 
 
+@pytest.mark.parametrize(("text", "args"), [
+    ("image=x,cpus=1,args=--override-kv a=1,b=2", ["--override-kv", "a=1,b=2"]),
+    ("args=--override-kv a=1,b=2", ["--override-kv", "a=1,b=2"]),
+    ("image=x,args='--override-kv a=1,cpus=2' --threads 1", ["--override-kv a=1,cpus=2",
+                                                            "--threads", "1"]),
+    ('image=x,args=--x "a,url=b"', ["--x", "a,url=b"]),
+])
+def test_args_comes_last_and_takes_the_rest_of_the_spec_commas_included(
+        text: str, args: list[str]) -> None:
+    """The rule the module docstring gives: a comma inside args= is the server's."""
+    spec = parse_spec(text if text.startswith("image=") else f"image=x,{text}", "A")
+    assert spec.args == args and spec.image == "x"
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("image=x,args=--threads 1,cpus=1", "move cpus= before args= (args= comes last)"),
+    ("image=x,args=--a, image=y", "move image= before args="),
+    ("image=x,args=--a,args=--b", "args= after it would be a server argument; give it once"),
+    ("image=x,args='--a", "no closing quotation; close the quote"),
+    ("image=x,args=", "'args=' is not key=value"),
+])
+def test_an_ambiguous_args_is_one_line_naming_the_key_and_the_fix(text: str, words: str) -> None:
+    with pytest.raises(UsageError) as caught:
+        parse_spec(text, "B")
+    message = str(caught.value)
+    assert message.startswith(f"--b {text!r}: ") and words in message, message
+    assert "\n" not in message
+
+
 def test_every_unit_runs_on_both_sides_back_to_back_in_abba_baab_order() -> None:
     keys = [f"s{i}" for i in range(8)]
     blocks = balanced_blocks(keys)
