@@ -3,7 +3,9 @@
 The fixture tree (run ``--fixtures DIR``) is mounted read-only into every Docker sandbox at
 ``FIXTURES_MOUNT``, like the corpus; before the first turn each folder the scenario declares is
 copied from there into the home (a tmpfs, new with each sandbox, so every scenario gets a fresh
-copy, as it gets a clean RAG cache), and made read-only when the scenario only reads it. Such a
+copy, as it gets a clean RAG cache), the files GAIA's own staging leaves out removed from the
+copy before the agent starts (runner.scenarios._fixtures.NOT_AGENT_FACING: ground truth, the
+generators that plant it, byte-code caches), and made read-only when the scenario only reads it. Such a
 sandbox's Agent UI works from ``~/gaia-eval`` (``STAGING_HOME``), as GAIA's harness runs it. A copy,
 not a link: GAIA's agent refuses paths that resolve outside the home (its symlink-escape
 scenarios test exactly that)."""
@@ -19,6 +21,7 @@ from typing import Any
 from runner.sandbox._hardening import IMAGE_HOME
 from runner.sandbox._protocol import SandboxError
 from runner.scenarios import STAGING_DIR
+from runner.scenarios._fixtures import NOT_AGENT_FACING
 
 #: Where a Docker sandbox sees the fixture tree (read-only).
 FIXTURES_MOUNT = "/fixtures"
@@ -31,17 +34,26 @@ STAGING_HOME = str(PurePosixPath(IMAGE_HOME) / STAGING_DIR)
 
 def staging_script(stagings: Sequence[Any], home: str = IMAGE_HOME,
                    mount: str = FIXTURES_MOUNT) -> str:
-    """The shell commands that stage ``stagings`` (runner.scenarios.FixtureStaging) in ``home``."""
+    """The shell commands that stage ``stagings`` (runner.scenarios.FixtureStaging) in ``home``:
+    copy each folder, remove what its ``excluded`` names (GAIA's ``NOT_AGENT_FACING``) from the
+    copy, then set its mode. Plain ``sh``, ``cp``, ``find`` (GNU, BSD or busybox: ``-mindepth``)
+    and ``chmod``: it runs as well on this machine as in a sandbox."""
     commands = ["set -e"]
     for staging in stagings:
         source = PurePosixPath(mount) / staging.folder
-        target = PurePosixPath(home) / staging.inside
-        commands += [f"mkdir -p {shlex.quote(str(target.parent))}",
-                     f"rm -rf {shlex.quote(str(target))}",
-                     f"cp -R {shlex.quote(str(source))} {shlex.quote(str(target))}",
-                     # The copy is the sandbox user's; its mode says what the scenario may do.
-                     f"chmod -R {'a-w,u+rX' if staging.read_only else 'u+rwX'} "
-                     f"{shlex.quote(str(target))}"]
+        target = shlex.quote(str(PurePosixPath(home) / staging.inside))
+        names = " -o ".join(f"-name {shlex.quote(pattern)}"
+                            for pattern in getattr(staging, "excluded", NOT_AGENT_FACING))
+        commands += [f"mkdir -p {shlex.quote(str(PurePosixPath(home) / staging.inside.parent))}",
+                     f"rm -rf {target}",
+                     f"cp -R {shlex.quote(str(source))} {target}",
+                     # Writable first, so a read-only folder of the source can lose its files.
+                     f"chmod -R u+rwX {target}"]
+        if names:
+            commands.append(f"find {target} -mindepth 1 \\( {names} \\) -prune "
+                            "-exec rm -rf {} +")
+        # The copy is the sandbox user's; its mode says what the scenario may do.
+        commands.append(f"chmod -R {'a-w,u+rX' if staging.read_only else 'u+rwX'} {target}")
     return "\n".join(commands)
 
 

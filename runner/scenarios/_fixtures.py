@@ -1,22 +1,31 @@
 """Which fixture folders a scenario needs staged in the sandbox's home, and how.
 
-GAIA's newer tree declares them in two places, and GAIA's own harness
-(tests/fixtures/gaia/stage_eval_env.py on GAIA's main branch) copies the repository's
-``tests/fixtures/gaia/`` folder to ``~/gaia-eval/`` before a run:
+GAIA's newer tree declares them in two places:
 
 - a comment opening the file: ``# FIXTURE-SYNC: tests/fixtures/gaia/<folder>/ — what it holds``
   (a file may be named instead of a folder: its folder is staged);
 - ``setup.notes``: ``"odd_names/ staged at ~/gaia-eval/tiers_files_shell/odd_names/."``
 
-trialbox stages only the folders a scenario declares (each at ``~/gaia-eval/<folder>/``), a
-fresh copy per sandbox. A folder is staged read-only unless the scenario asks the agent to
-change files (its words name writing, editing, copying, ...): a read-only copy is how a
-"leave the original alone" scenario cannot be passed by accident, and a writable one is
-still fresh, since each sandbox's home is new.
+GAIA's own harness (``tests/fixtures/gaia/stage_eval_env.py`` on GAIA's main branch) reads
+neither, nor the turns: once, before any scenario runs, it copies a fixed list of the fixture
+tree's folders (earlier versions: the whole tree) to ``~/gaia-eval/``, whatever the scenarios
+name, leaving out the files that hold or make an answer (``NOT_AGENT_FACING``). trialbox instead
+stages only the folders a scenario declares (each at ``~/gaia-eval/<folder>/``), a fresh copy per
+sandbox, with the same files left out. So a scenario that names ``~/gaia-eval/<folder>/`` only in
+its turns' messages (no ``FIXTURE-SYNC`` comment, no ``setup.notes``) gets nothing staged, where
+GAIA's harness may have the folder in place: it declares its folders with trialbox's
+``fixtures:`` key.
+
+A folder is staged read-only unless the scenario asks the agent to change files (its words name
+writing, editing, copying, ...): a read-only copy is how a "leave the original alone" scenario
+cannot be passed by accident, and a writable one is still fresh, since each sandbox's home is
+new.
 """
 
 from __future__ import annotations
 
+import fnmatch
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -34,6 +43,14 @@ STAGING_DIR = PurePosixPath("gaia-eval")
 
 FIXTURE_TREE = PurePosixPath("tests/fixtures/gaia")
 """Where a GAIA checkout keeps its fixtures, relative to the repository root."""
+
+# From GAIA's tests/fixtures/gaia/stage_eval_env.py on its main branch (amd/gaia), whose
+# ``_NOT_AGENT_FACING = shutil.ignore_patterns(...)`` keeps these out of ~/gaia-eval: the folder
+# is the agent's file scope, so it holds nothing the scorer knows. The one list trialbox stages
+# by (fixture_stagings, runner/sandbox/_fixtures.py's staging_script); change it with GAIA's.
+NOT_AGENT_FACING: tuple[str, ...] = ("_gen_*", "ground_truth.json", "__pycache__")
+"""Names (shell globs, matched against each file's and folder's own name, case-sensitively)
+never staged: ground truth, the generators that plant it, Python's byte-code caches."""
 
 _WRITES = re.compile(
     r"\b(write|writes|written|edit|edits|edited|edit_file|write_file|copy|copies|create|creates|"
@@ -73,6 +90,21 @@ def outermost(folders: Iterable[str]) -> list[str]:
             if not any(other != f and PurePosixPath(f).is_relative_to(other) for other in unique)]
 
 
+def agent_facing(name: str) -> bool:
+    """A file or folder called ``name`` may be staged (no ``NOT_AGENT_FACING`` pattern matches)."""
+    return not any(fnmatch.fnmatchcase(name, pattern) for pattern in NOT_AGENT_FACING)
+
+
+def left_out_of(source: Path) -> list[Path]:
+    """What staging ``source`` leaves out: the outermost files and folders under it whose names
+    ``NOT_AGENT_FACING`` matches, sorted."""
+    found: list[Path] = []
+    for folder, dirs, files in os.walk(source):
+        found += [Path(folder, name) for name in [*dirs, *files] if not agent_facing(name)]
+        dirs[:] = [name for name in dirs if agent_facing(name)]
+    return sorted(found)
+
+
 def writes_files(scenario: Any) -> bool:
     """The scenario's own words ask the agent to change files (see ``_WRITES``)."""
     texts = [scenario.description or "", scenario.setup.notes or "", scenario.expected_outcome or ""]
@@ -92,12 +124,14 @@ class FixtureStaging:
     source: Path
     inside: PurePosixPath  # relative to the sandbox user's home
     read_only: bool
+    excluded: tuple[str, ...] = NOT_AGENT_FACING  # names never copied (shell globs)
 
 
 def fixture_stagings(scenario: Any, fixtures_root: Path | None
                      ) -> tuple[list[FixtureStaging], list[str]]:
     """What to stage for ``scenario`` from ``fixtures_root``, and the fixture paths that are
-    missing (the scenario is then SKIPPED_NO_DOCUMENT, naming them)."""
+    missing (the scenario is then SKIPPED_NO_DOCUMENT, naming them). A folder whose own path
+    has a ``NOT_AGENT_FACING`` name is never staged: it is listed as missing, saying why."""
     folders: list[str] = list(scenario.fixtures)
     if not folders:
         return [], []
@@ -108,7 +142,9 @@ def fixture_stagings(scenario: Any, fixtures_root: Path | None
     stagings, missing = [], []
     for folder in folders:
         source = fixtures_root / folder
-        if source.is_dir():
+        if not all(agent_facing(part) for part in PurePosixPath(folder).parts):
+            missing.append(f"{source} (holds answers: GAIA never stages it)")
+        elif source.is_dir():
             stagings.append(FixtureStaging(folder=folder, source=source,
                                            inside=STAGING_DIR / folder, read_only=read_only))
         else:
