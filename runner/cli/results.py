@@ -93,11 +93,13 @@ def calibrate(
     judge_url: JudgeUrl = None,
     deadline: Annotated[float, typer.Option(help="seconds")] = 120.0,
 ) -> None:
-    """Run only the calibration gate: exit 0 calibrated, 1 failed, 2 configuration error."""
+    """Run only the calibration gate: exit 0 calibrated, 1 failed, 2 configuration error, 3 the
+    judge's server refused, failed or sent no answer (no verdict on the model)."""
     import asyncio
 
     from runner.judge import (
         JudgeCache,
+        JudgeServerError,
         JudgeUnavailable,
         ProviderConfigError,
         from_env_and_flags,
@@ -120,7 +122,7 @@ def calibrate(
     say(f"judge: {choices.judge_reason}")
     try:
         report = asyncio.run(gate(judge, deadline))
-    except JudgeUnavailable as exc:  # the server refused or stayed down: not a verdict
+    except (JudgeUnavailable, JudgeServerError) as exc:  # the server, not the model: no verdict
         fail(f"calibration could not run: {exc}", EXIT_INFRA)
     except Exception as exc:  # noqa: BLE001 — an unreachable judge is a configuration error
         fail(f"calibration could not run: {type(exc).__name__}: {exc}", EXIT_USAGE)

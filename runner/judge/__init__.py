@@ -31,7 +31,7 @@ from runner.judge._config import (
     make_judge,
     open_judge,
 )
-from runner.judge._errors import CalibrationFailed, JudgeError, JudgeUnavailable
+from runner.judge._errors import CalibrationFailed, JudgeError, JudgeServerError, JudgeUnavailable
 from runner.judge._judge import Judge, ModelJudge
 from runner.judge._openai import OpenAIBackend
 
@@ -51,6 +51,7 @@ __all__ = [
     "JudgeCache",
     "JudgeConfig",
     "JudgeError",
+    "JudgeServerError",
     "JudgeUnavailable",
     "ModelJudge",
     "OpenAIBackend",

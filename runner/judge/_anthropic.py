@@ -15,7 +15,13 @@ import anthropic
 import httpx2
 
 from runner.judge._ask import BackendReply, StructuredRequest
-from runner.judge._errors import REFUSED, RETRIED, JudgeError, JudgeUnavailable
+from runner.judge._errors import (
+    REFUSED,
+    RETRIED,
+    JudgeError,
+    JudgeServerError,
+    JudgeUnavailable,
+)
 from runner.records.judgments import JudgeUsage
 from runner.verdict.prices import judge_cost_usd
 
@@ -124,22 +130,22 @@ class AnthropicBackend:
                 async for chunk in response.iter_bytes():
                     raw += chunk
                     if len(raw) > REPLY_BYTES:
-                        raise JudgeError(f"anthropic judge: the reply passed {REPLY_BYTES // 2**20} MiB; "
+                        raise JudgeServerError(f"anthropic judge: the reply passed {REPLY_BYTES // 2**20} MiB; "
                                          "a judge reply is a few KB — check ANTHROPIC_BASE_URL")
             message = anthropic.types.Message.model_validate_json(bytes(raw))
         except anthropic.APIConnectionError as error:
-            raise JudgeError(f"anthropic judge: cannot reach the API ({error})") from error
+            raise JudgeServerError(f"anthropic judge: cannot reach the API ({error})") from error
         except anthropic.APIStatusError as error:
             status = error.status_code
             if status in REFUSED or status in RETRIED:  # the SDK has retried 429/5xx already
                 raise JudgeUnavailable(f"anthropic judge: HTTP {status} from the Messages API — "
                                        + ("check ANTHROPIC_API_KEY" if status in REFUSED
                                           else "the API is unavailable; try again later")) from None
-            raise JudgeError(
+            raise JudgeServerError(
                 f"anthropic judge: HTTP {status} from the Messages API: {error.message}"
             ) from error
         except ValueError:  # pydantic's ValidationError: not a Messages API reply
-            raise JudgeError("anthropic judge: the reply is not a Messages API message; check "
+            raise JudgeServerError("anthropic judge: the reply is not a Messages API message; check "
                              "ANTHROPIC_BASE_URL") from None
         return BackendReply(text=_reply_text(message, request.schema_name), usage=self._usage(message),
                             served_model=message.model or None)

@@ -18,13 +18,17 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from runner.judge._errors import CalibrationFailed, JudgeError, JudgeUnavailable
+from runner.judge._errors import CalibrationFailed, JudgeError, JudgeServerError, JudgeUnavailable
 from runner.judge._judge import Judge, ModelJudge
 from runner.records.judgments import DIMENSIONS, ClaimJudgment, ClaimLabel, Judgments
 from runner.records.transcript import Transcript
 from runner.system.paths import eval_root
 
 DEFAULT_DEADLINE_S = 120.0
+
+#: What stops the gate at once and escapes it: the server refused us, stayed down, or sent no
+#: model answer at all. None of it says how well the model judges, so none is a miss.
+INFRASTRUCTURE = (JudgeUnavailable, JudgeServerError)
 
 Kind = Literal["claim", "rubric"]
 
@@ -202,7 +206,7 @@ async def _guarded(judge: Judge, kind: Kind, example: Any, limit: asyncio.Semaph
             if kind == "claim":
                 return await _run_claim(judge, example)
             return await _run_rubric(judge, example)
-        except JudgeUnavailable:
+        except INFRASTRUCTURE:
             raise  # the server, not the model: calibrate stops the gate at once
         except JudgeError as error:
             return ExampleResult(
@@ -237,8 +241,9 @@ async def calibrate(
     tasks = [asyncio.ensure_future(_guarded(judge, kind, example, limit)) for kind, example in plan]
     started = time.monotonic()
     pending: set[asyncio.Future[ExampleResult]] = set(tasks)
-    # Woken by each raised example (only JudgeUnavailable escapes _guarded): a refused key or
-    # a judge that stays down ends the gate at once, not after every example failed on it.
+    # Woken by each raised example (only INFRASTRUCTURE escapes _guarded): a refused key, a
+    # judge that stays down or sends garbage ends the gate at once, not after every example
+    # failed on it.
     while pending and not _unavailable(tasks):
         left = started + deadline_s - time.monotonic()
         if left <= 0:
@@ -248,7 +253,7 @@ async def calibrate(
         task.cancel()
     # Every outcome retrieved: none is left to asyncio's "Task exception was never retrieved".
     outcomes = await asyncio.gather(*tasks, return_exceptions=True)
-    refused = next((o for o in outcomes if isinstance(o, JudgeUnavailable)), None)
+    refused = next((o for o in outcomes if isinstance(o, INFRASTRUCTURE)), None)
     if refused is not None:
         raise refused
     elapsed = time.monotonic() - started
@@ -272,7 +277,7 @@ async def calibrate(
 
 
 def _unavailable(tasks: Sequence[asyncio.Future[ExampleResult]]) -> bool:
-    return any(t.done() and not t.cancelled() and isinstance(t.exception(), JudgeUnavailable)
+    return any(t.done() and not t.cancelled() and isinstance(t.exception(), INFRASTRUCTURE)
                for t in tasks)
 
 

@@ -25,3 +25,11 @@ class JudgeUnavailable(JudgeError):
     """The judge's server refused us (401/403: the key) or stayed unavailable (402/429/5xx after
     bounded retries): an infrastructure failure (exit 3), never a verdict — calibration stops at
     once instead of reading it as "15 of 15 examples wrong"."""
+
+
+class JudgeServerError(JudgeError):
+    """The judge's server or the way to it failed, so no model answer came back: a refused or
+    dropped connection, no reply in time, a body that is not a chat reply (garbage, bad gzip,
+    too big), a `usage` that is no token count, an HTTP error. It says nothing about how well
+    the model judges: calibration stops on it as on JudgeUnavailable (exit 3, one line), where
+    a reply that fails validation twice is the model's miss."""

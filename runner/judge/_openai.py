@@ -22,7 +22,13 @@ from urllib.parse import urlsplit
 import httpx
 
 from runner.judge._ask import BackendReply, StructuredRequest
-from runner.judge._errors import REFUSED, RETRIED, JudgeError, JudgeUnavailable
+from runner.judge._errors import (
+    REFUSED,
+    RETRIED,
+    JudgeError,
+    JudgeServerError,
+    JudgeUnavailable,
+)
 from runner.records.judgments import JudgeUsage
 
 # The /models fields that say which weights answer. Others change between calls (llama.cpp's
@@ -142,14 +148,14 @@ class OpenAIBackend:
         try:
             text = body["choices"][0]["message"].get("content") or ""
         except (KeyError, IndexError, TypeError, AttributeError):
-            raise JudgeError(
+            raise JudgeServerError(
                 f"openai judge at {self.base}: the reply has no choices[0].message"
             ) from None
         if not isinstance(text, str):
-            raise JudgeError(f"openai judge at {self.base}: choices[0].message.content is not text")
+            raise JudgeServerError(f"openai judge at {self.base}: choices[0].message.content is not text")
         used = body.get("usage") or {}
         if not isinstance(used, dict):
-            raise JudgeError(f"openai judge at {self.base}: the reply's usage is not an object")
+            raise JudgeServerError(f"openai judge at {self.base}: the reply's usage is not an object")
         usage = JudgeUsage(
             input_tokens=self._tokens(used, "prompt_tokens"),
             output_tokens=self._tokens(used, "completion_tokens"),
@@ -168,7 +174,7 @@ class OpenAIBackend:
         if value is None:
             return 0
         if type(value) is not int or value < 0:  # noqa: E721 — True is an int to isinstance
-            raise JudgeError(f"openai judge at {self.base}: the reply's usage.{key} is not a "
+            raise JudgeServerError(f"openai judge at {self.base}: the reply's usage.{key} is not a "
                              "token count")
         return value
 
@@ -192,12 +198,12 @@ class OpenAIBackend:
             raise JudgeUnavailable(f"openai judge: HTTP {status} from {url}, still after "
                                    f"{RETRIES} retries — the judge is unavailable; try again later")
         if status >= 400:
-            raise JudgeError(f"openai judge: HTTP {status} from {url}; check --judge-url and "
+            raise JudgeServerError(f"openai judge: HTTP {status} from {url}; check --judge-url and "
                              "--judge-model")
         try:
             return json.loads(raw.decode("utf-8"))
         except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
-            raise JudgeError(f"openai judge: {url} returned {len(raw)} bytes that are not JSON; "
+            raise JudgeServerError(f"openai judge: {url} returned {len(raw)} bytes that are not JSON; "
                              "check --judge-url") from None
 
     async def _exchange(self, method: str, url: str, body: dict[str, Any] | None
@@ -211,21 +217,21 @@ class OpenAIBackend:
                 async for chunk in response.aiter_bytes():
                     raw += chunk
                     if len(raw) > REPLY_BYTES:
-                        raise JudgeError(f"openai judge: {url} sent more than {REPLY_BYTES // 2**20} MiB; "
+                        raise JudgeServerError(f"openai judge: {url} sent more than {REPLY_BYTES // 2**20} MiB; "
                                          "a judge reply is a few KB — check --judge-url")
                 return response.status_code, bytes(raw)
         except httpx.ConnectError as error:
-            raise JudgeError(
+            raise JudgeServerError(
                 f"openai judge: cannot connect to {url} ({type(error).__name__}). Start the LLM "
                 "server or fix --judge-url / TRIALBOX_JUDGE_URL."
             ) from None
         except httpx.TimeoutException as error:
-            raise JudgeError(f"openai judge: {url} did not answer in time "
+            raise JudgeServerError(f"openai judge: {url} did not answer in time "
                              f"({type(error).__name__})") from None
         except httpx.HTTPError as error:
             # A dropped connection, a bad gzip body, headers past h11's limit, ...: the server's
             # fault, said by its kind (its text may quote what the server sent).
-            raise JudgeError(f"openai judge: {url} sent a malformed reply "
+            raise JudgeServerError(f"openai judge: {url} sent a malformed reply "
                              f"({type(error).__name__}); check --judge-url") from None
 
     async def aclose(self) -> None:

@@ -86,6 +86,8 @@ class Judge(BaseHTTPRequestHandler):
             self._answer(200, f"<html>{MARK}</html>".encode())
         elif mode == "nan-usage":
             self._answer(200, reply('{"label": "entailed"}', {"prompt_tokens": float("nan")}))
+        elif mode == "fractional-usage":
+            self._answer(200, reply('{"label": "entailed"}', {"prompt_tokens": 2.5}))
         elif mode == "text-usage":
             self._answer(200, reply('{"label": "entailed"}', {"prompt_tokens": MARK}))
         elif mode == "silent":
@@ -138,7 +140,7 @@ def test_a_well_behaved_judge_gets_the_request_we_mean(judge_url: str,
 
 
 @pytest.mark.parametrize("mode", ["disconnect", "bad-gzip", "huge-headers", "garbage",
-                                  "nan-usage", "text-usage"])
+                                  "nan-usage", "fractional-usage", "text-usage"])
 def test_a_malformed_reply_is_one_judge_error_line(judge_url: str, mode: str) -> None:
     Judge.mode = mode
     started = time.monotonic()
@@ -203,6 +205,23 @@ def test_calibrate_against_an_unavailable_judge_is_exit_3_and_one_line(judge_url
     assert "examples wrong" not in output and "Traceback" not in output, output
     assert "Task exception was never retrieved" not in output, output
     assert KEY not in output and MARK not in output, output
+
+
+@pytest.mark.parametrize("mode", ["disconnect", "garbage", "nan-usage", "fractional-usage"])
+def test_calibrate_against_a_broken_judge_is_exit_3_and_one_line_naming_it(
+        judge_url: str, mode: str) -> None:
+    # No model answer came back, so nothing says how well it judges: not "15 of 15 wrong".
+    Judge.mode = mode
+    done = calibrate(judge_url)
+    output = done.stdout + done.stderr
+    assert done.returncode == EXIT_INFRA, output
+    errors = [line for line in output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "calibration could not run: openai judge" in errors[0], output
+    assert "examples wrong" not in output and "Traceback" not in output, output
+    assert "Task exception was never retrieved" not in output, output
+    assert MARK not in output, output
+    # Stopped at once: the two examples in flight, not all fifteen.
+    assert len([r for r in Judge.seen if r["path"].endswith("/completions")]) <= 2
 
 
 def test_a_key_with_a_line_break_is_refused_by_name_and_never_printed(judge_url: str) -> None:
