@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from runner.ab.schedule import AbPlan, Side, balanced_blocks
+from runner.ab.schedule import AbPlan, Block, Side, balanced_blocks
 from runner.ab.servers import AbServers, start_servers
 from runner.ab.spec import ServerSpec
 from runner.report import Scorecard, read_scorecard
@@ -74,10 +74,36 @@ def resumed_plan(folder: Path) -> tuple[RunSettings, AbPlan]:
 
 def side_settings(shared: RunSettings, folder: Path, plan: AbPlan, side: Side,
                   servers: AbServers) -> RunSettings:
-    """A side's run: the shared settings, its own id and folder, the door as its LLM server."""
+    """A side's run: the shared settings (selection, trials, judge, gates, --baseline: both
+    sides alike), its own id and folder, the door as its LLM server. No --save-baseline: the
+    A/B has two scorecards, not one."""
     return shared.model_copy(deep=True, update={
         "run_id": plan.runs[side], "results_root": folder, "llm_url": servers.door_url,
-        "llm_container": servers.door, "baseline": None, "save_baseline": None})
+        "llm_container": servers.door, "save_baseline": None})
+
+
+def reopen_failed(folder: Path, plan: AbPlan) -> list[Block]:
+    """--resume --retry-errors: the finished blocks whose side recorded an infrastructure
+    failure (INFRA_ERROR, TIMEOUT, SETUP_ERROR, ERRORED) for one of their units, marked not
+    finished so the resume runs them again (their new start and end replace the old ones)."""
+    from runner.report import ScorecardError
+    from runner.run.engine import RETRYABLE
+
+    failed: dict[str, set[str]] = {}
+    for side in ("A", "B"):
+        path = folder / plan.runs[side] / "scorecard.json"
+        if not path.is_file():
+            continue
+        try:
+            rows = read_scorecard(path).scenarios
+        except (ScorecardError, ValueError) as exc:
+            raise UsageError(f"--retry-errors: {path}: {exc}") from None
+        failed[side] = {row.key for row in rows if row.status in RETRYABLE}
+    reopened = [block for block in plan.blocks
+                if block.ended_at is not None and failed.get(block.side, set()) & set(block.keys)]
+    for block in reopened:
+        block.ended_at = None
+    return reopened
 
 
 async def run_ab(shared: RunSettings, folder: Path, plan: AbPlan, say: Say,

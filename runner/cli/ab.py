@@ -3,8 +3,11 @@ the driver-build report over the two runs at the end."""
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Annotated, TextIO, cast
+from typing import TYPE_CHECKING, Annotated, Any, TextIO, cast
 
 import typer
 
@@ -17,7 +20,51 @@ from runner.cli._shared import (
     say,
 )
 from runner.cli.options import RunOptions, with_run_options
-from runner.run.errors import EXIT_INFRA, EXIT_USAGE
+from runner.cli.run import _fixtures_root, _not_measured
+from runner.cli.run import run as run_command
+from runner.run.errors import EXIT_INFRA, EXIT_OK, EXIT_QUALITY, EXIT_USAGE
+
+if TYPE_CHECKING:
+    from runner.run.settings import RunSettings
+
+
+@dataclass(frozen=True)
+class FromRun:
+    """The options `ab` shares with `run`, as `run` declares them (runner/cli/run.py: the same
+    words, defaults and help; `with_run_flags` takes each declaration from run's signature).
+    Each applies to both sides; the gates and --baseline are held against each side's
+    scorecard at the end."""
+
+    fixtures: Path | None
+    rejudge: int
+    budget_usd: float | None
+    allow_incomplete: bool
+    retry_errors: bool
+    baseline: Path | None
+    integrity: bool
+    not_measured: list[str] | None
+
+
+def with_run_flags(command: Callable[..., None]) -> Callable[..., None]:
+    """The command with `run`'s own declarations of FromRun's fields as its options, in place
+    of its one parameter annotated `FromRun`; the command gets them as one object."""
+    declared = inspect.signature(run_command).parameters
+    signature = inspect.signature(command, eval_str=True)
+    holder = next(p.name for p in signature.parameters.values() if p.annotation is FromRun)
+    own = [p for p in signature.parameters.values() if p.name != holder]
+    taken = [declared[f.name].replace(kind=inspect.Parameter.KEYWORD_ONLY)
+             for f in fields(FromRun)]
+
+    def parsed(**given: Any) -> None:
+        flags = FromRun(**{f.name: given.pop(f.name) for f in fields(FromRun)})
+        command(**given, **{holder: flags})
+
+    parsed.__name__, parsed.__doc__ = command.__name__, command.__doc__
+    parsed.__module__, parsed.__qualname__ = command.__module__, command.__qualname__
+    parsed.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[*own, *taken])
+    return parsed
+
 
 SpecText = Annotated[str | None, typer.Option(help=(
     "an LLM server build as key=value,…: image=TAG (llm-cpu or Lemonade image), "
@@ -27,8 +74,11 @@ SpecText = Annotated[str | None, typer.Option(help=(
 
 
 @with_run_options
+@with_run_flags
 def ab(
+    ctx: typer.Context,
     options: RunOptions,
+    shared: FromRun,
     a: Annotated[str | None, typer.Option("--a", help="side A's build (see --b)")] = None,
     b: SpecText = None,
     trials: Annotated[int, typer.Option(min=1, max=50, help=(
@@ -46,10 +96,14 @@ def ab(
     """Compare two LLM server builds on one suite: A and B behind one front door, their work
     interleaved in balanced blocks (A B B A, B A A B, …) so a drift of the machine falls on
     both alike, then the driver-build report. Exit 0 unless a gate fails."""
-    from runner.ab import new_plan, parse_spec, resumed_plan, run_ab
+    from runner.ab import new_plan, parse_spec, reopen_failed, resumed_plan, run_ab
     from runner.run.launch import run_to_end
 
-    check_numbers(timeout=options.timeout, min_pass_rate=min_pass_rate)
+    check_numbers(timeout=options.timeout, budget_usd=shared.budget_usd,
+                  min_pass_rate=min_pass_rate)
+    excused = _not_measured(shared.not_measured or [], shared.integrity)
+    if shared.baseline is not None:
+        _check_baseline(shared.baseline)
     if options.llm_server or options.llm_container or options.llm_url != RunOptions.llm_url:
         fail("trialbox ab starts its own two servers from --a and --b; leave out --llm-server, "
              "--llm-url and --llm-container (a running server is url=… in a spec)", EXIT_USAGE)
@@ -61,15 +115,30 @@ def ab(
             if a or b:
                 fail("--resume keeps the A/B's own builds; leave out --a and --b", EXIT_USAGE)
             settings, plan = resumed_plan(resume)
+            _resume_with(ctx, settings, {
+                "concurrency": options.concurrency, "retry_errors": shared.retry_errors,
+                "min_pass_rate": min_pass_rate, "allow_incomplete": shared.allow_incomplete,
+                "baseline": shared.baseline, "integrity": shared.integrity,
+                "not_measured": excused})
+            if settings.retry_errors and (reopened := reopen_failed(resume, plan)):
+                say(f"--retry-errors: {len(reopened)} finished block(s) hold an infrastructure "
+                    "failure and run again: " + " ".join(str(b.index + 1) for b in reopened))
             folder = resume
         else:
+            if shared.retry_errors:
+                fail("--retry-errors re-runs an interrupted A/B's infrastructure failures: give "
+                     "it with --resume results/<ab_id>", EXIT_USAGE)
             if not a or not b:
                 fail("give both builds: --a SPEC --b SPEC (e.g. --a image=trialbox/llm-cpu:dev "
                      "--b image=trialbox/llm-cpu:dev,cpus=1)", EXIT_USAGE)
             spec_a, spec_b = parse_spec(a, "A"), parse_spec(b, "B")
-            settings = new_run_settings(options, agent_dirs=[], trials=trials,
-                                        min_pass_rate=min_pass_rate,
-                                        repeatable_decoding=repeatable_decoding)
+            settings = new_run_settings(
+                options, agent_dirs=[], trials=trials, rejudge=shared.rejudge,
+                budget_usd=shared.budget_usd, min_pass_rate=min_pass_rate,
+                allow_incomplete=shared.allow_incomplete, baseline=shared.baseline,
+                integrity=shared.integrity, not_measured=excused,
+                repeatable_decoding=repeatable_decoding)
+            settings.fixtures_root = _fixtures_root(shared.fixtures, settings.suite_paths)
             folder, plan = new_plan(settings, spec_a, spec_b, say)
     try:
         with exit_codes():
@@ -79,15 +148,60 @@ def ab(
         say(f"interrupted: what finished is in {folder}; continue with "
             f"`trialbox ab --resume {folder}`")
         raise typer.Exit(EXIT_INFRA) from None
-    raise typer.Exit(_report(result, settings.min_pass_rate, settings.allow_incomplete, warmup))
+    with exit_codes():
+        code = _report(result, settings, warmup)
+    raise typer.Exit(code)
 
 
-def _report(result: object, min_pass_rate: float | None, allow_incomplete: bool,
-            warmup: int) -> int:
-    """The driver-build report over the two sides, and the exit code of the worse side."""
+def _check_baseline(path: Path) -> None:
+    """--baseline read before anything runs, as `run` does: an unreadable one is exit 2."""
+    from runner.report import ScorecardError, read_any_scorecard
+
+    try:
+        read_any_scorecard(path)
+    except (ScorecardError, FileNotFoundError, ValueError) as exc:
+        fail(f"--baseline: {exc}", EXIT_USAGE)
+    except RecursionError:
+        fail(f"--baseline: {path}: JSON nested too deeply to be a scorecard", EXIT_USAGE)
+
+
+#: ab's options that are no setting of the A/B: the builds (refused beside --resume on their
+#: own), the folder, and the report's warm-up.
+_NOT_SETTINGS = frozenset({"a", "b", "resume", "warmup"})
+
+
+def _resume_with(ctx: typer.Context, settings: RunSettings, given: dict[str, Any]) -> None:
+    """--resume with other options, as `run --resume` takes them: those that change only how
+    fast the rest runs or what is done with the results (settings.RESUME_MAY_CHANGE) apply to
+    both sides; any other is refused, all named in one line, never silently ignored."""
+    from runner.run.settings import RESUME_MAY_CHANGE
+
+    applied, refused = [], []
+    for param in ctx.command.params:
+        name = param.name
+        source = ctx.get_parameter_source(name) if name else None
+        if name is None or name in _NOT_SETTINGS or source is None or source.name != "COMMANDLINE":
+            continue
+        flag = next((o for o in param.opts if o.startswith("--")), name.upper())
+        if name in RESUME_MAY_CHANGE and name in given:
+            setattr(settings, name, given[name])
+            applied.append(f"{flag} {given[name]}")
+        else:
+            refused.append(flag)
+    if refused:
+        fail(f"--resume keeps the A/B's own settings and will not change {', '.join(refused)} — "
+             "drop them, or start a new A/B", EXIT_USAGE)
+    if applied:
+        say(f"resume: applying {', '.join(applied)}")
+
+
+def _report(result: object, settings: RunSettings, warmup: int) -> int:
+    """The driver-build report over the two sides, then each side's gates as `run` holds them
+    (--min-pass-rate, --integrity, --baseline), each line naming its side: the worse exit code."""
     from runner.ab import AbResult
     from runner.report import driver_report, read_traces, render_driver_md
-    from runner.run.gate import exit_code, quality_gate_line
+    from runner.run.finish import baseline_steps, integrity_of
+    from runner.run.gate import exit_code, integrity_lines, quality_gate_line
 
     assert isinstance(result, AbResult)
     a_dir, b_dir = result.run_dir("A"), result.run_dir("B")
@@ -100,9 +214,21 @@ def _report(result: object, min_pass_rate: float | None, allow_incomplete: bool,
     codes = []
     for side in ("A", "B"):
         card = result.cards[side]
-        if min_pass_rate is not None:
-            say(f"{side}: {quality_gate_line(card, min_pass_rate, allow_incomplete)}")
-        codes.append(exit_code(card, min_pass_rate, allow_incomplete))
+
+        def said(text: str, side: str = side) -> None:
+            for line in text.splitlines():
+                say(f"{side}: {line}")
+
+        if settings.min_pass_rate is not None:
+            said(quality_gate_line(card, settings.min_pass_rate, settings.allow_incomplete))
+        code = exit_code(card, settings.min_pass_rate, settings.allow_incomplete)
+        if settings.integrity:
+            measured = integrity_of(card, settings)
+            for line in integrity_lines(measured):
+                said(line)
+            if code == EXIT_OK and not measured.complete:
+                code = EXIT_QUALITY
+        codes.append(baseline_steps(settings, card, code, said))
     say(f"A: {a_dir}\nB: {b_dir}\nschedule: {result.folder / 'ab.json'}; again with "
         f"`trialbox compare {a_dir} {b_dir} --report`")
     return max(codes)

@@ -27,3 +27,183 @@ def test_a_refused_ab_is_one_line_and_exit_2(tmp_path: Path, args: list[str], wo
     assert result.exit_code == 2, result.output
     assert words in result.output and "Traceback" not in result.output
     assert len(result.output.strip().splitlines()) == 1, result.output
+
+
+# `run`'s gate and result options, shared by `ab`: taken from run's declarations, held by both
+# sides. No Docker: the stack's LLM container is not looked up and the A/B stops where it would
+# start its servers, once both sides' settings are made.
+
+BUILDS = ["--a", "image=trialbox/llm-cpu:dev", "--b", "image=trialbox/llm-cpu:dev,cpus=1"]
+
+
+@pytest.fixture
+def sides(monkeypatch: pytest.MonkeyPatch) -> dict[str, object]:
+    """What the A/B would run: each side's settings and the plan, recorded as it starts."""
+    from types import SimpleNamespace
+
+    import runner.ab
+    from runner.ab import side_settings
+    from runner.run.errors import InfraError
+
+    seen: dict[str, object] = {}
+
+    def run_ab(shared, folder, plan, say, progress_stream=None):  # noqa: ANN001, ANN202
+        servers = SimpleNamespace(door_url="http://door:13305", door="door")
+        seen.update(folder=folder, plan=plan,
+                    **{side: side_settings(shared, folder, plan, side, servers) for side in "AB"})
+        raise InfraError("stopped before the servers start (test)")
+
+    monkeypatch.setattr("runner.cli._shared.stack_llm_container", lambda backend: None)
+    monkeypatch.setattr(runner.ab, "run_ab", run_ab)
+    return seen
+
+
+def _ab(tmp_path: Path, *args: str) -> object:
+    """`trialbox ab` with results under tmp_path (a resume keeps the A/B's own)."""
+    results = [] if "--resume" in args else ["--results", str(tmp_path / "results")]
+    return CliRunner().invoke(app, ["ab", *results, *args])
+
+
+def _baseline(tmp_path: Path) -> Path:
+    from runner.report._models import Scorecard
+
+    path = tmp_path / "baseline.json"
+    path.write_text(Scorecard.model_validate({
+        "run_id": "base", "timestamp": "2026-12-02T20:00:00Z",
+        "scenarios": [{"id": "no_tool_needed", "status": "PASS"}]}).model_dump_json())
+    return path
+
+
+def test_runs_gate_and_result_options_reach_both_sides(tmp_path: Path, sides: dict) -> None:
+    fixtures = tmp_path / "fixtures"
+    fixtures.mkdir()
+    baseline = _baseline(tmp_path)
+    result = _ab(tmp_path, "-s", "no_tool_needed", "--device", "cpu", "--judge-provider", "none",
+                 *BUILDS, "--allow-incomplete", "--baseline", str(baseline), "--integrity",
+                 "--not-measured", "no_tool_needed=no display here", "--fixtures", str(fixtures),
+                 "--rejudge", "2", "--budget-usd", "0.5")
+    assert result.exit_code == 3 and "stopped before the servers start" in result.output, \
+        result.output
+    for side in "AB":
+        settings = sides[side]
+        assert (settings.allow_incomplete, settings.baseline, settings.integrity,
+                settings.not_measured, settings.fixtures_root, settings.rejudge,
+                settings.budget_usd, settings.save_baseline) == (
+            True, baseline, True, {"no_tool_needed": "no display here"}, fixtures.resolve(), 2,
+            0.5, None)
+    assert sides["A"].run_id != sides["B"].run_id
+
+
+def test_ab_takes_runs_own_declarations_of_the_shared_options() -> None:
+    """One declaration each: ab's --baseline, --integrity, … are run's, help and default."""
+    import inspect
+    from dataclasses import fields
+
+    from runner.cli.ab import FromRun, ab
+    from runner.cli.run import run
+
+    ours, theirs = inspect.signature(ab).parameters, inspect.signature(run).parameters
+    for field in fields(FromRun):
+        assert ours[field.name].annotation is theirs[field.name].annotation
+        assert ours[field.name].default == theirs[field.name].default
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["--retry-errors"], "--retry-errors re-runs an interrupted A/B's infrastructure failures"),
+    (["--not-measured", "vision=no display"], "add --integrity"),
+    (["--integrity", "--not-measured", "vision"], "--not-measured 'vision': give ID=REASON"),
+    (["--baseline", "MISSING"], "--baseline: "),
+    (["--fixtures", "MISSING"], "--fixtures "),
+    (["--budget-usd", "nan"], "--budget-usd nan"),
+])
+def test_a_shared_option_that_cannot_apply_is_refused_in_one_line(
+        tmp_path: Path, sides: dict, args: list[str], words: str) -> None:
+    args = [str(tmp_path / "missing") if a == "MISSING" else a for a in args]
+    result = _ab(tmp_path, "-s", "no_tool_needed", "--device", "cpu", "--judge-provider", "none",
+                 *BUILDS, *args)
+    assert result.exit_code == 2, result.output
+    assert words in result.output and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1, result.output
+    assert "A" not in sides  # refused before anything ran
+
+
+def _started_ab(tmp_path: Path, sides: dict) -> Path:
+    """An A/B whose first two blocks (one unit on each side) finished, A's unit an INFRA_ERROR."""
+    from datetime import UTC, datetime
+
+    from runner.ab import AbPlan
+    from runner.report._models import Scorecard
+
+    result = _ab(tmp_path, "-s", "no_tool_needed", "-s", "no_tool_for_arithmetic", "--device",
+                 "cpu", "--judge-provider", "none", "--trials", "1", *BUILDS)
+    assert result.exit_code == 3, result.output
+    folder = sides.pop("folder")
+    plan = AbPlan.load(folder)
+    for block in plan.blocks[:2]:
+        block.started_at = block.ended_at = datetime.now(UTC)
+    plan.save(folder)
+    first = plan.blocks[0]
+    for side, status in ((first.side, "INFRA_ERROR"), (plan.blocks[1].side, "PASS")):
+        (folder / plan.runs[side]).mkdir()
+        (folder / plan.runs[side] / "scorecard.json").write_text(Scorecard.model_validate({
+            "run_id": plan.runs[side], "timestamp": "2026-12-02T20:00:00Z",
+            "scenarios": [{"id": first.keys[0], "status": status}]}).model_dump_json())
+    sides.clear()
+    return folder
+
+
+def test_resume_applies_the_shared_options_it_may_and_retry_errors_reopens_failed_blocks(
+        tmp_path: Path, sides: dict) -> None:
+    folder = _started_ab(tmp_path, sides)
+    result = _ab(tmp_path, "--resume", str(folder), "--retry-errors", "--allow-incomplete")
+    assert result.exit_code == 3, result.output
+    assert "resume: applying --allow-incomplete True, --retry-errors True" in result.output
+    assert "1 finished block(s) hold an infrastructure failure and run again: 1" in result.output
+    assert all(sides[side].retry_errors and sides[side].allow_incomplete for side in "AB")
+    blocks = sides["plan"].blocks
+    assert blocks[0].ended_at is None and blocks[1].ended_at is not None
+
+
+def test_resume_refuses_what_would_change_the_ab_in_one_line(tmp_path: Path, sides: dict) -> None:
+    folder = _started_ab(tmp_path, sides)
+    result = _ab(tmp_path, "--resume", str(folder), "--fixtures", str(tmp_path), "--trials", "3")
+    assert result.exit_code == 2, result.output
+    assert "--resume keeps the A/B's own settings and will not change" in result.output
+    assert "--fixtures" in result.output and "--trials" in result.output
+    assert len(result.output.strip().splitlines()) == 1, result.output
+
+
+def test_the_gates_and_the_baseline_are_held_against_each_side(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """At the end, --integrity and --baseline judge each side's scorecard as `run` would its
+    own, each line naming the side; the worse side decides the exit code."""
+    import runner.report
+    from runner.ab import AbPlan, AbResult, balanced_blocks, parse_spec
+    from runner.cli.ab import _report
+    from runner.report._models import Scorecard
+    from runner.run.settings import RunSettings
+
+    lines: list[str] = []
+    monkeypatch.setattr("runner.cli.ab.say", lines.append)
+    monkeypatch.setattr(runner.report, "driver_report", lambda *args, **kw: None)
+    monkeypatch.setattr(runner.report, "render_driver_md", lambda report: "the driver report")
+    plan = AbPlan(ab_id="ab", a=parse_spec("image=x", "A"), b=parse_spec("image=x", "B"),
+                  runs={"A": "ab-a", "B": "ab-b"}, blocks=balanced_blocks(["s1", "s2"]))
+
+    def card(*rows: tuple[str, str]) -> Scorecard:
+        return Scorecard.model_validate({
+            "run_id": "r", "timestamp": "2026-12-02T20:00:00Z",
+            "scenarios": [{"id": sid, "status": status} for sid, status in rows]})
+
+    baseline = _baseline(tmp_path)
+    settings = RunSettings(run_id="ab", suite_paths=[tmp_path], corpus_root=tmp_path,
+                           integrity=True, baseline=baseline)
+    result = AbResult(tmp_path, plan, {"A": card(("no_tool_needed", "PASS")),
+                                       "B": card(("no_tool_needed", "TIMEOUT"),
+                                                 ("no_tool_for_arithmetic", "PASS"))})
+    assert _report(result, settings, warmup=0) == 1
+    assert "A: integrity: OK — 1 row(s) run, every one measured (1 scenario(s) in the baseline)" \
+        in lines
+    assert any(line.startswith("B: integrity: INCOMPLETE") for line in lines), lines
+    assert "B:   no measurement: no_tool_needed (TIMEOUT)" in lines
+    assert any(line.startswith("A: ") and "unchanged" in line.lower() for line in lines), lines
