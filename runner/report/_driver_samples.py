@@ -74,6 +74,34 @@ UNFORCED = "a request the front door did not force to repeatable decoding (a lea
 OTHER_SIDE = "a request answered by the other side's server"
 
 
+def asked_repeatable(card: Scorecard) -> bool:
+    """The run asked for repeatable decoding (`--repeatable-decoding`, `trialbox ab`)."""
+    decoding = card.config.extra.get("decoding")
+    return isinstance(decoding, str) and decoding.startswith("repeatable")
+
+
+def has_unforced_request(card: Scorecard, turn: TurnResult) -> bool:
+    """The one definition of "a turn with an unforced request": the run asked for repeatable
+    decoding and the front door forced fewer of the turn's calls than it answered (a lease
+    lapsed, or the request came before it). The driver report leaves such a turn out
+    (`not_comparable`); summary.md's head counts them (`unforced_turns`)."""
+    perf = turn.performance
+    if perf is None:
+        return False
+    forced, calls = getattr(perf, "forced_calls", None), getattr(perf, "llm_calls", None)
+    return forced is not None and bool(calls) and forced < calls and asked_repeatable(card)
+
+
+def unforced_turns(card: Scorecard) -> tuple[int, int] | None:
+    """(turns with an unforced request, turns that called the LLM) when the run asked for
+    repeatable decoding; None when it did not (nothing was to be forced)."""
+    if not asked_repeatable(card):
+        return None
+    turns = [t for row in card.scenarios for t in row.turns
+             if t.performance is not None and getattr(t.performance, "llm_calls", None)]
+    return sum(has_unforced_request(card, t) for t in turns), len(turns)
+
+
 def not_comparable(card: Scorecard, turn: TurnResult) -> str | None:
     """Why a turn's speed cannot stand for its run's build, or None when it can: in a
     repeatable run, a request that went out with the agent's own sampling; in an A/B side, a
@@ -81,9 +109,7 @@ def not_comparable(card: Scorecard, turn: TurnResult) -> str | None:
     perf = turn.performance
     if perf is None:
         return None
-    forced, calls = getattr(perf, "forced_calls", None), getattr(perf, "llm_calls", None)
-    if (forced is not None and calls and forced < calls
-            and card.config.extra.get("decoding", "").startswith("repeatable")):
+    if has_unforced_request(card, turn):
         return UNFORCED
     ab = card.config.extra.get("ab")
     side = ab.get("side") if isinstance(ab, dict) else None

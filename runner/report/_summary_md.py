@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from runner.records.status import Status
+from runner.report._driver_samples import UNFORCED, unforced_turns
 from runner.report._identity import model_line
 from runner.report._models import ScenarioResult, Scorecard, node_differences
 from runner.report._performance import (
@@ -101,6 +102,20 @@ def _decided_lines(card: Scorecard) -> list[str]:
     ]
 
 
+def _decoding_line(card: Scorecard) -> list[str]:
+    """A run that asked for repeatable decoding: how many turns had a request the front door
+    did not force (their speed stands for no build; the driver report leaves them out)."""
+    counted = unforced_turns(card)
+    if counted is None:
+        return []
+    unforced, turns = counted
+    if not unforced:
+        return [f"- **Repeatable decoding:** forced on every request of {turns} turn(s) that "
+                "called the LLM"]
+    return [f"- **⚠️ Repeatable decoding lapsed:** {unforced} of {turns} turn(s) with {UNFORCED}: "
+            "their speed figures are left out of driver-build comparisons"]
+
+
 def _summary(card: Scorecard) -> list[str]:
     s = card.summary
     state = "finished" if card.finished else "in progress (partial results)"
@@ -116,6 +131,7 @@ def _summary(card: Scorecard) -> list[str]:
         "",
         *_decided_lines(card),
         *([f"- **⚠️ {_cell(differ)}**"] if differ else []),
+        *_decoding_line(card),
         # Where this run's time went: beside the agent's own time (turns and its indexing), and
         # that indexing on its own (the lines above are what was decided).
         f"- **{_cell(overhead_text(card))}**",
