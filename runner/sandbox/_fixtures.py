@@ -4,7 +4,7 @@ The fixture tree (run ``--fixtures DIR``) is mounted read-only into every Docker
 ``FIXTURES_MOUNT``, like the corpus; before the first turn each folder the scenario declares is
 copied from there into the home (a tmpfs, new with each sandbox, so every scenario gets a fresh
 copy, as it gets a clean RAG cache), the files GAIA's own staging leaves out removed from the
-copy before the agent starts (runner.scenarios._fixtures.NOT_AGENT_FACING: ground truth, the
+copy before the agent starts (runner.scenarios.NOT_AGENT_FACING: ground truth, the
 generators that plant it, byte-code caches), and made read-only when the scenario only reads it. Such a
 sandbox's Agent UI works from ``~/gaia-eval`` (``STAGING_HOME``), as GAIA's harness runs it. A copy,
 not a link: GAIA's agent refuses paths that resolve outside the home (its symlink-escape
@@ -20,8 +20,7 @@ from typing import Any
 
 from runner.sandbox._hardening import IMAGE_HOME
 from runner.sandbox._protocol import SandboxError
-from runner.scenarios import STAGING_DIR
-from runner.scenarios._fixtures import NOT_AGENT_FACING
+from runner.scenarios import NOT_AGENT_FACING, STAGING_DIR
 
 #: Where a Docker sandbox sees the fixture tree (read-only).
 FIXTURES_MOUNT = "/fixtures"

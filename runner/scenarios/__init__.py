@@ -22,6 +22,7 @@ from runner.scenarios._checks import (
 )
 from runner.scenarios._corpus import CorpusNotFound, corpus_candidates, find_corpus
 from runner.scenarios._fixtures import (
+    NOT_AGENT_FACING,
     STAGING_DIR,
     FixtureStaging,
     declared_folders,
@@ -79,6 +80,7 @@ __all__ = [
     "OFFLINE_ABSENT",
     "capability_of_tag",
     "lacking_reason",
+    "NOT_AGENT_FACING",
     "STAGING_DIR",
     "FixtureStaging",
     "declared_folders",
