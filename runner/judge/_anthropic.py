@@ -7,6 +7,7 @@ injected client (tests use `httpx2.MockTransport`) must be an `httpx2.AsyncClien
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from typing import Any
@@ -77,6 +78,9 @@ class AnthropicBackend:
         self.model = model
         self.temperature: float | None = 0.0 if accepts_temperature(model) else None
         self.max_tokens = max_tokens
+        # The SDK's timeout bounds each read, and it retries on its own: the whole call, all
+        # attempts, is held to this, so an endpoint that trickles its body cannot hold us for ever.
+        self.deadline_s = timeout_s * (max_retries + 1)
         self._client = anthropic.AsyncAnthropic(
             api_key=key,
             base_url=base_url,
@@ -124,15 +128,12 @@ class AnthropicBackend:
         try:
             # Streamed and cut at REPLY_BYTES: an endpoint (ANTHROPIC_BASE_URL may be any
             # proxy) that never ends its body is an error, not gigabytes held in memory.
-            async with self._client.messages.with_streaming_response.create(
-                    **self.request_body(request)) as response:
-                raw = bytearray()
-                async for chunk in response.iter_bytes():
-                    raw += chunk
-                    if len(raw) > REPLY_BYTES:
-                        raise JudgeServerError(f"anthropic judge: the reply passed {REPLY_BYTES // 2**20} MiB; "
-                                         "a judge reply is a few KB — check ANTHROPIC_BASE_URL")
-            message = anthropic.types.Message.model_validate_json(bytes(raw))
+            async with asyncio.timeout(self.deadline_s):
+                raw = await self._reply_bytes(request)
+            message = anthropic.types.Message.model_validate_json(raw)
+        except TimeoutError:
+            raise JudgeServerError(f"anthropic judge: did not answer in time (no whole reply within "
+                                   f"{self.deadline_s:g}s); check ANTHROPIC_BASE_URL") from None
         except anthropic.APIConnectionError as error:
             raise JudgeServerError(f"anthropic judge: cannot reach the API ({error})") from error
         except anthropic.APIStatusError as error:
@@ -145,10 +146,22 @@ class AnthropicBackend:
                 f"anthropic judge: HTTP {status} from the Messages API: {error.message}"
             ) from error
         except ValueError:  # pydantic's ValidationError: not a Messages API reply
-            raise JudgeServerError("anthropic judge: the reply is not a Messages API message; check "
-                             "ANTHROPIC_BASE_URL") from None
+            raise JudgeServerError("anthropic judge: the reply is not a Messages API message; "
+                                   "check ANTHROPIC_BASE_URL") from None
         return BackendReply(text=_reply_text(message, request.schema_name), usage=self._usage(message),
                             served_model=message.model or None)
+
+    async def _reply_bytes(self, request: StructuredRequest) -> bytes:
+        """The reply's body, cut at REPLY_BYTES."""
+        async with self._client.messages.with_streaming_response.create(
+                **self.request_body(request)) as response:
+            raw = bytearray()
+            async for chunk in response.iter_bytes():
+                raw += chunk
+                if len(raw) > REPLY_BYTES:
+                    raise JudgeServerError(f"anthropic judge: the reply passed {REPLY_BYTES // 2**20} "
+                                           "MiB; a judge reply is a few KB — check ANTHROPIC_BASE_URL")
+        return bytes(raw)
 
     def _usage(self, message: anthropic.types.Message) -> JudgeUsage:
         used = message.usage

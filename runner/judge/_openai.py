@@ -77,6 +77,7 @@ class OpenAIBackend:
         self.base = api_base(url)
         self._model = model
         self.max_tokens = max_tokens
+        self.timeout_s = timeout_s
         headers = {}
         key = os.environ.get("TRIALBOX_JUDGE_API_KEY")
         if key:
@@ -208,7 +209,19 @@ class OpenAIBackend:
 
     async def _exchange(self, method: str, url: str, body: dict[str, Any] | None
                         ) -> tuple[int, bytes]:
-        """One request: its status and at most REPLY_BYTES of its (decoded) body."""
+        """One request: its status and at most REPLY_BYTES of its (decoded) body, within
+        `timeout_s` from start to end. httpx's timeout bounds each read only, so a server that
+        trickles a byte a second would otherwise hold the judge for ever."""
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                return await self._stream(method, url, body)
+        except TimeoutError:
+            raise JudgeServerError(f"openai judge: {url} did not answer in time (no whole reply "
+                                   f"within {self.timeout_s:g}s); check --judge-url") from None
+
+    async def _stream(self, method: str, url: str, body: dict[str, Any] | None
+                      ) -> tuple[int, bytes]:
+        """The request itself, its failures named by kind (see _exchange for its deadline)."""
         try:
             # Streamed and cut at REPLY_BYTES: a server that never ends its body (or sends
             # gigabytes) is an error after 8 MiB, not a judge buffering it all in memory.
@@ -218,7 +231,7 @@ class OpenAIBackend:
                     raw += chunk
                     if len(raw) > REPLY_BYTES:
                         raise JudgeServerError(f"openai judge: {url} sent more than {REPLY_BYTES // 2**20} MiB; "
-                                         "a judge reply is a few KB — check --judge-url")
+                                               "a judge reply is a few KB — check --judge-url")
                 return response.status_code, bytes(raw)
         except httpx.ConnectError as error:
             raise JudgeServerError(
@@ -227,12 +240,12 @@ class OpenAIBackend:
             ) from None
         except httpx.TimeoutException as error:
             raise JudgeServerError(f"openai judge: {url} did not answer in time "
-                             f"({type(error).__name__})") from None
+                                   f"({type(error).__name__})") from None
         except httpx.HTTPError as error:
             # A dropped connection, a bad gzip body, headers past h11's limit, ...: the server's
             # fault, said by its kind (its text may quote what the server sent).
             raise JudgeServerError(f"openai judge: {url} sent a malformed reply "
-                             f"({type(error).__name__}); check --judge-url") from None
+                                   f"({type(error).__name__}); check --judge-url") from None
 
     async def aclose(self) -> None:
         await self._client.aclose()

@@ -26,7 +26,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runner.judge import JudgeError, JudgeUnavailable
+from runner.judge import JudgeError, JudgeServerError, JudgeUnavailable
 from runner.judge._ask import StructuredRequest
 from runner.judge._openai import RETRIES, OpenAIBackend
 from runner.run.errors import EXIT_INFRA, EXIT_USAGE
@@ -90,6 +90,17 @@ class Judge(BaseHTTPRequestHandler):
             self._answer(200, reply('{"label": "entailed"}', {"prompt_tokens": 2.5}))
         elif mode == "text-usage":
             self._answer(200, reply('{"label": "entailed"}', {"prompt_tokens": MARK}))
+        elif mode == "trickle":  # a byte at a time, each well within httpx's per-read timeout
+            self.send_response(200)
+            self.send_header("Content-Length", "1000")
+            self.end_headers()
+            for _ in range(1000):
+                try:
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                except OSError:  # the client gave up: what the test wants
+                    return
+                time.sleep(0.2)
         elif mode == "silent":
             time.sleep(30)
         elif mode == "body":
@@ -158,6 +169,35 @@ def test_a_judge_that_never_answers_is_an_error_at_its_timeout(judge_url: str) -
     with pytest.raises(JudgeError, match="did not answer in time"):
         ask(judge_url, timeout_s=1.0)
     assert time.monotonic() - started < 5
+
+
+def test_a_judge_that_trickles_its_reply_is_an_error_at_its_timeout(judge_url: str) -> None:
+    # Each byte comes 0.2 s after the last, so no single read ever times out: only a deadline
+    # on the whole request ends it (it took 200 s, the whole body, before).
+    Judge.mode = "trickle"
+    started = time.monotonic()
+    with pytest.raises(JudgeServerError, match="whole reply within 1s") as raised:
+        ask(judge_url, timeout_s=1.0)
+    assert "\n" not in str(raised.value)
+    assert time.monotonic() - started < 4
+
+
+def test_the_anthropic_judge_that_trickles_its_reply_is_an_error_at_its_timeout(
+        judge_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from runner.judge import AnthropicBackend
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", judge_url.removesuffix("/v1"))
+    Judge.mode = "trickle"
+
+    async def once() -> None:
+        backend = AnthropicBackend(max_retries=0, timeout_s=1.0)
+        with pytest.raises(JudgeServerError, match="no whole reply within 1s"):
+            await backend.complete(REQUEST)
+
+    started = time.monotonic()
+    asyncio.run(once())
+    assert time.monotonic() - started < 4
 
 
 @pytest.mark.parametrize("status", ["401", "403"])
