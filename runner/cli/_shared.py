@@ -110,6 +110,8 @@ def check_urls(*flags: tuple[str, str | None]) -> None:
     otherwise surfaces as a traceback deep in httpx, and `ftp://…` as one error per request."""
     from urllib.parse import urlsplit
 
+    from runner.system.urls import shown_url
+
     for flag, url in flags:
         if url is None:
             continue
@@ -117,9 +119,10 @@ def check_urls(*flags: tuple[str, str | None]) -> None:
             parts = urlsplit(url)
             parts.port  # noqa: B018 — raises ValueError for a port that is not a number
         except ValueError as exc:
-            fail(f"{flag} {url!r}: not a URL ({exc}); give e.g. http://127.0.0.1:8080", EXIT_USAGE)
+            fail(f"{flag} {shown_url(url)!r}: not a URL ({exc}); give e.g. http://127.0.0.1:8080",
+                 EXIT_USAGE)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            fail(f"{flag} {url!r}: give an http:// or https:// URL with a host, "
+            fail(f"{flag} {shown_url(url)!r}: give an http:// or https:// URL with a host, "
                  "e.g. http://127.0.0.1:8080", EXIT_USAGE)
 
 

@@ -23,6 +23,7 @@ from runner.judge._judge import Judge, ModelJudge
 from runner.records.judgments import DIMENSIONS, ClaimJudgment, ClaimLabel, Judgments
 from runner.records.transcript import Transcript
 from runner.system.paths import eval_root
+from runner.system.urls import shown_url
 
 DEFAULT_DEADLINE_S = 120.0
 
@@ -143,7 +144,7 @@ class CalibrationReport(BaseModel):
 
     def __str__(self) -> str:
         total = len(self.results)
-        who = self.judge_model + (f" at {self.judge_server}" if self.judge_server else "")
+        who = self.judge_model + (f" at {shown_url(self.judge_server)}" if self.judge_server else "")
         if self.passed:
             return f"judge {who} passed calibration ({total} examples, {self.elapsed_s:.1f}s)"
         lines = [f"judge {who} failed calibration: {self.failure}"]

@@ -23,6 +23,7 @@ from runner.judge._cache import JudgeCache
 from runner.judge._calibration import DEFAULT_DEADLINE_S, CalibratedJudge, calibrated
 from runner.judge._judge import ModelJudge
 from runner.judge._openai import OpenAIBackend
+from runner.system.urls import shown_url
 
 SIMULATOR_PROVIDERS = ("local", "scripted", "anthropic", "openai")
 
@@ -96,7 +97,7 @@ def _resolve_judge(
         shown = model or "the server's model"
         return (
             JudgeConfig(provider="openai", model=model, url=url),
-            f"openai-compatible {shown} at {url} ({why}); it must pass calibration before judging",
+            f"openai-compatible {shown} at {shown_url(url)} ({why}); it must pass calibration before judging",
         )
     reason = "chosen explicitly" if provider == "none" else "no ANTHROPIC_API_KEY and no judge URL"
     return (
@@ -123,7 +124,7 @@ def _resolve_simulator(
         why = "chosen explicitly" if provider else "no hosted judge or simulator is configured"
         server = url or llm_url
         chosen_local = SimulatorConfig(provider="local", model=model, url=server)
-        writer = (f"{model or 'its loaded chat model'} at {server}" if server
+        writer = (f"{model or 'its loaded chat model'} at {shown_url(server)}" if server
                   else "nothing (no LLM server URL: such turns are SKIPPED_NO_MODEL)")
         return chosen_local, (
             f"local ({why}): each turn's user_message, else the question quoted in its objective, "
@@ -143,7 +144,7 @@ def _resolve_simulator(
         raise ProviderConfigError("simulator anthropic needs ANTHROPIC_API_KEY in the environment")
     if chosen.provider == "openai" and not chosen.url:
         raise ProviderConfigError("simulator openai needs a URL: --simulator-url or TRIALBOX_SIMULATOR_URL")
-    where = f" at {chosen.url}" if chosen.url else ""
+    where = f" at {shown_url(chosen.url)}" if chosen.url else ""
     shown = chosen.model or ("claude-sonnet-4-6" if chosen.provider == "anthropic" else "the server's model")
     return chosen, f"{chosen.provider} {shown}{where} writes user messages from objectives ({why}); {verbatim}"
 

@@ -30,6 +30,7 @@ from runner.judge._errors import (
     JudgeUnavailable,
 )
 from runner.records.judgments import JudgeUsage
+from runner.system.urls import shown_url
 
 # The /models fields that say which weights answer. Others change between calls (llama.cpp's
 # `created` is the time of the request) or with unrelated state (`downloaded`, `context_length`).
@@ -112,7 +113,7 @@ class OpenAIBackend:
             models = [str(entry["id"]) for entry in self._listing or [] if entry.get("id")]
             if not models:
                 raise JudgeError(
-                    f"openai judge at {self.base}: GET /models lists no model; name one with --judge-model"
+                    f"openai judge at {shown_url(self.base)}: GET /models lists no model; name one with --judge-model"
                 )
             self._model = models[0]
         if self._identity is None and self._listing is not None:
@@ -150,13 +151,13 @@ class OpenAIBackend:
             text = body["choices"][0]["message"].get("content") or ""
         except (KeyError, IndexError, TypeError, AttributeError):
             raise JudgeServerError(
-                f"openai judge at {self.base}: the reply has no choices[0].message"
+                f"openai judge at {shown_url(self.base)}: the reply has no choices[0].message"
             ) from None
         if not isinstance(text, str):
-            raise JudgeServerError(f"openai judge at {self.base}: choices[0].message.content is not text")
+            raise JudgeServerError(f"openai judge at {shown_url(self.base)}: choices[0].message.content is not text")
         used = body.get("usage") or {}
         if not isinstance(used, dict):
-            raise JudgeServerError(f"openai judge at {self.base}: the reply's usage is not an object")
+            raise JudgeServerError(f"openai judge at {shown_url(self.base)}: the reply's usage is not an object")
         usage = JudgeUsage(
             input_tokens=self._tokens(used, "prompt_tokens"),
             output_tokens=self._tokens(used, "completion_tokens"),
@@ -175,7 +176,7 @@ class OpenAIBackend:
         if value is None:
             return 0
         if type(value) is not int or value < 0:  # noqa: E721 — True is an int to isinstance
-            raise JudgeServerError(f"openai judge at {self.base}: the reply's usage.{key} is not a "
+            raise JudgeServerError(f"openai judge at {shown_url(self.base)}: the reply's usage.{key} is not a "
                              "token count")
         return value
 
@@ -185,6 +186,7 @@ class OpenAIBackend:
         other failure is one JudgeError line naming the URL and what went wrong — never the
         reply's content, which may be anything a proxy sends."""
         url = self.base + path
+        shown = shown_url(url)  # every message below: never the URL's user name and password
         for attempt in range(RETRIES + 1):
             status, raw = await self._exchange(method, url, body)
             if status not in RETRIED or attempt == RETRIES:
@@ -193,18 +195,18 @@ class OpenAIBackend:
         if status in NO_ROUTE and method == "GET":
             raise _NoRoute(url)
         if status in REFUSED:
-            raise JudgeUnavailable(f"openai judge: HTTP {status} from {url}: the server refuses "
+            raise JudgeUnavailable(f"openai judge: HTTP {status} from {shown}: the server refuses "
                                    "our key — check TRIALBOX_JUDGE_API_KEY")
         if status in RETRIED:
-            raise JudgeUnavailable(f"openai judge: HTTP {status} from {url}, still after "
+            raise JudgeUnavailable(f"openai judge: HTTP {status} from {shown}, still after "
                                    f"{RETRIES} retries — the judge is unavailable; try again later")
         if status >= 400:
-            raise JudgeServerError(f"openai judge: HTTP {status} from {url}; check --judge-url and "
+            raise JudgeServerError(f"openai judge: HTTP {status} from {shown}; check --judge-url and "
                              "--judge-model")
         try:
             return json.loads(raw.decode("utf-8"))
         except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
-            raise JudgeServerError(f"openai judge: {url} returned {len(raw)} bytes that are not JSON; "
+            raise JudgeServerError(f"openai judge: {shown} returned {len(raw)} bytes that are not JSON; "
                              "check --judge-url") from None
 
     async def _exchange(self, method: str, url: str, body: dict[str, Any] | None
@@ -212,16 +214,18 @@ class OpenAIBackend:
         """One request: its status and at most REPLY_BYTES of its (decoded) body, within
         `timeout_s` from start to end. httpx's timeout bounds each read only, so a server that
         trickles a byte a second would otherwise hold the judge for ever."""
+        shown = shown_url(url)
         try:
             async with asyncio.timeout(self.timeout_s):
                 return await self._stream(method, url, body)
         except TimeoutError:
-            raise JudgeServerError(f"openai judge: {url} did not answer in time (no whole reply "
+            raise JudgeServerError(f"openai judge: {shown} did not answer in time (no whole reply "
                                    f"within {self.timeout_s:g}s); check --judge-url") from None
 
     async def _stream(self, method: str, url: str, body: dict[str, Any] | None
                       ) -> tuple[int, bytes]:
         """The request itself, its failures named by kind (see _exchange for its deadline)."""
+        shown = shown_url(url)
         try:
             # Streamed and cut at REPLY_BYTES: a server that never ends its body (or sends
             # gigabytes) is an error after 8 MiB, not a judge buffering it all in memory.
@@ -230,21 +234,21 @@ class OpenAIBackend:
                 async for chunk in response.aiter_bytes():
                     raw += chunk
                     if len(raw) > REPLY_BYTES:
-                        raise JudgeServerError(f"openai judge: {url} sent more than {REPLY_BYTES // 2**20} MiB; "
+                        raise JudgeServerError(f"openai judge: {shown} sent more than {REPLY_BYTES // 2**20} MiB; "
                                                "a judge reply is a few KB — check --judge-url")
                 return response.status_code, bytes(raw)
         except httpx.ConnectError as error:
             raise JudgeServerError(
-                f"openai judge: cannot connect to {url} ({type(error).__name__}). Start the LLM "
+                f"openai judge: cannot connect to {shown} ({type(error).__name__}). Start the LLM "
                 "server or fix --judge-url / TRIALBOX_JUDGE_URL."
             ) from None
         except httpx.TimeoutException as error:
-            raise JudgeServerError(f"openai judge: {url} did not answer in time "
+            raise JudgeServerError(f"openai judge: {shown} did not answer in time "
                                    f"({type(error).__name__})") from None
         except httpx.HTTPError as error:
             # A dropped connection, a bad gzip body, headers past h11's limit, ...: the server's
             # fault, said by its kind (its text may quote what the server sent).
-            raise JudgeServerError(f"openai judge: {url} sent a malformed reply "
+            raise JudgeServerError(f"openai judge: {shown} sent a malformed reply "
                                    f"({type(error).__name__}); check --judge-url") from None
 
     async def aclose(self) -> None:

@@ -31,6 +31,7 @@ from runner.report._folder import SCORECARD, read_scorecard
 from runner.report._models import ScenarioResult, Scorecard
 from runner.system.bounded_read import SETTINGS_BYTES
 from runner.system.json_input import InputError, field_path, read_json_input
+from runner.system.urls import shown_url
 from runner.system.writes import atomic_replace
 
 if TYPE_CHECKING:
@@ -139,7 +140,8 @@ def eval_log_of(card: Scorecard, *, suite: str = "trialbox") -> EvalLog:
             "judge": {
                 "provider": config.judge_provider,
                 "model": config.judge_model,
-                "url": config.judge_url,
+                # As every message shows it: never a user name and password put in the URL.
+                "url": shown_url(config.judge_url) if config.judge_url else None,
             },
             "device": config.device,
             "device_reason": config.device_reason,

@@ -320,3 +320,9 @@ def test_without_run_json_the_suite_is_called_trialbox(tmp_path: Path) -> None:
     code, lines = export_exit_and_lines(run, tmp_path / "logs")
     assert code == 0, lines
     assert read_eval_log(str(tmp_path / "logs" / "run-1.eval")).eval.task == "trialbox"
+
+
+def test_the_judges_url_in_the_log_hides_its_user_name_and_password() -> None:
+    config = CONFIG.model_copy(update={"judge_url": "http://user:SECRET@127.0.0.1:9/v1"})
+    log = eval_log_of(card([passing()], config=config, finished=True))
+    assert (log.eval.metadata or {})["judge"]["url"] == "http://***@127.0.0.1:9/v1"

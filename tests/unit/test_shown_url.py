@@ -1,0 +1,84 @@
+"""A judge's or LLM server's URL is printed without the user name and password put in it
+(issue 34): `--judge-url http://user:SECRET@127.0.0.1:9/v1` reached errors, the judge line and
+the calibration report with SECRET in them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from runner.judge import JudgeServerError, OpenAIBackend, from_env_and_flags
+from runner.judge._ask import StructuredRequest
+from runner.judge._calibration import CalibrationReport
+from runner.run.errors import EXIT_INFRA, EXIT_USAGE
+from runner.system.urls import shown_url
+
+ROOT = Path(__file__).resolve().parents[2]
+TRIALBOX = Path(sys.executable).with_name("trialbox")
+SECRET = "SECRET-pw-never-printed"
+# Port 9 (discard) on loopback: nothing listens, so every request is refused at once.
+URL = f"http://user:{SECRET}@127.0.0.1:9/v1"
+
+
+@pytest.mark.parametrize(("url", "shown"), [
+    (URL, "http://***@127.0.0.1:9/v1"),
+    ("https://token@judge.example/v1", "https://***@judge.example/v1"),
+    ("http://127.0.0.1:13305/api/v1", "http://127.0.0.1:13305/api/v1"),  # nothing to hide
+    ("http://u:p@ss/w@rd@host:1/v1", "http://***@host:1/v1"),  # unencoded @ and / in it
+    ("http://host/v1?next=a@b", "http://host/v1?next=a@b"),  # an @ in the query is not userinfo
+    (f"http://user:{SECRET}@[::1", "http://***@[::1"),  # does not parse: still masked
+    (f"user:{SECRET}@127.0.0.1:9", "***@127.0.0.1:9"),  # no scheme
+])
+def test_the_user_name_and_password_are_hidden(url: str, shown: str) -> None:
+    assert shown_url(url) == shown
+
+
+def test_the_judge_line_and_the_calibration_report_hide_them() -> None:
+    choices = from_env_and_flags(env={}, judge="openai", judge_model="judge", judge_url=URL)
+    assert SECRET not in " ".join(choices.header_lines())
+    report = CalibrationReport(judge_model="judge", judge_server=URL, passed=False, deadline_s=1,
+                               elapsed_s=1, failure="1 of 1 examples wrong", results=[])
+    assert "at http://***@127.0.0.1:9/v1" in str(report) and SECRET not in str(report)
+
+
+def test_a_judge_error_names_the_url_without_them() -> None:
+    import asyncio
+
+    async def once() -> None:
+        backend = OpenAIBackend(URL, "judge", timeout_s=5)
+        try:
+            await backend.complete(StructuredRequest("S", [{"role": "user", "content": "C"}],
+                                                     "claim_labels", {"type": "object"}))
+        finally:
+            await backend.aclose()
+
+    with pytest.raises(JudgeServerError, match="cannot connect") as raised:
+        asyncio.run(once())
+    assert "http://***@127.0.0.1:9/v1" in str(raised.value) and SECRET not in str(raised.value)
+
+
+def calibrate(url: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items()
+             if not k.startswith(("TRIALBOX_JUDGE", "ANTHROPIC"))}
+    return subprocess.run(
+        [str(TRIALBOX), "calibrate", "--judge-provider", "openai", "--judge-url", url,
+         "--judge-model", "judge"],
+        cwd=ROOT, env=clean | {"COLUMNS": "200"}, capture_output=True, text=True, timeout=120)
+
+
+def test_calibrate_never_prints_them() -> None:
+    done = calibrate(URL)
+    output = done.stdout + done.stderr
+    assert done.returncode == EXIT_INFRA, output
+    assert "http://***@127.0.0.1:9/v1" in output and SECRET not in output, output
+
+
+def test_a_url_refused_by_the_cli_is_named_without_them() -> None:
+    done = calibrate(f"ftp://user:{SECRET}@127.0.0.1:9/v1")
+    output = done.stdout + done.stderr
+    assert done.returncode == EXIT_USAGE, output
+    assert "--judge-url" in output and SECRET not in output, output
