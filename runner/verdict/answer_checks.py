@@ -183,3 +183,14 @@ def _percent(deviation: float) -> str:
 
 
 ANSWER_DECIDERS: tuple[CheckDecider, ...] = (_answer_contains, _answer_not_contains, _answer_number)
+
+
+def passes_on(check: AnswerContains | AnswerNumber, text: str, derived: bool = True) -> bool:
+    """`check` passes on `text` read as a turn's answer (a derived literal as derived ones are
+    decided): how a check derived from a ground truth is proven on that ground truth."""
+    context = CheckContext(calls=[], answer=text, turn=1)
+    if isinstance(check, AnswerContains):
+        decided = derived_literal(check, context) if derived else _answer_contains(check, context)
+    else:
+        decided = _answer_number(check, context)
+    return decided[0]

@@ -6,6 +6,7 @@ import re
 
 from runner.records.evidence import UI_INDEXING_STEP
 from runner.scenarios import AnswerContains, AnswerNumber, GroundTruth, ToolsInOrder, ToolStep, Turn
+from runner.verdict.answer_checks import passes_on
 from runner.verdict.assertions import reading_at
 from runner.verdict.literals import DATES, MIN_LITERAL_CHARACTERS, characters
 from runner.verdict.numbers import NUMBER, value_of
@@ -71,7 +72,9 @@ def derived_checks(turn: Turn) -> list[AnswerContains | AnswerNumber]:
         if check is not None:
             derived.append(check)
         elif isinstance(item, str):
-            derived += sentence_checks(item)
+            # Proven on the sentence it comes from: a check its own ground truth fails ("<$170"
+            # offered as one of two in "sale <$200 OR refurb <$170") would fail right answers.
+            derived += [found for found in sentence_checks(item) if passes_on(found, item)]
     return derived
 
 
@@ -88,10 +91,16 @@ def _derive(value: object) -> AnswerContains | AnswerNumber | None:
         return AnswerNumber(type="answer_number", value=amount, tolerance=DERIVED_TOLERANCE)
     if characters(text) < MIN_LITERAL_CHARACTERS:
         return None  # "No", "A": found by chance in almost any answer — the judge decides
-    if len(text.split()) <= MAX_LITERAL_WORDS:
+    if len(text.split()) <= MAX_LITERAL_WORDS and not _ANNOTATED.search(text):
         return AnswerContains(type="answer_contains", text=text, ignore_case=True)
     return None
 
+
+_ANNOTATED = re.compile(r"[():;/]|\b(?:not|was|were|or|instead|updated|stored|should)\b",
+                       re.IGNORECASE)
+"""Words and marks that make a short expected answer a note about the value rather than the
+value written one way ("Port 443 (not 8080)", "Updated: Alex (was Alice)", "Stored: bouldering,
+1-2x/week"): no agent writes it so, so it is read as a sentence (`sentence_checks`)."""
 
 _LABEL_BEFORE = re.compile(
     r"\b(?:section|article|clause|chapter|page|line|step|item|room|version|v|no|number)\s*$",

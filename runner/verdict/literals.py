@@ -106,12 +106,18 @@ def literal_in(literal: str, answer: str) -> bool:
 def literal_spans(literal: str, answer: str) -> list[tuple[int, int]]:
     """Where `answer` says `literal`: from each occurrence of its first significant token to
     the next occurrence of its last one (the whole "Tomasz Lindqvist", so what stands beside
-    it is beside the literal); [] when the literal is not said (literal_in)."""
+    it is beside the literal); [] when the literal is not said (literal_in).
+
+    Only the occurrences that go on to say the whole literal count: in "It is not OAuth 2.0;
+    it is OAuth 1.6" the second "OAuth" is another value's, and reading it as the literal
+    would find the negated "OAuth 2.0" asserted. When no occurrence says it in order (its
+    words written in another order), each first token counts, as before."""
     if not literal_in(literal, answer):
         return []
     wanted = significant_tokens(literal)
     spans = _token_spans(answer)
-    found = []
+    whole: list[tuple[int, int]] = []
+    partial: list[tuple[int, int]] = []
     for index, (token, start, end) in enumerate(spans):
         if token != wanted[0]:
             continue
@@ -121,8 +127,8 @@ def literal_spans(literal: str, answer: str) -> list[tuple[int, int]]:
                 break
             if name == rest[0]:  # the literal's tokens in their order, others between
                 stop, rest = until, rest[1:]
-        found.append((start, stop))
-    return found
+        (partial if rest else whole).append((start, stop))
+    return whole or partial
 
 
 def characters(literal: str) -> int:

@@ -329,3 +329,34 @@ def test_hedging_applies_to_declared_number_checks_too():
     t = turn(checks=[{"type": "answer_number", "value": 2450000, "tolerance": 0.001}])
     (result,) = run_turn_checks(t, record("Maybe $2,000,000, $2,450,000 or $2,900,000."))
     assert not result.passed and not result.derived
+
+
+# --- literals that are notes, literals said twice, checks proven on their own truth ---------
+
+@pytest.mark.parametrize(("expected", "derived"), [
+    # A short expected answer that annotates its value is no value written one way: read as a
+    # sentence, it derives the one figure it asserts, or nothing.
+    ("Dock 7 (not 12)", []),
+    ("Renamed: Quill (was Quire)", []),
+    ("Kept: 14 crates, 2-3x/month", [14.0]),
+    ("Budget now $48,000 (not $40,000)", [48000.0]),
+])
+def test_an_annotated_short_answer_is_read_as_a_sentence(expected, derived):
+    checks = derived_checks(turn(**truth(expected)))
+    assert [c.value for c in checks if isinstance(c, AnswerNumber)] == derived
+    assert not any(isinstance(c, AnswerContains) for c in checks), checks
+
+
+def test_a_sentence_check_its_own_ground_truth_fails_is_not_derived():
+    # "$95" is offered as one of two bounds: asserted by the sentence rule's reading, it is a
+    # hedge to the number check, which a right answer written like the truth would fail.
+    assert derived_checks(turn(**truth("Alert set: under $120 OR used under $95"))) == []
+
+
+def test_a_literal_said_twice_is_read_where_it_is_said_whole():
+    # The second "Quill" belongs to another version: the negated whole mention decides.
+    result = only("Quill 3.1", "It is not Quill 3.1; it is Quill 2.")
+    assert not result.passed and "negated ('not')" in result.diagnostic
+    assert only("Quill 3.1", "It is Quill 3.1, not Quill 2.").passed
+    # Its words in another order still count where they stand.
+    assert only("Quill 3.1", "Version 3.1 of Quill.").passed
