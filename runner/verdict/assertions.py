@@ -20,7 +20,8 @@ applies wins:
                  "isn't", "doesn't", "cannot", "instead of", "rather than"), a denial
                  after it ("is wrong", "is false", "is outdated", also ending its clause:
                  "X with B2 is false") or opening the next clause ("…, but that is wrong").
-4. ONE_OF_SEVERAL — the mention is joined to another value by "/" or "or" ("X / Y", "X or Y").
+4. ONE_OF_SEVERAL — the mention is joined to another value by "/" or "or" ("X / Y", "X or Y"),
+                 or is one end of a range ("15-18%").
 5. ASSERTED    — the mention is the new value of a change ("revised to X", "changed to X",
                  "now X", "to X" after "from"): asserted, whatever the clause says of the old.
 6. SUPERSEDED  — the clause marks the value as replaced ("draft", "preliminary", "previous",
@@ -137,8 +138,11 @@ _DENIAL_NEXT = re.compile(
     r"not\s+(?:right|correct|true|accurate)|outdated|a\s+mistake|an\s+error|a\s+typo)\b",
     re.IGNORECASE)
 """A denial that opens the next clause: "The document claims X, but that is wrong"."""
-_ALTERNATIVE_AFTER = re.compile(r"^\s*(?:/|\bor\b|\band/or\b)(?=\s*\S)", re.IGNORECASE)
-_ALTERNATIVE_BEFORE = re.compile(r"\S\s*(?:/|\bor\b|\band/or\b)\s*$", re.IGNORECASE)
+_ALTERNATIVE_AFTER = re.compile(r"^\s*(?:/|\bor\b|\band/or\b)(?=\s*\S)|^[-–]\d",
+                                re.IGNORECASE)
+_ALTERNATIVE_BEFORE = re.compile(r"\S\s*(?:/|\bor\b|\band/or\b)\s*$|\d[-–]$", re.IGNORECASE)
+"""Joined to another value: "X / Y", "X or Y", and a range's end ("15-18%": 15 is one end of
+what the answer offers, not its figure)."""
 _NEW_VALUE_BEFORE = re.compile(
     r"\b(?:(?:revised|changed|updated|corrected|moved|raised|lowered|increased|decreased|"
     r"reduced|cut|amended|set)\s+(?:it\s+)?to|now(?:\s+(?:is|at|stands\s+at))?|"

@@ -32,6 +32,7 @@ def read(text: str, value: str = FIGURE) -> tuple[Cue, str]:
     ("$2,450,000 was the draft, revised to $2,000,000", Cue.SUPERSEDED, "draft"),
     ("$2,450,000 was revised to $2,000,000", Cue.SUPERSEDED, "was revised"),
     ("$2,450,000 / $3,185,000", Cue.ONE_OF_SEVERAL, "/"),
+    ("Growth of $2,450,000-3,000,000 is forecast", Cue.ONE_OF_SEVERAL, "-3"),
     ("$2,450,000 or $3,185,000", Cue.ONE_OF_SEVERAL, "or"),
     ("I can't confirm $2,450,000", Cue.DOUBTED, "can't confirm"),
     ("$2,450,000 is wrong", Cue.NEGATED, "is wrong"),
