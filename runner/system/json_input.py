@@ -52,9 +52,46 @@ def refuse_escaping_link(path: Path, fix: str) -> None:
                          f"reading it; {fix}")
 
 
-def first_non_finite(data: Any, loc: tuple[int | str, ...] = ()) -> tuple[int | str, ...] | None:
+#: The most JSON values (objects, arrays, strings, numbers, ...) one file of ours may hold. A
+#: full bench's scorecard is about 50 values a row (4,088 for 79 rows), so this is some 40,000
+#: rows; a trace of 1,000 turns needs a few hundred thousand at most. Past it a file is refused
+#: before any model validates it: a 48 MB trace of millions of tiny tool calls took 95 s and
+#: 9 GB to refuse, nearly all of it spent validating them.
+MAX_JSON_NODES = 2_000_000
+
+
+class TooManyValues(ValueError):
+    """Parsed JSON holds more values than a file of ours may (MAX_JSON_NODES or the caller's)."""
+
+
+def first_non_finite(data: Any, loc: tuple[int | str, ...] = (),
+                     max_nodes: int = MAX_JSON_NODES) -> tuple[int | str, ...] | None:
     """Where the first NaN or infinite number in parsed JSON is (Python's json reads `NaN`,
-    `Infinity` and `1e999` as floats), or None. Iterative: a deep document must not recurse."""
+    `Infinity` and `1e999` as floats), or None; TooManyValues past `max_nodes` values.
+    Iterative: a deep document must not recurse. The count and the search walk the values
+    alone; only a document that holds a non-finite number is walked again for its location
+    (a path for each of millions of values cost seconds and gigabytes)."""
+    stack: list[Any] = [data]
+    seen = 0
+    found = False
+    while stack:
+        value = stack.pop()
+        seen += 1
+        if seen > max_nodes:
+            raise TooManyValues(max_nodes)
+        if isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, float) and not math.isfinite(value):
+            found = True
+            break
+    return _location_of_first_non_finite(data, loc) if found else None
+
+
+def _location_of_first_non_finite(data: Any, loc: tuple[int | str, ...]
+                                  ) -> tuple[int | str, ...] | None:
+    """The path to the first non-finite number, in document order."""
     stack: list[tuple[tuple[int | str, ...], Any]] = [(loc, data)]
     while stack:
         where, value = stack.pop()
@@ -67,9 +104,10 @@ def first_non_finite(data: Any, loc: tuple[int | str, ...] = ()) -> tuple[int | 
     return None
 
 
-def read_json_input(path: Path, limit: int, fix: str) -> Any:
+def read_json_input(path: Path, limit: int, fix: str, max_nodes: int = MAX_JSON_NODES) -> Any:
     """The parsed JSON of `path`: a regular file (links out of its folder refused), at most
-    `limit` bytes, valid JSON whose numbers are all finite; else InputError ending with `fix`."""
+    `limit` bytes and `max_nodes` values, valid JSON whose numbers are all finite; else
+    InputError ending with `fix`."""
     if os.path.isfile(path):  # not a regular file at all: read_bounded names what it is
         refuse_escaping_link(path, fix)
     try:
@@ -83,7 +121,11 @@ def read_json_input(path: Path, limit: int, fix: str) -> Any:
                          f"{exc.msg}); {fix}") from None
     except ValueError:  # an integer of more than 4300 digits: Python refuses to convert it
         raise InputError(f"{path}: holds a number too long to read; {fix}") from None
-    where = first_non_finite(data)
+    try:
+        where = first_non_finite(data, max_nodes=max_nodes)
+    except TooManyValues:
+        raise InputError(f"{path}: holds more than {max_nodes:,} JSON values, the most a file "
+                         f"of trialbox's may hold; {fix}") from None
     if where is not None:
         raise InputError(f"{path}: {field_path(where)}: not a finite number (NaN or infinite); "
                          f"{fix}")
