@@ -190,6 +190,11 @@ def compare(
                   if report or html else None)
     except (ScorecardError, FileNotFoundError, ValueError) as exc:
         fail(str(exc), EXIT_USAGE)
+    # Written before the verdict is printed: a disk that fills under the report must not
+    # follow "no regression (exit 0)" with an error and exit 3, which reads as two answers.
+    if driver is not None and html is not None:
+        with exit_codes():
+            atomic_write(html, render_driver_html(driver))
     if as_json:
         payload = json.loads(result.model_dump_json())
         if driver is not None:
@@ -199,10 +204,7 @@ def compare(
         say(result.render())
         if driver is not None and report:
             say(render_driver_md(driver))
-    if driver is not None and html is not None:
-        with exit_codes():
-            atomic_write(html, render_driver_html(driver))
-        if not as_json:
+        if driver is not None and html is not None:
             say(f"driver-build report: {html}")
     raise typer.Exit(result.exit_code)
 
