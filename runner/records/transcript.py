@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from runner.records.quantities import Seconds
+from runner.records.quantities import Seconds, WholeNumber
 
 UserMessageSource = Literal["verbatim", "extracted", "simulated"]
 """Where a user turn's words came from: the turn's `user_message` as written, the one question
@@ -101,7 +101,7 @@ class TurnPerformance(BaseModel):
 class TurnRecord(BaseModel):
     """One user message and the agent's full reply to it."""
 
-    turn: int = Field(description="1-based turn number, as in the scenario")
+    turn: WholeNumber = Field(description="1-based turn number, as in the scenario")
     user_message: str = Field(description="the message sent to the agent")
     answer: str = Field(description='the agent\'s final answer text ("" when it gave none)')
     tool_calls: list[ToolCall] = Field(

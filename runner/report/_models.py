@@ -16,7 +16,7 @@ from pydantic import Field
 
 from runner.records.judgments import ClaimJudgment, DimensionScores, JudgeUsage, Judgments
 from runner.records.outcomes import CheckResult
-from runner.records.quantities import Dollars, Score, Seconds
+from runner.records.quantities import Dollars, Score, Seconds, WholeNumber
 from runner.records.status import Status
 from runner.records.transcript import (
     SetupTimings,
@@ -176,7 +176,7 @@ class ScenarioResult(StrictModel):
     trace: str | None = Field(
         default=None, description="path of the trace, relative to the run folder"
     )
-    trial: int | None = Field(
+    trial: WholeNumber | None = Field(
         default=None, description="1-based trial index when the run has trials > 1"
     )
     judge_model: str | None = Field(default=None, description="the model that judged it")
