@@ -18,6 +18,7 @@ from runner.conversation.simulate import make_simulator
 from runner.judge import (
     CalibrationFailed,
     JudgeError,
+    JudgeServerError,
     JudgeUnavailable,
     ProviderConfigError,
     from_env_and_flags,
@@ -39,6 +40,7 @@ from runner.scenarios import (
     select,
     unclaimed,
 )
+from runner.system.urls import shown_url
 
 REJECTED_WARNING = "rejected scenario file, not run: "
 
@@ -193,8 +195,12 @@ async def prepare_judge(settings: RunSettings, say: Callable[[str], None]) -> tu
         raise InfraError(f"the judge is unavailable, so nothing was run: {exc}") from None
     except CalibrationFailed as exc:
         raise UsageError(f"the judge failed calibration, so nothing was run:\n{exc}") from exc
+    except JudgeServerError as exc:  # its server or the way to it failed: infrastructure
+        raise InfraError(f"the judge's server failed during calibration, so nothing was run: "
+                         f"{exc}") from None
     except (httpx.HTTPError, JudgeError) as exc:
-        raise UsageError(f"the judge at {settings.judge_url} cannot be reached ({exc}); "
+        where = shown_url(settings.judge_url) if settings.judge_url else "the configured URL"
+        raise UsageError(f"the judge at {where} cannot be reached ({exc}); "
                          "check --judge-url or run with --judge-provider none") from exc
     assert gated is not None
     asked = "" if gated.report.requests is None else f", {gated.report.requests} question(s) asked live"

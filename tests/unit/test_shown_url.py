@@ -82,3 +82,22 @@ def test_a_url_refused_by_the_cli_is_named_without_them() -> None:
     output = done.stdout + done.stderr
     assert done.returncode == EXIT_USAGE, output
     assert "--judge-url" in output and SECRET not in output, output
+
+
+def test_a_run_whose_judge_cannot_be_reached_is_exit_3_without_them(tmp_path: Path) -> None:
+    # Nothing listens on port 9 of loopback: the judge's server is unreachable, which is the
+    # machine's state, not the run's configuration (README's exit codes), and the password
+    # in its URL is not printed.
+    clean = {k: v for k, v in os.environ.items()
+             if not k.startswith(("TRIALBOX_JUDGE", "ANTHROPIC"))}
+    suite = ROOT / "tests" / "fixtures" / "engine_suite"
+    done = subprocess.run(
+        [str(TRIALBOX), "run", str(suite / "scenarios"), "--corpus", str(suite / "corpus"),
+         "--backend", "local", "--target-url", "http://127.0.0.1:9", "--judge-provider",
+         "openai", "--judge-url", URL, "--judge-model", "judge", "--simulator", "scripted",
+         "--results", str(tmp_path)],
+        cwd=ROOT, env=clean | {"COLUMNS": "200"}, capture_output=True, text=True, timeout=120)
+    output = done.stdout + done.stderr
+    assert done.returncode == EXIT_INFRA, output
+    assert "judge's server failed during calibration" in output, output
+    assert SECRET not in output and "Traceback" not in output, output
