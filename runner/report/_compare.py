@@ -24,7 +24,9 @@ runs in which nothing changed.
 Exit codes (returned, not raised; the CLI decides):
   0  no regression
   1  a regression (or, with require_complete, an incomplete run)
-  2  unreadable input or bad usage (raised as ScorecardError before compare runs)
+  2  unreadable input or bad usage (raised as ScorecardError: before compare runs, or by
+     compare for a row judged on both sides whose score is missing on one — a score against
+     nothing is not "unchanged", and the input is wrong, not the run)
   3  the runs used different agent or judge models: scores are not comparable
 GAIA exits 2 on a regression. Ours differ on purpose: 2 is every trialbox command's usage
 error, and 1 is every trialbox command's "quality gate failed".
@@ -39,6 +41,7 @@ from pydantic import BaseModel, Field
 
 from runner.records.status import JUDGED, Status
 from runner.report._fold import fold_trials, group_trials, has_trials
+from runner.report._load import ScorecardError
 from runner.report._models import ScenarioResult, Scorecard
 from runner.report._to_gaia import agent_model_of
 
@@ -259,6 +262,22 @@ def _incomplete(
     return reasons
 
 
+def _scoreless(old: dict[str, ScenarioResult], new: dict[str, ScenarioResult]) -> list[str]:
+    """Rows judged in both runs whose score one side lacks: "which run, which row" for each."""
+    reasons = []
+    for key in sorted(old.keys() & new.keys()):
+        was, now = old[key], new[key]
+        if was.status not in JUDGED or now.status not in JUDGED:
+            continue
+        if (was.score is None) == (now.score is None):
+            continue
+        side, other, there = ("current", "baseline", was) if now.score is None else (
+            "baseline", "current", now)
+        reasons.append(f"{key}: {side} row is {(now if side == 'current' else was).status.value} "
+                       f"with no score, {other} has {there.score:.2f}")
+    return reasons
+
+
 def compare(
     baseline: Scorecard, current: Scorecard, *, require_complete: bool = False
 ) -> Comparison:
@@ -269,6 +288,14 @@ def compare(
     # A targeted run is judged on what it was asked to run; the rest were never selected.
     not_run = sorted(k for k, r in old.items() if selected and r.id not in selected)
     old = {k: r for k, r in old.items() if k not in not_run}
+    scoreless = _scoreless(old, new)
+    if scoreless:
+        shown = "; ".join(scoreless[:5]) + (f"; and {len(scoreless) - 5} more"
+                                            if len(scoreless) > 5 else "")
+        raise ScorecardError(
+            f"not comparable: {len(scoreless)} judged row(s) without a score on one side "
+            f"({shown}); a judged row needs its score — rescore that run (trialbox rescore) "
+            "or compare two runs that both recorded scores")
     missing = sorted(old.keys() - new.keys())
     result = Comparison(
         only_in_baseline=missing,

@@ -45,3 +45,25 @@ def test_a_report_written_comes_with_the_verdict(tmp_path: Path, extra: list[str
     if not extra:
         assert "no regression" in output and output.rstrip().endswith(
             f"driver-build report: {tmp_path / 'report.html'}"), output
+
+
+def test_a_row_without_its_score_on_one_side_exits_2_naming_row_and_side(tmp_path: Path) -> None:
+    # Issue 34: baseline PASS 9.0 against current PASS with a null score read "unchanged", exit 0.
+    import json
+
+    from runner.run.errors import EXIT_USAGE
+
+    run = a_run(tmp_path / "base")
+    card = json.loads((run / "scorecard.json").read_text())
+    row = card["scenarios"][0]
+    row.update(status="PASS", score=9.0)
+    (run / "scorecard.json").write_text(json.dumps(card))
+    other = a_run(tmp_path / "current")
+    card = json.loads((other / "scorecard.json").read_text())
+    twin = next(r for r in card["scenarios"] if r["id"] == row["id"])
+    twin.update(status="PASS", score=None)
+    (other / "scorecard.json").write_text(json.dumps(card))
+    result = CliRunner().invoke(app, ["compare", str(run), str(other)], env={"COLUMNS": "300"})
+    assert result.exit_code == EXIT_USAGE, result.output
+    assert "unchanged" not in result.output and "Traceback" not in result.output
+    assert f"{row['id']}: current row is PASS with no score, baseline has 9.00" in result.output

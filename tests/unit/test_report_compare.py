@@ -273,3 +273,24 @@ def test_single_trial_runs_keep_gaias_row_by_row_rule():
     assert [e.key for e in result.time_regressed] == ["s"] and result.exit_code == EXIT_REGRESSION
     assert result.time_regressed[0].baseline_median_wall_s is None
     assert "(median" not in result.render()
+
+
+@pytest.mark.parametrize(("before", "after", "side"), [
+    (9.0, None, "current"), (None, 9.0, "baseline")])
+def test_a_score_missing_on_one_side_is_not_comparable(before, after, side):
+    # Issue 34: baseline PASS 9.0 against current PASS with no score read "unchanged".
+    from runner.report import ScorecardError
+
+    baseline = card([row("same", P, 8.0), row("orchard", P, before)])
+    current = card([row("same", P, 8.0), row("orchard", P, after)])
+    with pytest.raises(ScorecardError) as caught:
+        compare(baseline, current)
+    message = str(caught.value)
+    assert "not comparable" in message and "orchard" in message, message
+    assert f"{side} row is PASS with no score" in message, message
+    assert "same" not in message.split("(", 1)[1], message
+
+
+def test_no_score_on_either_side_still_compares_on_the_verdict():
+    result = compare(card([row("a", P, None)]), card([row("a", P, None)]))
+    assert [e.key for e in result.unchanged] == ["a"] and result.exit_code == EXIT_OK
