@@ -163,8 +163,12 @@ async def run_conversation(
         for turn in scenario.turns:
             if getattr(turn, "new_session", False):
                 current = await _new_session(gaia, box, scenario, agent_id, device)
+            writing = time.perf_counter()
             said = as_user_message(await simulator.user_message(scenario, turn, list(transcript.turns)))
+            written_s = round(time.perf_counter() - writing, 3)
             record = await _run_turn(gaia, box, current["id"], turn.turn, said.text, turn_timeout_s)
+            if said.source == "simulated":  # a model's time: the phase table shows it apart
+                record.performance.simulator_s = written_s
             record.user_message_source = said.source
             record.simulator_model = said.model
             transcript.turns.append(record)

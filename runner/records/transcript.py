@@ -94,6 +94,10 @@ class TurnPerformance(BaseModel):
         default=None, ge=0, description="of embedded_inputs, how many the LLM server's "
         "embeddings cache answered without the model (the same vectors it computed before); "
         "None: the server keeps no cache, or not measured")
+    simulator_s: float | None = Field(
+        default=None, ge=0, description="seconds the user simulator's model took to write this "
+        "turn's message, before wall_s began: neither agent nor harness time; None: the "
+        "message was not simulated (verbatim or extracted), or not timed")
     reported_by_gaia: GaiaReportedPerformance | None = Field(
         default=None, description="GAIA's own turn_metrics, as reported by GAIA (not compared)")
 

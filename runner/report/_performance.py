@@ -115,6 +115,7 @@ def stats_of(
     walls = [t.wall_s for t in measured]
     agent_turn_s = sum(walls) if walls else None
     embedding = [t for t in measured if t.embedding_s is not None]
+    simulated = [t.simulator_s for t in measured if t.simulator_s is not None]
     # The Agent UI embedding the setup documents is the agent's work, timed by the conversation.
     agent_indexing_s = phase_seconds(setup, "indexing_s")
     return PerformanceStats(
@@ -128,6 +129,8 @@ def stats_of(
         turn_embedding_s=sum(t.embedding_s or 0.0 for t in embedding) if embedding else None,
         turn_embedded_inputs=sum(t.embedded_inputs or 0 for t in embedding) if embedding else None,
         turn_embedded_cached=_sum_known(t.embedded_cached for t in embedding),
+        simulated_turns=len(simulated),
+        simulator_s=round(sum(simulated), 3) if simulated else None,
         indexing_embedded_inputs=None if setup is None else setup.indexing_embedded_inputs,
         indexing_embedded_cached=None if setup is None else setup.indexing_embedded_cached,
         overhead_ratio=(

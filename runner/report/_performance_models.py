@@ -49,6 +49,14 @@ class PerformanceStats(StrictModel):
         description="of turn_embedded_inputs, how many the LLM server's embeddings cache answered "
         "without the model (trialbox_llm/embedding_cache.py); None when no cache was on",
     )
+    simulated_turns: int = Field(
+        default=0, ge=0, description="turns whose user message the simulator's model wrote")
+    simulator_s: float | None = Field(
+        default=None, ge=0,
+        description="seconds the simulator's model took writing those messages, summed: outside "
+        "agent time (before each turn's wall clock) and not the harness's; None when no "
+        "simulated turn was timed",
+    )
     indexing_embedded_inputs: int | None = Field(
         default=None, ge=0,
         description="texts sent to the embedder while the setup documents indexed (front door; "

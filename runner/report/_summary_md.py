@@ -249,8 +249,15 @@ def _perf_row(label: str, p: PerformanceStats) -> str:
         f"{_num(p.turn_wall_s_p90, ' s')} | {_num(p.ttft_s_mean, ' s', 3)} | "
         f"{_num(p.tokens_per_s_mean, '', 1)} | {p.input_tokens} | {p.output_tokens} | "
         f"{_num(p.turn_embedding_s, ' s', 1)} | "
-        f"{_num(p.agent_indexing_s, ' s', 1)} | {_num(p.overhead_ratio)} |"
+        f"{_num(p.agent_indexing_s, ' s', 1)} | {_simulated(p)} | {_num(p.overhead_ratio)} |"
     )
+
+
+def _simulated(p: PerformanceStats) -> str:
+    """"3 · 12.4 s": the turns the simulator's model wrote and its time writing them."""
+    if not p.simulated_turns:
+        return "–"
+    return f"{p.simulated_turns} · {_num(p.simulator_s, ' s', 1)}"
 
 
 def _performance(card: Scorecard) -> list[str]:
@@ -260,9 +267,9 @@ def _performance(card: Scorecard) -> list[str]:
         "",
         (
             "| Scenario | Wall | Turns | Turn mean | Turn p50 | Turn p90 | TTFT | Tokens/s | In | "
-            "Out | Embedding in turns | Indexing (agent) | Wall ÷ agent time |"
+            "Out | Embedding in turns | Indexing (agent) | Simulated turns | Wall ÷ agent time |"
         ),
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     lines += [_perf_row(key, stats) for key, stats in perf.scenarios.items()]
     lines.append(_perf_row("**total**", perf.totals))
@@ -270,7 +277,9 @@ def _performance(card: Scorecard) -> list[str]:
         "Agent time is the agent's turns plus its own indexing of the setup documents (in the "
         "Agent UI): neither is the harness's. Embedding in turns is the part of the turns spent "
         "in embeddings requests (front door): GAIA's agent embeds its session documents again "
-        "on its first turn. The "
+        "on its first turn. Simulated turns are the user messages the simulator's model wrote "
+        "and its time writing them, before each turn's clock: in the wall, outside agent time. "
+        "The "
         f"{BENCHMARK_OVERHEAD} is measured side by side against one Agent UI already running; "
         "see the README."
     )

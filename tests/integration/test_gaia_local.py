@@ -67,6 +67,10 @@ def scenario() -> Scenario:
     )  # fmt: skip
 
 
+
+SIMULATOR_S = 0.3
+"""How long the stand-in simulator takes to write a message."""
+
 class RecordingSimulator:
     """Sends each turn's scripted message and remembers the history it was shown.
 
@@ -80,6 +84,7 @@ class RecordingSimulator:
         self.seen.append(list(history))
         if turn.turn == 1:
             return turn.user_message
+        await asyncio.sleep(SIMULATOR_S)  # a model writing: timed apart from the agent's turn
         return UserMessage(text=turn.user_message, source="simulated", model="test-simulator")
 
 
@@ -181,6 +186,8 @@ def test_two_turn_conversation_over_an_indexed_document(
     assert [len(history) for history in simulator.seen] == [0, 1]
     assert [(t.user_message_source, t.simulator_model) for t in transcript.turns] == [
         ("verbatim", None), ("simulated", "test-simulator")]  # fmt: skip
+    first, second = (t.performance.simulator_s for t in transcript.turns)
+    assert first is None and second is not None and second >= SIMULATOR_S, (first, second)
     assert (transcript.agent_id, transcript.gaia_version) == ("gaia", "0.25.1")
     for record, sent in zip(transcript.turns, scenario().turns):
         assert record.user_message == sent.user_message

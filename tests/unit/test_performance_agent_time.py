@@ -76,7 +76,7 @@ def test_null_no_harness_time_and_long_indexing_reads_one_and_reports_the_indexi
     assert f"- **{indexing}**" in summary
     assert escape(indexing) in render_html(scorecard)
     large = next(line for line in summary.splitlines() if line.startswith("| large_pdf |"))
-    assert large.endswith("| 600.0 s | 1.00 |")
+    assert large.endswith("| 600.0 s | – | 1.00 |")
 
 
 def test_planted_two_seconds_of_harness_per_scenario_is_found():
@@ -139,7 +139,7 @@ def test_the_turns_own_embedding_is_shown_apart_from_the_indexing():
     summary = render_summary_md(measured)
     assert f"- **{line}**" in summary
     row_of = next(r for r in summary.splitlines() if r.startswith("| licence |"))
-    assert row_of.split(" | ")[-3] == "30.5 s", row_of  # the Embedding in turns column
+    assert row_of.split(" | ")[-4] == "30.5 s", row_of  # the Embedding in turns column
     assert escape(line) in render_html(measured)
     unmeasured = card(suite(harness_s=0.0))  # GAIA's own figures only: nothing to read
     assert turn_embedding_text(unmeasured).endswith("= n/a (no turn was measured at the front door)")
@@ -190,3 +190,29 @@ def test_what_the_embeddings_cache_answered_is_on_the_record_and_only_when_one_w
     assert embedding_cache_text(without) is None
     assert "embeddings cache" not in render_summary_md(without)
     assert "embeddings cache" not in render_html(without)
+
+
+def test_simulated_turns_and_the_simulators_time_have_their_own_column():
+    # The simulator's model writes the user message before the turn's clock starts: its time
+    # is in the scenario's wall, outside agent time, and the phase table shows it apart.
+    simulated = TurnPerformance(wall_s=12.0, simulator_s=3.25)
+    verbatim = TurnPerformance(wall_s=8.0)
+
+    def scenario(scenario_id: str, turns: list[TurnPerformance]) -> ScenarioResult:
+        transcript = Transcript(scenario_id=scenario_id, turns=[
+            TurnRecord(turn=n, user_message="q", answer="a", performance=p)
+            for n, p in enumerate(turns, 1)])
+        return scenario_result(scenario_id=scenario_id, transcript=transcript, wall_s=30.0)
+
+    measured = card([scenario("talky", [simulated, simulated, verbatim]),
+                     scenario("plain", [verbatim])])
+    stats = measured.performance.scenarios
+    assert (stats["talky"].simulated_turns, stats["talky"].simulator_s) == (2, 6.5)
+    assert (stats["plain"].simulated_turns, stats["plain"].simulator_s) == (0, None)
+    totals = measured.performance.totals
+    assert (totals.simulated_turns, totals.simulator_s) == (2, 6.5)
+    assert totals.agent_turn_s == pytest.approx(12.0 + 12.0 + 8.0 + 8.0)  # not the simulator's
+    summary = render_summary_md(measured)
+    rows = {r.split(" | ")[0]: r.split(" | ") for r in summary.splitlines() if r.startswith("| ")}
+    assert rows["| talky"][-2] == "2 · 6.5 s" and rows["| plain"][-2] == "–"
+    assert "Simulated turns |" in summary
