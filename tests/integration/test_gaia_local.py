@@ -67,9 +67,9 @@ def scenario() -> Scenario:
     )  # fmt: skip
 
 
-
 SIMULATOR_S = 0.3
 """How long the stand-in simulator takes to write a message."""
+
 
 class RecordingSimulator:
     """Sends each turn's scripted message and remembers the history it was shown.
