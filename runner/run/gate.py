@@ -17,11 +17,15 @@ SKIPPED = (Status.SKIPPED_NO_DOCUMENT, Status.SKIPPED_NO_MODEL)
 def exit_code(card: Scorecard, min_pass_rate: float | None, allow_incomplete: bool = False) -> int:
     """0 completed; 1 the pass-rate gate failed; 2 selected scenario files were rejected (the
     rest ran); 3 the run stopped early (scenarios NOT_RUN) or no scenario produced a result
-    (all infrastructure errors). The gate counts scenarios without a verdict (TIMEOUT, ERRORED,
+    (all infrastructure errors) or the judge was unavailable for a row (its conversation kept
+    unjudged until `rescore`: when the outage met the last scenario, no row is NOT_RUN, and it
+    read as exit 0). The gate counts scenarios without a verdict (TIMEOUT, ERRORED,
     ...) as not passed unless `allow_incomplete` (runner/verdict/gate.py:gate_pass_rate)."""
     statuses = [r.status for r in card.scenarios]
     worked = [s for s in statuses if s.is_judged or s in (Status.NOT_JUDGED, *SKIPPED)]
     if Status.NOT_RUN in statuses or (statuses and not worked):
+        return EXIT_INFRA
+    if any(r.judge_unavailable for r in card.scenarios):
         return EXIT_INFRA
     if any(w.startswith(REJECTED_WARNING) for w in card.warnings):
         return EXIT_USAGE
