@@ -68,7 +68,8 @@ def talking_answers(truth: str, planned: list[Planned], shifted: Callable[[str],
     answers = [
         TalkingAnswer("negation", f"It is not {right}; it is {other}."),
         TalkingAnswer("wrong context", f"{_other_period(question)} {right}; now {other}."),
-        TalkingAnswer("revision", f"{right} was the draft, revised to {other}."),
+        TalkingAnswer("revision", f"{right} was the {_superseded_word(question)}, revised to "
+                                  f"{other}."),
         TalkingAnswer("doubt", f"I can't confirm {right}."),
         TalkingAnswer("two values", f"{right} / {other}"),
         TalkingAnswer("denial", f"{right} is false; it is {other}."),
@@ -84,6 +85,12 @@ def talking_answers(truth: str, planned: list[Planned], shifted: Callable[[str],
         answers.append(TalkingAnswer("wrong entity",
                                      " with ".join(["Another one", *values]) + "."))
     return answers
+
+
+def _superseded_word(question: str) -> str:
+    """What the revision calls the old value: a word the question does not say ("draft", else
+    "preliminary figure"): a question that names the draft asks for it (assertions' rule)."""
+    return "preliminary figure" if "draft" in question.casefold() else "draft"
 
 
 def _other_period(question: str) -> str:

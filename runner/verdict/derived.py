@@ -119,7 +119,8 @@ def sentence_checks(sentence: str) -> list[AnswerContains | AnswerNumber]:
     Left out as the judge's: years on their own, single digits without a unit (in almost any
     answer by chance), numbers inside a date, and numbers a label names ("section 3").
     The rest of the sentence (its names and words) is paraphrased by correct agents, so it
-    derives nothing. A sentence that asserts more than one value derives nothing either:
+    derives nothing. A sentence that asserts more than one value — a single digit it
+    asserts counts, though it derives no check of its own — derives nothing either:
     which of them the question asks for, and which are context a correct answer may leave
     out ("$14.2M, up 8% on Q2"), is the judge's to read — a check that demanded the context
     would fail right answers, and a check can overrule the judge's PASS.
@@ -127,6 +128,7 @@ def sentence_checks(sentence: str) -> list[AnswerContains | AnswerNumber]:
     text = " ".join(sentence.split())
     derived: list[AnswerContains | AnswerNumber] = []
     dated: list[tuple[int, int]] = []
+    small = 0  # asserted single digits: no check of their own, but values all the same
     for pattern in DATES:
         for match in pattern.finditer(text.casefold()):
             if any(start <= match.start() < end for start, end in dated):
@@ -143,14 +145,18 @@ def sentence_checks(sentence: str) -> list[AnswerContains | AnswerNumber]:
         marked = bool(_CURRENCY.search(raw) or match["word"] or match["suffix"]
                       or match["percent"])
         before = text[: match.start()]
-        if not marked and (abs(value) < 10 and float(value).is_integer()
-                           or (re.fullmatch(r"\d{4}", match["digits"]) and 1900 <= value <= 2100)
+        if not marked and (re.fullmatch(r"\d{4}", match["digits"]) and 1900 <= value <= 2100
                            or _LABEL_BEFORE.search(before) or _LABEL_CAPITAL.search(before)):
+            continue
+        if not marked and abs(value) < 10 and float(value).is_integer():
+            # "up to 3 days a week" beside "15 days of leave": the sentence asserts two values,
+            # and a check of the 15 alone would pass an answer that gives only the leave.
+            small += reading_at(text, *match.span()).asserted
             continue
         if reading_at(text, *match.span()).asserted:
             derived.append(AnswerNumber(type="answer_number", value=value,
                                         tolerance=DERIVED_TOLERANCE))
-    return derived if len(derived) == 1 else []
+    return derived if len(derived) == 1 and not small else []
 
 
 def amount_of(text: str) -> float | None:

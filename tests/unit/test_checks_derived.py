@@ -360,3 +360,12 @@ def test_a_literal_said_twice_is_read_where_it_is_said_whole():
     assert only("Quill 3.1", "It is Quill 3.1, not Quill 2.").passed
     # Its words in another order still count where they stand.
     assert only("Quill 3.1", "Version 3.1 of Quill.").passed
+
+
+def test_a_sentence_with_a_single_digit_beside_its_figure_asserts_two_values():
+    # The 3 derives no check of its own (a single digit is in almost any answer), but it is
+    # a value the sentence asserts: a check of the 18 alone would pass an answer that gives
+    # only the leave, so the sentence is the judge's.
+    assert derived_checks(turn(**truth("18 days of leave; up to 3 days a week at home"))) == []
+    assert [c.value for c in derived_checks(turn(**truth("18 days of leave in the first year")))
+            if isinstance(c, AnswerNumber)] == [18.0]

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from runner.bench.make_bench import selftest_line
 from runner.cli.app import app
-from runner.scenarios import Scenario, load_suite
+from runner.scenarios import Scenario, Turn, load_suite
 from runner.selftest import SelftestReport, Verdict, selftest_scenario, summary_line
 from runner.system.paths import eval_root
 
@@ -152,6 +152,21 @@ def test_a_check_that_contradicts_the_ground_truth_exits_1_naming_file_turn_and_
     assert "the ground truth '$2,450,000'" in line
     assert output.strip().splitlines()[-1] == (
         "1 of 1 scenarios decidable offline: 1 not passable, 0 not discriminating")
+
+
+def test_the_revision_calls_the_old_value_by_a_word_the_question_does_not_say():
+    from runner.selftest._talking import talking_answers
+    from runner.verdict import planned_checks
+
+    checks = [{"type": "answer_number", "value": 2450000, "tolerance": 0.001}]
+    planned = planned_checks(Turn.model_validate(engineering(checks=checks)))
+    said = {a.kind: a.text for a in talking_answers(
+        "$2,450,000", planned, lambda text: "$1,960,000", None,
+        "Which figure replaced the draft allocation?")}
+    assert said["revision"] == "$2,450,000 was the preliminary figure, revised to $1,960,000."
+    plain = {a.kind: a.text for a in talking_answers(
+        "$2,450,000", planned, lambda text: "$1,960,000", None, "What does Engineering get?")}
+    assert plain["revision"] == "$2,450,000 was the draft, revised to $1,960,000."
 
 
 def test_a_scenario_no_right_answer_passes_catches_no_kind_in_the_table():
