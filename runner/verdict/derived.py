@@ -99,7 +99,7 @@ def _derive(value: object) -> AnswerContains | AnswerNumber | None:
 _ANNOTATED = re.compile(r"[():;/]|\b(?:not|was|were|or|instead|updated|stored|should)\b",
                        re.IGNORECASE)
 """Words and marks that make a short expected answer a note about the value rather than the
-value written one way ("Port 443 (not 8080)", "Updated: Alex (was Alice)", "Stored: bouldering,
+value written one way ("Dock 7 (not 12)", "Renamed: Quill (was Quire)", "Kept: 14 crates,
 1-2x/week"): no agent writes it so, so it is read as a sentence (`sentence_checks`)."""
 
 _LABEL_BEFORE = re.compile(

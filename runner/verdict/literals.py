@@ -108,9 +108,9 @@ def literal_spans(literal: str, answer: str) -> list[tuple[int, int]]:
     the next occurrence of its last one (the whole "Tomasz Lindqvist", so what stands beside
     it is beside the literal); [] when the literal is not said (literal_in).
 
-    Only the occurrences that go on to say the whole literal count: in "It is not OAuth 2.0;
-    it is OAuth 1.6" the second "OAuth" is another value's, and reading it as the literal
-    would find the negated "OAuth 2.0" asserted. When no occurrence says it in order (its
+    Only the occurrences that go on to say the whole literal count: in "It is not Quill 2.0;
+    it is Quill 1.6" the second "Quill" is another value's, and reading it as the literal
+    would find the negated "Quill 2.0" asserted. When no occurrence says it in order (its
     words written in another order), each first token counts, as before."""
     if not literal_in(literal, answer):
         return []
