@@ -41,9 +41,10 @@ from runner.capture._scenario import (
     render_yaml,
     scenario_id_for,
 )
-from runner.run.errors import EXIT_USAGE
+from runner.run.errors import EXIT_INFRA, EXIT_USAGE
 from runner.scenarios import Problem, load_suite
 from runner.system.paths import eval_root
+from runner.system.writes import WriteRefused, atomic_write, check_destination
 
 __all__ = [
     "CATEGORY",
@@ -110,17 +111,24 @@ def capture(database: Path, session_id: str | None = None, *, out_dir: Path | No
     except ValidationError as exc:  # a capture bug, not the user's: say so plainly
         raise AssertionError(f"capture built a scenario our model rejects: {exc}") from exc
     target = out_dir / f"{data['id']}.yaml"
-    if target.exists() and not force:
-        raise CaptureError(f"{target}: already exists (perhaps reviewed by hand); pass --force "
-                           "to overwrite it, or --out DIR to write elsewhere")
     if out_dir.exists() and not out_dir.is_dir():
         raise CaptureError(f"--out {out_dir}: is a file; give a folder")
     try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        target.write_text(render_yaml(data), encoding="utf-8")
-    except OSError as exc:  # a read-only folder, a full disk: the user's to fix, in one line
-        raise CaptureError(f"--out {out_dir}: cannot write {target.name} there "
-                           f"({exc.strerror or exc}); give a folder you can write to") from None
+        # Refused before --force is looked at: a folder, a FIFO or a device by that name is
+        # never renamed over (--force replaces a scenario file, nothing else).
+        check_destination(target)
+    except WriteRefused as exc:
+        raise CaptureError(f"--out {out_dir}: {exc}") from None
+    if target.exists() and not force:
+        raise CaptureError(f"{target}: already exists (perhaps reviewed by hand); pass --force "
+                           "to overwrite it, or --out DIR to write elsewhere")
+    try:  # whole or not at all: a full disk never leaves half a scenario for review
+        atomic_write(target, render_yaml(data))
+    except WriteRefused as exc:
+        if exc.infrastructure:  # the machine's, not the user's: exit 3 (capture_command)
+            raise
+        raise CaptureError(f"--out {out_dir}: cannot write {target.name} there ({exc}); give a "
+                           "folder you can write to") from None
     suite = load_suite([target], corpus_root)
     return CaptureResult(path=target, scenario_id=data["id"], session=session,
                          problems=list(suite.problems))
@@ -152,6 +160,9 @@ def capture_command(
     except CaptureError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(EXIT_USAGE) from None
+    except WriteRefused as exc:  # a full or failing disk (capture raises only those as such)
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(EXIT_INFRA) from None
     summary = result.session.summary
     typer.echo(f"wrote {result.path}")
     typer.echo(f"  session {summary.id} {summary.title!r}: {len(result.session.turns)} turn(s), "

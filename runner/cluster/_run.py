@@ -47,6 +47,7 @@ from runner.run.prepare import (
 from runner.run.resume import resume_settings
 from runner.run.settings import RESUME_MAY_CHANGE, RunSettings, new_run_id
 from runner.system.bounded_read import SCORECARD_BYTES, SETTINGS_BYTES, read_bounded_text
+from runner.system.writes import WriteRefused, atomic_write
 
 MAX_CONCURRENCY = 16  # RunSettings' own bound: run.json records at most this
 SWEEP_TIMEOUT_S = 120.0
@@ -327,8 +328,12 @@ def _compare_nodes(settings: RunSettings, runs: list[NodeRun], say: Callable[[st
             say(f"no driver-build comparison {runs[0].node.name} → {other.node.name}: {exc}")
             continue
         path = folder / f"driver-vs-{runs[0].node.name}.md"
-        path.write_text(render_driver_md(report))
-        (folder / f"driver-vs-{runs[0].node.name}.json").write_text(report.model_dump_json(indent=2))
+        try:  # each whole or not at all; a folder or FIFO by that name is refused, left as it is
+            atomic_write(path, render_driver_md(report))
+            atomic_write(path.with_suffix(".json"), report.model_dump_json(indent=2))
+        except WriteRefused as exc:  # the runs are kept; only this report is not written
+            say(f"no driver-build comparison {runs[0].node.name} → {other.node.name}: {exc}")
+            continue
         say(f"driver-build comparison {runs[0].node.name} → {other.node.name}: {path}")
         reports.append(path)
     return reports

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -9,9 +11,21 @@ import typer
 
 from runner.corpus import build_corpus, default_corpus_root, read_manifest, verify_facts
 from runner.corpus._large import DEFAULT_LARGE_CHARS, write_large_register
+from runner.system.writes import WriteRefused
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Build and verify the evaluation corpus.")
+
+
+@contextmanager
+def _writes() -> Iterator[None]:
+    """A write refused is one line: exit 3 for a full or failing disk, else 2 (the place)."""
+    try:
+        yield
+    except WriteRefused as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(3 if exc.infrastructure else 2) from None
+
 
 CorpusRoot = Annotated[Path | None, typer.Option(
     "--corpus-root", help="the folder holding manifest.json (default: eval/corpus)")]
@@ -30,8 +44,9 @@ def build(
 ) -> None:
     """Generate documents, fetch real-world texts, check every checksum."""
     root = corpus_root or default_corpus_root()
-    report = build_corpus(root, real_world=real_world, cache_dir=cache_dir,
-                          update_checksums=update_checksums)
+    with _writes():
+        report = build_corpus(root, real_world=real_world, cache_dir=cache_dir,
+                              update_checksums=update_checksums)
     for line in report:
         typer.echo(line)
     if not report.ok:
@@ -59,7 +74,8 @@ def large(
     = DEFAULT_LARGE_CHARS,
 ) -> None:
     """Write the large generated register (not part of the manifest; for load tests)."""
-    path = write_large_register(out, chars)
+    with _writes():
+        path = write_large_register(out, chars)
     typer.echo(f"{path}: {path.stat().st_size} bytes")
 
 

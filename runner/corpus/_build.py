@@ -10,8 +10,6 @@ SKIPPED_NO_DOCUMENT, never failed, and a stale copy is removed so it cannot be u
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import Enum
@@ -22,6 +20,7 @@ from runner.corpus._manifest import read_manifest, write_checksums
 from runner.corpus._real_world import REAL_WORLD, SourceUnavailable
 from runner.scenarios import CorpusDocument, Manifest
 from runner.system.paths import cache_root
+from runner.system.writes import atomic_write_bytes
 
 
 class Outcome(str, Enum):
@@ -208,16 +207,8 @@ def _check_committed(entry: CorpusDocument, corpus_root: Path) -> DocumentResult
 
 
 def _write_if_changed(path: Path, data: bytes) -> None:
-    """Atomic write (a reader never sees half a file), skipped when the bytes are the same."""
-    if path.is_file() and path.read_bytes() == data:
+    """Atomic write (a reader never sees half a file), skipped when the bytes are the same; a
+    destination that is a folder, a FIFO or a device is refused (WriteRefused), left as it is."""
+    if path.is_file() and path.stat().st_size == len(data) and path.read_bytes() == data:
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    atomic_write_bytes(path, data)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from runner.corpus._generated import _CLOSINGS, _MONTHS, _OBSERVATIONS, _SITES, _TOPICS, _pick
+from runner.system.writes import atomic_write
 
 #: What `python -m runner.corpus large` writes unless told otherwise (issue 23's figure).
 DEFAULT_LARGE_CHARS = 5_000_000
@@ -57,7 +58,7 @@ def large_register_text(chars: int = DEFAULT_LARGE_CHARS) -> str:
 
 
 def write_large_register(path: Path, chars: int = DEFAULT_LARGE_CHARS) -> Path:
-    """Write the register (UTF-8 Markdown) to `path`, creating its folder."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(large_register_text(chars), encoding="utf-8")
+    """Write the register (UTF-8 Markdown) to `path`, creating its folder; whole or not at all,
+    and a destination that is not a regular file is refused (WriteRefused), left as it is."""
+    atomic_write(path, large_register_text(chars))
     return path

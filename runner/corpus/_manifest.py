@@ -12,6 +12,13 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from runner.scenarios import MANIFEST_NAME, Manifest
+from runner.system.bounded_read import (
+    SETTINGS_BYTES,
+    BoundedReadError,
+    read_bounded,
+    read_bounded_text,
+)
+from runner.system.writes import atomic_write
 
 
 def read_manifest(corpus_root: Path) -> Manifest:
@@ -19,9 +26,12 @@ def read_manifest(corpus_root: Path) -> Manifest:
     scenario loader's checks look for); a broken file is an error naming the file."""
     file = Path(corpus_root) / MANIFEST_NAME
     try:
-        return Manifest.model_validate_json(file.read_bytes())
-    except FileNotFoundError as error:
-        raise ValueError(f"{file}: corpus manifest not found; give the corpus folder") from error
+        # Bounded, regular files only: a FIFO by that name blocked `read_bytes` for ever.
+        return Manifest.model_validate_json(read_bounded(file, SETTINGS_BYTES))
+    except BoundedReadError as error:
+        if not file.exists() and not file.is_symlink():
+            raise ValueError(f"{file}: corpus manifest not found; give the corpus folder") from None
+        raise ValueError(f"{error}; give the corpus folder holding manifest.json") from None
     except ValidationError as error:
         problems = error.errors(include_url=False)
         first = problems[0]
@@ -39,7 +49,10 @@ def write_checksums(corpus_root: Path, checksums: dict[str, str]) -> list[str]:
     and the author's key order survive. Returns the ids whose checksum changed.
     """
     file = Path(corpus_root) / MANIFEST_NAME
-    data = json.loads(file.read_text(encoding="utf-8"))
+    try:  # bounded, regular files only (a FIFO blocked the read for ever)
+        data = json.loads(read_bounded_text(file, SETTINGS_BYTES))
+    except BoundedReadError as error:
+        raise ValueError(f"{error}; give the corpus folder holding manifest.json") from None
     changed = []
     for list_name in ("documents", "adversarial_documents"):
         for entry in data.get(list_name, []):
@@ -47,6 +60,6 @@ def write_checksums(corpus_root: Path, checksums: dict[str, str]) -> list[str]:
             if new is not None and entry.get("sha256") != new:
                 entry["sha256"] = new
                 changed.append(entry["id"])
-    if changed:
-        file.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    if changed:  # whole or not at all, and never renamed over a FIFO or a folder (WriteRefused)
+        atomic_write(file, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     return changed

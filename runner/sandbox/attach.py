@@ -9,6 +9,7 @@ that UI has. ``open`` checks the bridge answers and hands out the same box every
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import time
@@ -21,9 +22,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
+from runner.sandbox._collect import Collector
 from runner.sandbox._protocol import SandboxError
 from runner.sandbox._ui import UiReply, http_ui_request
 from runner.sandbox.local import _llm_stats
+from runner.system.writes import atomic_write
 
 #: GAIA's bridge demands this bearer token when it listens on a non-loopback address.
 MCP_TOKEN_ENV = "GAIA_AGENT_UI_MCP_TOKEN"
@@ -76,14 +79,22 @@ class AttachedSandbox:
                                f"{path}: {type(exc).__name__}: {exc}") from exc
 
     async def collect(self, dest: Path) -> list[str]:
-        """The LLM server's stats when it is known; a note for everything else."""
-        dest.mkdir(parents=True, exist_ok=True)
+        """The LLM server's stats when it is known; a note for everything else.
+
+        Each file is written whole or not at all, and one whose name is taken by a folder, a
+        FIFO or a device is refused and left as it is (runner/system/writes.py): a write that
+        fails is one returned problem (and a line of collect-errors.txt), as for a local box."""
+        collector = Collector(dest)
         if self.llm_url:
-            (dest / "llm-stats.json").write_text(await _llm_stats(self.llm_url))
+            async def stats() -> None:
+                text = await _llm_stats(self.llm_url)
+                await asyncio.to_thread(atomic_write, dest / "llm-stats.json", text)
+            await collector.step("llm-stats.json", stats)
         note = {"attached": self.mcp_url, "not_collected": NOT_COLLECTED}
-        (dest / "attached.json").write_text(json.dumps(note, indent=2) + "\n")
+        await collector.step("attached.json", lambda: asyncio.to_thread(
+            atomic_write, dest / "attached.json", json.dumps(note, indent=2) + "\n"))
         # Not collectable by design, said in attached.json: not problems of this scenario.
-        return []
+        return collector.finish()
 
 
 class AttachBackend:
