@@ -232,3 +232,31 @@ def new_run_settings(options: RunOptions, *, agent_dirs: list[Path], target_url:
         agent=options.agent, agent_map=agent_map(options.agent_map or []),
         agent_model=options.agent_model, gaia_spec=options.gaia, target_url=target_url,
         **only_run)
+
+
+def resume_with(ctx: typer.Context, settings: RunSettings, given: dict[str, Any],
+                not_settings: frozenset[str], what: str) -> None:
+    """--resume with other flags (`run`'s and `ab`'s): those that change only how fast the rest
+    runs or what is done with the results (settings.RESUME_MAY_CHANGE) are applied from
+    `given`; any other typed flag but `not_settings` is refused, all named in one line — a
+    resumed `what` ("run", "A/B") silently ignoring a flag would report what was not asked."""
+    from runner.run.settings import RESUME_MAY_CHANGE
+
+    applied, refused = [], []
+    for param in ctx.command.params:
+        name = param.name
+        source = ctx.get_parameter_source(name) if name else None
+        # Only what was typed: an environment variable or a default is not a request to change.
+        if name is None or name in not_settings or source is None or source.name != "COMMANDLINE":
+            continue
+        flag = next((o for o in param.opts if o.startswith("--")), name.upper())
+        if name in RESUME_MAY_CHANGE and name in given:
+            setattr(settings, name, given[name])
+            applied.append(f"{flag} {given[name]}")
+        else:
+            refused.append(flag)
+    if refused:
+        fail(f"--resume keeps the {what}'s own settings and will not change "
+             f"{', '.join(refused)} — drop them, or start a new {what}", EXIT_USAGE)
+    if applied:
+        say(f"resume: applying {', '.join(applied)}")

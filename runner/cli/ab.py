@@ -17,12 +17,13 @@ from runner.cli._shared import (
     exit_codes,
     fail,
     new_run_settings,
+    resume_with,
     say,
 )
 from runner.cli.options import RunOptions, with_run_options
 from runner.cli.run import _fixtures_root, _not_measured
 from runner.cli.run import run as run_command
-from runner.run.errors import EXIT_INFRA, EXIT_OK, EXIT_QUALITY, EXIT_USAGE
+from runner.run.errors import EXIT_INFRA, EXIT_USAGE
 
 if TYPE_CHECKING:
     from runner.run.settings import RunSettings
@@ -115,11 +116,11 @@ def ab(
             if a or b:
                 fail("--resume keeps the A/B's own builds; leave out --a and --b", EXIT_USAGE)
             settings, plan = resumed_plan(resume)
-            _resume_with(ctx, settings, {
+            resume_with(ctx, settings, {
                 "concurrency": options.concurrency, "retry_errors": shared.retry_errors,
                 "min_pass_rate": min_pass_rate, "allow_incomplete": shared.allow_incomplete,
                 "baseline": shared.baseline, "integrity": shared.integrity,
-                "not_measured": excused})
+                "not_measured": excused}, _NOT_SETTINGS, "A/B")
             if settings.retry_errors and (reopened := reopen_failed(resume, plan)):
                 say(f"--retry-errors: {len(reopened)} finished block(s) hold an infrastructure "
                     "failure and run again: " + " ".join(str(b.index + 1) for b in reopened))
@@ -170,38 +171,12 @@ def _check_baseline(path: Path) -> None:
 _NOT_SETTINGS = frozenset({"a", "b", "resume", "warmup"})
 
 
-def _resume_with(ctx: typer.Context, settings: RunSettings, given: dict[str, Any]) -> None:
-    """--resume with other options, as `run --resume` takes them: those that change only how
-    fast the rest runs or what is done with the results (settings.RESUME_MAY_CHANGE) apply to
-    both sides; any other is refused, all named in one line, never silently ignored."""
-    from runner.run.settings import RESUME_MAY_CHANGE
-
-    applied, refused = [], []
-    for param in ctx.command.params:
-        name = param.name
-        source = ctx.get_parameter_source(name) if name else None
-        if name is None or name in _NOT_SETTINGS or source is None or source.name != "COMMANDLINE":
-            continue
-        flag = next((o for o in param.opts if o.startswith("--")), name.upper())
-        if name in RESUME_MAY_CHANGE and name in given:
-            setattr(settings, name, given[name])
-            applied.append(f"{flag} {given[name]}")
-        else:
-            refused.append(flag)
-    if refused:
-        fail(f"--resume keeps the A/B's own settings and will not change {', '.join(refused)} — "
-             "drop them, or start a new A/B", EXIT_USAGE)
-    if applied:
-        say(f"resume: applying {', '.join(applied)}")
-
-
 def _report(result: object, settings: RunSettings, warmup: int) -> int:
     """The driver-build report over the two sides, then each side's gates as `run` holds them
     (--min-pass-rate, --integrity, --baseline), each line naming its side: the worse exit code."""
     from runner.ab import AbResult
     from runner.report import driver_report, read_traces, render_driver_md
-    from runner.run.finish import baseline_steps, integrity_of
-    from runner.run.gate import exit_code, integrity_lines, quality_gate_line
+    from runner.run.finish import baseline_steps, hold_gates
 
     assert isinstance(result, AbResult)
     a_dir, b_dir = result.run_dir("A"), result.run_dir("B")
@@ -219,16 +194,7 @@ def _report(result: object, settings: RunSettings, warmup: int) -> int:
             for line in text.splitlines():
                 say(f"{side}: {line}")
 
-        if settings.min_pass_rate is not None:
-            said(quality_gate_line(card, settings.min_pass_rate, settings.allow_incomplete))
-        code = exit_code(card, settings.min_pass_rate, settings.allow_incomplete)
-        if settings.integrity:
-            measured = integrity_of(card, settings)
-            for line in integrity_lines(measured):
-                said(line)
-            if code == EXIT_OK and not measured.complete:
-                code = EXIT_QUALITY
-        codes.append(baseline_steps(settings, card, code, said))
+        codes.append(baseline_steps(settings, card, hold_gates(card, settings, said), said))
     say(f"A: {a_dir}\nB: {b_dir}\nschedule: {result.folder / 'ab.json'}; again with "
         f"`trialbox compare {a_dir} {b_dir} --report`")
     return max(codes)

@@ -18,6 +18,7 @@ from runner.cli._shared import (
     new_run_settings,
     or_fail,
     progress_to_stderr,
+    resume_with,
     say,
 )
 from runner.cli.options import RunOptions, with_run_options
@@ -111,11 +112,12 @@ def run(
             fail(f"--baseline: {baseline}: JSON nested too deeply to be a scorecard", EXIT_USAGE)
     if resume is not None:
         settings = or_fail(lambda: resume_settings(resume))
-        _resume_with(ctx, settings, {
+        resume_with(ctx, settings, {
             "concurrency": options.concurrency, "warm_pool": warm_pool,
             "retry_errors": retry_errors, "min_pass_rate": min_pass_rate,
             "allow_incomplete": allow_incomplete, "baseline": baseline,
-            "save_baseline": save_baseline, "integrity": integrity, "not_measured": excused})
+            "save_baseline": save_baseline, "integrity": integrity, "not_measured": excused},
+            _NOT_RUN_SETTINGS, "run")
         settings.allow_model_change = allow_model_change
         settings.allow_device_fallback = allow_device_fallback or settings.allow_device_fallback
     else:
@@ -170,32 +172,6 @@ def _fixtures_root(given: Path | None, suite_paths: list[Path]) -> Path | None:
 #: Options of `run` that are not settings of the run (how this invocation reports, where it runs).
 _NOT_RUN_SETTINGS = frozenset({"resume", "as_json", "cluster", "on", "per_node", "allow_model_change",
                                "allow_device_fallback"})
-
-
-def _resume_with(ctx: typer.Context, settings: RunSettings, given: dict[str, Any]) -> None:
-    """--resume with other flags: those that change only how fast the rest runs or what is done
-    with the results (settings.RESUME_MAY_CHANGE) are applied; any other is refused, all named
-    in one line — a resumed run silently ignoring a flag would report what was not asked for."""
-    from runner.run.settings import RESUME_MAY_CHANGE
-
-    applied, refused = [], []
-    for param in ctx.command.params:
-        name = param.name
-        source = ctx.get_parameter_source(name) if name else None
-        # Only what was typed: an environment variable or a default is not a request to change.
-        if name is None or name in _NOT_RUN_SETTINGS or source is None or source.name != "COMMANDLINE":
-            continue
-        flag = next((o for o in param.opts if o.startswith("--")), name.upper())
-        if name in RESUME_MAY_CHANGE:
-            setattr(settings, name, given[name])
-            applied.append(f"{flag} {given[name]}")
-        else:
-            refused.append(flag)
-    if refused:
-        fail(f"--resume keeps the run's own settings and will not change {', '.join(refused)} — "
-             "drop them, or start a new run", EXIT_USAGE)
-    if applied:
-        say(f"resume: applying {', '.join(applied)}")
 
 
 def execute(settings: RunSettings, resume: bool = False, extra: dict[str, Any] | None = None) -> int:

@@ -25,9 +25,15 @@ def finish(card: Scorecard, settings: RunSettings, say: Say) -> int:
 
 def report_and_gate(card: Scorecard, settings: RunSettings, say: Say) -> int:
     """Print the summary and, when a --min-pass-rate applies, which rate decided the exit code."""
+    print_summary(card, settings.run_dir, say)
+    return hold_gates(card, settings, say)
+
+
+def hold_gates(card: Scorecard, settings: RunSettings, say: Say) -> int:
+    """The run's gates held against `card` (--min-pass-rate, --integrity), each said in its
+    lines: the exit code they give (`trialbox ab` holds them against each side)."""
     from runner.run.gate import exit_code, integrity_lines, quality_gate_line
 
-    print_summary(card, settings.run_dir, say)
     if settings.min_pass_rate is not None:
         say(quality_gate_line(card, settings.min_pass_rate, settings.allow_incomplete))
     code = exit_code(card, settings.min_pass_rate, settings.allow_incomplete)
