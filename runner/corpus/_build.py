@@ -168,6 +168,13 @@ def _build_generated(entry: CorpusDocument, corpus_root: Path) -> DocumentResult
     return DocumentResult(entry.id, entry.filename, Outcome.GENERATED, digest)
 
 
+def _remove_stale(target: Path) -> None:
+    """An earlier copy of a real-world text goes when this one cannot be installed; anything
+    else at its place (a folder) stays, for the write's own check to refuse by name."""
+    if target.is_symlink() or target.is_file():
+        target.unlink()
+
+
 def _fetch_real_world(entry: CorpusDocument, corpus_root: Path, cache: Path, enabled: bool,
                       update_checksums: bool) -> DocumentResult:
     target = corpus_root / entry.filename
@@ -180,11 +187,11 @@ def _fetch_real_world(entry: CorpusDocument, corpus_root: Path, cache: Path, ena
     try:
         data = spec.source.fetch(cache)
     except SourceUnavailable as error:
-        target.unlink(missing_ok=True)
+        _remove_stale(target)
         return DocumentResult(entry.id, entry.filename, Outcome.UNAVAILABLE, detail=str(error))
     digest = sha256_of(data)
     if entry.sha256 and entry.sha256 != digest and not update_checksums:
-        target.unlink(missing_ok=True)
+        _remove_stale(target)
         return DocumentResult(entry.id, entry.filename, Outcome.OTHER_VERSION, digest,
                               f"{spec.source.describe()} differs from the text the facts were "
                               f"written against (sha256 {digest}, pinned {entry.sha256})")

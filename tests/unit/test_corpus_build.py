@@ -137,6 +137,18 @@ def test_an_unreachable_real_world_source_is_reported_and_its_stale_copy_removed
     assert not stale.exists()
 
 
+def test_a_folder_where_an_unreachable_text_goes_is_left_and_reported(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = copy_committed_corpus(tmp_path / "c")
+    folder = root / "real_world" / "bsd.txt"
+    folder.mkdir(parents=True)
+    monkeypatch.setitem(REAL_WORLD, "rw_bsd_license",
+                        RealWorldDocument("real_world/bsd.txt", LocalFile(str(tmp_path / "no"))))
+    report = build_corpus(root, cache_dir=DOWNLOAD_CACHE)  # was IsADirectoryError, a traceback
+    result = next(r for r in report.results if r.doc_id == "rw_bsd_license")
+    assert result.outcome is Outcome.UNAVAILABLE and folder.is_dir()
+
+
 def test_a_different_version_of_a_real_world_text_is_not_installed(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = copy_committed_corpus(tmp_path / "c")
