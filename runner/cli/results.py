@@ -93,14 +93,16 @@ def calibrate(
     judge_url: JudgeUrl = None,
     deadline: Annotated[float, typer.Option(help="seconds")] = 120.0,
 ) -> None:
-    """Run only the calibration gate: exit 0 calibrated, 1 failed, 2 configuration error, 3 the
-    judge's server refused, failed or sent no answer (no verdict on the model)."""
+    """Run only the calibration gate: exit 0 calibrated, 1 failed, 2 configuration error (no
+    judge at the address), 3 the judge's server refused us, failed or sent no answer (no
+    verdict on the model)."""
     import asyncio
 
     from runner.judge import (
         JudgeCache,
         JudgeServerError,
         JudgeUnavailable,
+        JudgeUnreachable,
         ProviderConfigError,
         from_env_and_flags,
         make_judge,
@@ -122,6 +124,8 @@ def calibrate(
     say(f"judge: {choices.judge_reason}")
     try:
         report = asyncio.run(gate(judge, deadline))
+    except JudgeUnreachable as exc:  # nothing at that address: the flags, not the server
+        fail(f"calibration could not run: {exc}", EXIT_USAGE)
     except (JudgeUnavailable, JudgeServerError) as exc:  # the server, not the model: no verdict
         fail(f"calibration could not run: {exc}", EXIT_INFRA)
     except Exception as exc:  # noqa: BLE001 — an unreachable judge is a configuration error

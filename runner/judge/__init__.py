@@ -31,7 +31,13 @@ from runner.judge._config import (
     make_judge,
     open_judge,
 )
-from runner.judge._errors import CalibrationFailed, JudgeError, JudgeServerError, JudgeUnavailable
+from runner.judge._errors import (
+    CalibrationFailed,
+    JudgeError,
+    JudgeServerError,
+    JudgeUnavailable,
+    JudgeUnreachable,
+)
 from runner.judge._judge import Judge, ModelJudge
 from runner.judge._openai import OpenAIBackend
 
@@ -52,6 +58,7 @@ __all__ = [
     "JudgeConfig",
     "JudgeError",
     "JudgeServerError",
+    "JudgeUnreachable",
     "JudgeUnavailable",
     "ModelJudge",
     "OpenAIBackend",

@@ -18,7 +18,13 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from runner.judge._errors import CalibrationFailed, JudgeError, JudgeServerError, JudgeUnavailable
+from runner.judge._errors import (
+    CalibrationFailed,
+    JudgeError,
+    JudgeServerError,
+    JudgeUnavailable,
+    JudgeUnreachable,
+)
 from runner.judge._judge import Judge, ModelJudge
 from runner.records.judgments import DIMENSIONS, ClaimJudgment, ClaimLabel, Judgments
 from runner.records.transcript import Transcript
@@ -29,7 +35,7 @@ DEFAULT_DEADLINE_S = 120.0
 
 #: What stops the gate at once and escapes it: the server refused us, stayed down, or sent no
 #: model answer at all. None of it says how well the model judges, so none is a miss.
-INFRASTRUCTURE = (JudgeUnavailable, JudgeServerError)
+INFRASTRUCTURE = (JudgeUnavailable, JudgeServerError, JudgeUnreachable)
 
 Kind = Literal["claim", "rubric"]
 

@@ -27,9 +27,15 @@ class JudgeUnavailable(JudgeError):
     once instead of reading it as "15 of 15 examples wrong"."""
 
 
+class JudgeUnreachable(JudgeError):
+    """Nothing answers at the judge's address (the connection is refused): most often a wrong
+    --judge-url or a server not started — a configuration error (exit 2), as the README says.
+    Calibration stops on it at once, as on JudgeServerError: it is no verdict on the model."""
+
+
 class JudgeServerError(JudgeError):
-    """The judge's server or the way to it failed, so no model answer came back: a refused or
-    dropped connection, no reply in time, a body that is not a chat reply (garbage, bad gzip,
+    """The judge's server failed once reached, so no model answer came back: a dropped
+    connection, no reply in time, a body that is not a chat reply (garbage, bad gzip,
     too big), a `usage` that is no token count, an HTTP error. It says nothing about how well
     the model judges: calibration stops on it as on JudgeUnavailable (exit 3, one line), where
     a reply that fails validation twice is the model's miss."""

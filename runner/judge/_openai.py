@@ -28,6 +28,7 @@ from runner.judge._errors import (
     JudgeError,
     JudgeServerError,
     JudgeUnavailable,
+    JudgeUnreachable,
 )
 from runner.records.judgments import JudgeUsage
 from runner.system.urls import shown_url
@@ -238,7 +239,7 @@ class OpenAIBackend:
                                                "a judge reply is a few KB — check --judge-url")
                 return response.status_code, bytes(raw)
         except httpx.ConnectError as error:
-            raise JudgeServerError(
+            raise JudgeUnreachable(
                 f"openai judge: cannot connect to {shown} ({type(error).__name__}). Start the LLM "
                 "server or fix --judge-url / TRIALBOX_JUDGE_URL."
             ) from None

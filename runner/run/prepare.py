@@ -195,7 +195,7 @@ async def prepare_judge(settings: RunSettings, say: Callable[[str], None]) -> tu
         raise InfraError(f"the judge is unavailable, so nothing was run: {exc}") from None
     except CalibrationFailed as exc:
         raise UsageError(f"the judge failed calibration, so nothing was run:\n{exc}") from exc
-    except JudgeServerError as exc:  # its server or the way to it failed: infrastructure
+    except JudgeServerError as exc:  # reached, its server failed: infrastructure
         raise InfraError(f"the judge's server failed during calibration, so nothing was run: "
                          f"{exc}") from None
     except (httpx.HTTPError, JudgeError) as exc:

@@ -150,9 +150,9 @@ def test_a_rescore_has_no_overhead_ratio_since_its_wall_clock_is_the_replays():
 def test_per_scenario_overhead_column_in_the_performance_table():
     text = render_summary_md(card(results()))
     row = next(line for line in text.splitlines() if line.startswith("| invoice_total |"))
-    assert row.endswith("| 1.0 s | 1.71 |")  # the agent's indexing, then 12 ÷ 7
+    assert row.endswith("| 1.0 s | – | 1.71 |")  # the agent's indexing, no simulated turn, then 12 ÷ 7
     total = next(line for line in text.splitlines() if line.startswith("| **total** |"))
-    assert total.endswith("| 1.0 s | 1.66 |")
+    assert total.endswith("| 1.0 s | – | 1.66 |")
 
 
 # --- the set-up phases ------------------------------------------------------------------------
