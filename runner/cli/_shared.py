@@ -260,3 +260,41 @@ def resume_with(ctx: typer.Context, settings: RunSettings, given: dict[str, Any]
              f"{', '.join(refused)} — drop them, or start a new {what}", EXIT_USAGE)
     if applied:
         say(f"resume: applying {', '.join(applied)}")
+
+
+def check_baseline(path: Path) -> None:
+    """--baseline read before anything runs (`run`, `ab`): an unreadable one is exit 2."""
+    from runner.report import ScorecardError, read_any_scorecard
+
+    try:
+        read_any_scorecard(path)
+    except (ScorecardError, FileNotFoundError, ValueError) as exc:
+        fail(f"--baseline: {exc}", EXIT_USAGE)
+    except RecursionError:
+        fail(f"--baseline: {path}: JSON nested too deeply to be a scorecard", EXIT_USAGE)
+
+
+def not_measured_reasons(given: list[str], integrity: bool) -> dict[str, str]:
+    """--not-measured ID=REASON, each with its reason (an excuse without one explains nothing)."""
+    if given and not integrity:
+        fail("--not-measured excuses rows from the integrity gate: add --integrity", EXIT_USAGE)
+    excused = {}
+    for item in given:
+        name, _, reason = item.partition("=")
+        if not name.strip() or not reason.strip():
+            fail(f"--not-measured {item!r}: give ID=REASON, a scenario id or category and why "
+                 "this machine cannot measure it (--not-measured vision=no display here)", EXIT_USAGE)
+        excused[name.strip()] = reason.strip()
+    return excused
+
+
+def fixtures_root(given: Path | None, suite_paths: list[Path]) -> Path | None:
+    """--fixtures (a folder, else exit 2), or the GAIA checkout's fixture tree beside the suite."""
+    from runner.scenarios import default_fixtures_root
+
+    if given is None:
+        return default_fixtures_root(suite_paths)
+    if not given.is_dir():
+        fail(f"--fixtures {given}: not a folder — pass the fixture tree (GAIA's tests/fixtures/gaia)",
+             EXIT_USAGE)
+    return given.resolve()

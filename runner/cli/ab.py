@@ -12,16 +12,18 @@ from typing import TYPE_CHECKING, Annotated, Any, TextIO, cast
 import typer
 
 from runner.cli._shared import (
+    check_baseline,
     check_numbers,
     console,
     exit_codes,
     fail,
+    fixtures_root,
     new_run_settings,
+    not_measured_reasons,
     resume_with,
     say,
 )
 from runner.cli.options import RunOptions, with_run_options
-from runner.cli.run import _fixtures_root, _not_measured
 from runner.cli.run import run as run_command
 from runner.run.errors import EXIT_INFRA, EXIT_USAGE
 
@@ -102,9 +104,9 @@ def ab(
 
     check_numbers(timeout=options.timeout, budget_usd=shared.budget_usd,
                   min_pass_rate=min_pass_rate)
-    excused = _not_measured(shared.not_measured or [], shared.integrity)
+    excused = not_measured_reasons(shared.not_measured or [], shared.integrity)
     if shared.baseline is not None:
-        _check_baseline(shared.baseline)
+        check_baseline(shared.baseline)
     if options.llm_server or options.llm_container or options.llm_url != RunOptions.llm_url:
         fail("trialbox ab starts its own two servers from --a and --b; leave out --llm-server, "
              "--llm-url and --llm-container (a running server is url=… in a spec)", EXIT_USAGE)
@@ -139,7 +141,7 @@ def ab(
                 allow_incomplete=shared.allow_incomplete, baseline=shared.baseline,
                 integrity=shared.integrity, not_measured=excused,
                 repeatable_decoding=repeatable_decoding)
-            settings.fixtures_root = _fixtures_root(shared.fixtures, settings.suite_paths)
+            settings.fixtures_root = fixtures_root(shared.fixtures, settings.suite_paths)
             folder, plan = new_plan(settings, spec_a, spec_b, say)
     try:
         with exit_codes():
@@ -152,18 +154,6 @@ def ab(
     with exit_codes():
         code = _report(result, settings, warmup)
     raise typer.Exit(code)
-
-
-def _check_baseline(path: Path) -> None:
-    """--baseline read before anything runs, as `run` does: an unreadable one is exit 2."""
-    from runner.report import ScorecardError, read_any_scorecard
-
-    try:
-        read_any_scorecard(path)
-    except (ScorecardError, FileNotFoundError, ValueError) as exc:
-        fail(f"--baseline: {exc}", EXIT_USAGE)
-    except RecursionError:
-        fail(f"--baseline: {path}: JSON nested too deeply to be a scorecard", EXIT_USAGE)
 
 
 #: ab's options that are no setting of the A/B: the builds (refused beside --resume on their

@@ -9,13 +9,16 @@ from typing import TYPE_CHECKING, Annotated, Any, TextIO, cast
 import typer
 
 from runner.cli._shared import (
+    check_baseline,
     check_numbers,
     check_urls,
     console,
     env_urls,
     exit_codes,
     fail,
+    fixtures_root,
     new_run_settings,
+    not_measured_reasons,
     or_fail,
     progress_to_stderr,
     resume_with,
@@ -98,18 +101,11 @@ def run(
     from runner.run.resume import resume_settings
 
     check_numbers(timeout=options.timeout, budget_usd=budget_usd, min_pass_rate=min_pass_rate)
-    excused = _not_measured(not_measured or [], integrity)
+    excused = not_measured_reasons(not_measured or [], integrity)
     check_urls(("--judge-url", options.judge_url), ("--simulator-url", options.simulator_url),
                ("--llm-url", options.llm_url), ("--target-url", target_url), *env_urls())
-    if baseline is not None:  # an unreadable baseline is found before anything runs
-        from runner.report import ScorecardError, read_any_scorecard
-
-        try:
-            read_any_scorecard(baseline)
-        except (ScorecardError, FileNotFoundError, ValueError) as exc:
-            fail(f"--baseline: {exc}", EXIT_USAGE)
-        except RecursionError:
-            fail(f"--baseline: {baseline}: JSON nested too deeply to be a scorecard", EXIT_USAGE)
+    if baseline is not None:
+        check_baseline(baseline)
     if resume is not None:
         settings = or_fail(lambda: resume_settings(resume))
         resume_with(ctx, settings, {
@@ -130,7 +126,7 @@ def run(
             allow_incomplete=allow_incomplete, baseline=baseline, save_baseline=save_baseline,
             allow_device_fallback=allow_device_fallback, repeatable_decoding=repeatable_decoding,
             integrity=integrity, not_measured=excused)
-        settings.fixtures_root = _fixtures_root(fixtures, settings.suite_paths)
+        settings.fixtures_root = fixtures_root(fixtures, settings.suite_paths)
     if as_json:
         progress_to_stderr()
     if cluster:
@@ -141,32 +137,6 @@ def run(
     if as_json:
         _print_run_json(settings, code)
     raise typer.Exit(code)
-
-
-def _not_measured(given: list[str], integrity: bool) -> dict[str, str]:
-    """--not-measured ID=REASON, each with its reason (an excuse without one explains nothing)."""
-    if given and not integrity:
-        fail("--not-measured excuses rows from the integrity gate: add --integrity", EXIT_USAGE)
-    excused = {}
-    for item in given:
-        name, _, reason = item.partition("=")
-        if not name.strip() or not reason.strip():
-            fail(f"--not-measured {item!r}: give ID=REASON, a scenario id or category and why "
-                 "this machine cannot measure it (--not-measured vision=no display here)", EXIT_USAGE)
-        excused[name.strip()] = reason.strip()
-    return excused
-
-
-def _fixtures_root(given: Path | None, suite_paths: list[Path]) -> Path | None:
-    """--fixtures (a folder, else exit 2), or the GAIA checkout's fixture tree beside the suite."""
-    from runner.scenarios import default_fixtures_root
-
-    if given is None:
-        return default_fixtures_root(suite_paths)
-    if not given.is_dir():
-        fail(f"--fixtures {given}: not a folder — pass the fixture tree (GAIA's tests/fixtures/gaia)",
-             EXIT_USAGE)
-    return given.resolve()
 
 
 #: Options of `run` that are not settings of the run (how this invocation reports, where it runs).
