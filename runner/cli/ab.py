@@ -7,7 +7,7 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TextIO, cast
+from typing import TYPE_CHECKING, Annotated, TextIO, cast
 
 import typer
 
@@ -23,7 +23,7 @@ from runner.cli._shared import (
     resume_with,
     say,
 )
-from runner.cli.options import RunOptions, with_run_options
+from runner.cli.options import RunOptions, spliced, with_run_options
 from runner.cli.run import run as run_command
 from runner.run.errors import EXIT_INFRA, EXIT_USAGE
 
@@ -52,21 +52,9 @@ def with_run_flags(command: Callable[..., None]) -> Callable[..., None]:
     """The command with `run`'s own declarations of FromRun's fields as its options, in place
     of its one parameter annotated `FromRun`; the command gets them as one object."""
     declared = inspect.signature(run_command).parameters
-    signature = inspect.signature(command, eval_str=True)
-    holder = next(p.name for p in signature.parameters.values() if p.annotation is FromRun)
-    own = [p for p in signature.parameters.values() if p.name != holder]
     taken = [declared[f.name].replace(kind=inspect.Parameter.KEYWORD_ONLY)
              for f in fields(FromRun)]
-
-    def parsed(**given: Any) -> None:
-        flags = FromRun(**{f.name: given.pop(f.name) for f in fields(FromRun)})
-        command(**given, **{holder: flags})
-
-    parsed.__name__, parsed.__doc__ = command.__name__, command.__doc__
-    parsed.__module__, parsed.__qualname__ = command.__module__, command.__qualname__
-    parsed.__signature__ = signature.replace(  # type: ignore[attr-defined]
-        parameters=[*own, *taken])
-    return parsed
+    return spliced(command, FromRun, taken, lambda values: FromRun(**values))
 
 
 SpecText = Annotated[str | None, typer.Option(help=(
@@ -81,7 +69,6 @@ SpecText = Annotated[str | None, typer.Option(help=(
 def ab(
     ctx: typer.Context,
     options: RunOptions,
-    shared: FromRun,
     a: Annotated[str | None, typer.Option("--a", help="side A's build (see --b)")] = None,
     b: SpecText = None,
     trials: Annotated[int, typer.Option(min=1, max=50, help=(
@@ -95,6 +82,8 @@ def ab(
         "discard the speed figures of each side's first N scenario runs"))] = 0,
     resume: Annotated[Path | None, typer.Option(help=(
         "continue an interrupted A/B: its folder (results/<ab_id>)"))] = None,
+    *,
+    shared: FromRun,  # run's own options, declared by run (with_run_flags)
 ) -> None:
     """Compare two LLM server builds on one suite: A and B behind one front door, their work
     interleaved in balanced blocks (A B B A, B A A B, …) so a drift of the machine falls on

@@ -91,23 +91,33 @@ class RunOptions:
     results: Results = Path("results")
 
 
-def with_run_options(command: Callable[..., None]) -> Callable[..., None]:
-    """The command with `RunOptions`' fields as its own options, in place of its one parameter
-    annotated `RunOptions`; typer sees every option, the command gets them as one object."""
+def spliced(command: Callable[..., None], holder_type: type,
+            parameters: list[inspect.Parameter],
+            build: Callable[[dict[str, Any]], Any]) -> Callable[..., None]:
+    """The command with `parameters` as its own options, in place of its one parameter
+    annotated `holder_type`; typer sees every option, the command gets `build` of their values
+    as that one object (every parameter keyword-only, as typer passes them)."""
     signature = inspect.signature(command, eval_str=True)
-    holder = next(p.name for p in signature.parameters.values() if p.annotation is RunOptions)
-    hints = typing.get_type_hints(RunOptions, include_extras=True)
-    shared = [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default,
-                                annotation=hints[f.name]) for f in fields(RunOptions)]
+    holder = next(p.name for p in signature.parameters.values() if p.annotation is holder_type)
     own = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in signature.parameters.values()]
     at = [p.name for p in own].index(holder)
+    names = [p.name for p in parameters]
 
     def parsed(**given: Any) -> None:
-        options = RunOptions(**{f.name: given.pop(f.name) for f in fields(RunOptions)})
-        command(**given, **{holder: options})
+        built = build({name: given.pop(name) for name in names})
+        command(**given, **{holder: built})
 
     parsed.__name__, parsed.__doc__ = command.__name__, command.__doc__
     parsed.__module__, parsed.__qualname__ = command.__module__, command.__qualname__
     parsed.__signature__ = signature.replace(  # type: ignore[attr-defined]
-        parameters=[*own[:at], *shared, *own[at + 1:]])
+        parameters=[*own[:at], *parameters, *own[at + 1:]])
     return parsed
+
+
+def with_run_options(command: Callable[..., None]) -> Callable[..., None]:
+    """The command with `RunOptions`' fields as its own options, in place of its one parameter
+    annotated `RunOptions`; typer sees every option, the command gets them as one object."""
+    hints = typing.get_type_hints(RunOptions, include_extras=True)
+    shared = [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default,
+                                annotation=hints[f.name]) for f in fields(RunOptions)]
+    return spliced(command, RunOptions, shared, lambda values: RunOptions(**values))
