@@ -77,14 +77,20 @@ def _snapshot(folder: Path) -> dict[Path, bytes]:
     return {p: p.read_bytes() for p in folder.rglob("*") if p.is_file() and not p.is_symlink()}
 
 
-def check(command: list[str], work: Path, damaged_file: Path) -> None:
+def _invoked(command: list[str], work: Path) -> tuple[Any, dict[Path, bytes], dict[Path, bytes]]:
+    """Run `command` in-process: the README's exit codes only and no traceback, with the files
+    under `work` before and after."""
     before = _snapshot(work)
     result = CliRunner().invoke(app, command, catch_exceptions=True)
     assert result.exit_code in EXIT_CODES, result.output
     if result.exception is not None:
         assert isinstance(result.exception, SystemExit), repr(result.exception)
     assert "Traceback" not in result.output, result.output
-    after = _snapshot(work)
+    return result, before, _snapshot(work)
+
+
+def check(command: list[str], work: Path, damaged_file: Path) -> None:
+    _, before, after = _invoked(command, work)
     for path, content in before.items():
         if path.parent.parent == work or path.parent.parent.parent == work:  # the run's inputs
             assert after.get(path) == content, f"{path} changed"
@@ -145,13 +151,7 @@ SCHEMAS = Path(__file__).resolve().parents[2] / "runner" / "report" / "schemas"
 def outcome(command: list[str], work: Path, *, writes_to: Path | None = None) -> str:
     """Run `command`; the README's exit codes only, no traceback, every file under `work`
     unchanged, and nothing new outside `writes_to` (nothing new at all without one)."""
-    before = _snapshot(work)
-    result = CliRunner().invoke(app, command, catch_exceptions=True)
-    assert result.exit_code in EXIT_CODES, result.output
-    if result.exception is not None:
-        assert isinstance(result.exception, SystemExit), repr(result.exception)
-    assert "Traceback" not in result.output, result.output
-    after = _snapshot(work)
+    result, before, after = _invoked(command, work)
     for path, content in before.items():
         assert after.get(path) == content, f"{path} changed"
     new = [p for p in after if p not in before]
