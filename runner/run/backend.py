@@ -35,8 +35,7 @@ def make_backend(settings: RunSettings, image: str | None = None) -> SandboxBack
                              image=image or AGENT_UI_IMAGE,
                              agent_dirs=[host_path_of(d) for d in agent_dirs],
                              agent_model=settings.agent_model,
-                             fixtures_host_dir=(host_path_of(settings.fixtures_root.resolve())
-                                                if settings.fixtures_root else None))
+                             stages_fixtures=settings.fixtures_root is not None)
     except HardeningConfigError as exc:
         raise UsageError(str(exc)) from exc
 

@@ -74,7 +74,7 @@ from runner.sandbox._container import (
     death_of,
 )
 from runner.sandbox._firewall import FirewallError, isolate_network
-from runner.sandbox._fixtures import FIXTURES_MOUNT, STAGING_HOME
+from runner.sandbox._fixtures import STAGING_HOME
 from runner.sandbox._hardening import ROLES, Role, claimed_cpu, container_options, limits_for
 from runner.sandbox._logs import logged_at, split_log
 from runner.sandbox._protocol import SandboxError
@@ -139,12 +139,13 @@ class DockerBackend:
         client: docker.DockerClient | None = None,
         agent_dirs: Sequence[Path] = (),
         agent_model: str | None = None,
-        fixtures_host_dir: Path | None = None,
+        stages_fixtures: bool = False,
     ) -> None:
-        """``agent_dirs``, ``corpus_host_dir`` and ``fixtures_host_dir`` (the fixture tree,
-        staged from there per scenario: runner/sandbox/_fixtures.py) are paths on the Docker
-        host (bind mounts); ``agent_model`` is the chat model every turn asks for (None:
-        GAIA's choice)."""
+        """``agent_dirs`` and ``corpus_host_dir`` are paths on the Docker host (bind mounts);
+        ``agent_model`` is the chat model every turn asks for (None: GAIA's choice);
+        ``stages_fixtures``: the run has a fixture tree, so each sandbox works from
+        ``STAGING_HOME``, where its scenario's folders are staged (runner/sandbox/_fixtures.py:
+        copied in, never mounted — the tree holds every scenario's answers)."""
         for role in ROLES:  # a bad TRIALBOX_SANDBOX_* is one error before anything starts
             limits_for(role)
         self.run_id = run_id
@@ -156,7 +157,7 @@ class DockerBackend:
         self.labels = {RUN_LABEL: run_id}
         self.agent_dirs = [Path(d) for d in agent_dirs]
         self.agent_model = agent_model
-        self.fixtures_host_dir = fixtures_host_dir
+        self.stages_fixtures = stages_fixtures
         self.last_teardown_s = 0.0
         self.watch_interval_s = WATCH_INTERVAL_S
         # How readiness is awaited (scripts/bench-sandbox compares the ways side by side).
@@ -296,8 +297,6 @@ class DockerBackend:
     def _ui_mounts(self) -> tuple[dict[str, dict[str, str]], list[str]]:
         """Read-only bind mounts (corpus, agent folders) and the entrypoint flags naming them."""
         volumes = {str(self.corpus_host_dir): {"bind": CORPUS_MOUNT, "mode": "ro"}}
-        if self.fixtures_host_dir is not None:
-            volumes[str(self.fixtures_host_dir)] = {"bind": FIXTURES_MOUNT, "mode": "ro"}
         flags: list[str] = []
         for number, folder in enumerate(self.agent_dirs):
             inside = f"{AGENT_DIRS_MOUNT}/{number}"
@@ -318,7 +317,7 @@ class DockerBackend:
         volumes, agent_flags = self._ui_mounts()
         memory_flag = ["--memory"] if memory else []
         # With a fixture tree the UI works from where the fixtures are staged, as GAIA's harness.
-        work_flag = ["--work-dir", STAGING_HOME] if self.fixtures_host_dir is not None else []
+        work_flag = ["--work-dir", STAGING_HOME] if self.stages_fixtures else []
         try:
             # The UI listens on its container's loopback only: nothing but its bridge, in the same
             # container, can reach it (see the module docstring). The bridge listens on the

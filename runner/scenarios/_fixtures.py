@@ -47,7 +47,7 @@ FIXTURE_TREE = PurePosixPath("tests/fixtures/gaia")
 # From GAIA's tests/fixtures/gaia/stage_eval_env.py on its main branch (amd/gaia), whose
 # ``_NOT_AGENT_FACING = shutil.ignore_patterns(...)`` keeps these out of ~/gaia-eval: the folder
 # is the agent's file scope, so it holds nothing the scorer knows. The one list trialbox stages
-# by (fixture_stagings, runner/sandbox/_fixtures.py's staging_script); change it with GAIA's.
+# by (fixture_stagings, runner/sandbox/_fixtures.py's fixture_archive); change it with GAIA's.
 NOT_AGENT_FACING: tuple[str, ...] = ("_gen_*", "ground_truth.json", "__pycache__")
 """Names (shell globs, matched against each file's and folder's own name, case-sensitively)
 never staged: ground truth, the generators that plant it, Python's byte-code caches."""
@@ -90,9 +90,10 @@ def outermost(folders: Iterable[str]) -> list[str]:
             if not any(other != f and PurePosixPath(f).is_relative_to(other) for other in unique)]
 
 
-def agent_facing(name: str) -> bool:
-    """A file or folder called ``name`` may be staged (no ``NOT_AGENT_FACING`` pattern matches)."""
-    return not any(fnmatch.fnmatchcase(name, pattern) for pattern in NOT_AGENT_FACING)
+def agent_facing(name: str, excluded: Iterable[str] = NOT_AGENT_FACING) -> bool:
+    """A file or folder called ``name`` may be staged (no ``excluded`` pattern matches; by
+    default GAIA's ``NOT_AGENT_FACING``)."""
+    return not any(fnmatch.fnmatchcase(name, pattern) for pattern in excluded)
 
 
 def left_out_of(source: Path) -> list[Path]:
@@ -142,14 +143,26 @@ def fixture_stagings(scenario: Any, fixtures_root: Path | None
     stagings, missing = [], []
     for folder in folders:
         source = fixtures_root / folder
-        if not all(agent_facing(part) for part in PurePosixPath(folder).parts):
+        pure = PurePosixPath(folder)
+        if not all(agent_facing(part) for part in pure.parts):
             missing.append(f"{source} (holds answers: GAIA never stages it)")
+        elif not pure.parts:  # "." or "": every scenario's folders, and ~/gaia-eval replaced
+            missing.append(f"{source} (the whole fixture tree: name the folders to stage)")
+        elif pure.is_absolute() or ".." in pure.parts or not _inside(source, fixtures_root):
+            # A `fixtures:` key is free text, and a folder may be a link: what is staged is
+            # only ever the fixture tree's own (runner/sandbox/_fixtures.py packs nothing else).
+            missing.append(f"{source} (outside the fixture tree: never staged)")
         elif source.is_dir():
             stagings.append(FixtureStaging(folder=folder, source=source,
                                            inside=STAGING_DIR / folder, read_only=read_only))
         else:
             missing.append(str(source))
     return stagings, missing
+
+
+def _inside(path: Path, root: Path) -> bool:
+    """``path``, its links resolved, is ``root`` or lies under it."""
+    return path.resolve().is_relative_to(root.resolve())
 
 
 def default_fixtures_root(suite_paths: Iterable[Path]) -> Path | None:

@@ -11,6 +11,12 @@ that reading brought back — so a pass proves the file was staged where the sce
 Null and planted, one sandbox each: the fixture as committed → the checks pass; the same tree
 with --fixtures pointing at a copy whose count is changed → the oracle cannot find its answer in
 what it read, and the check fails. The missing fixture and the `live` scenario need no sandbox.
+
+What the agent can reach, seen from inside the null run's own sandbox (no sandbox of its own):
+the moment the run's staging exec ends, the test runs a probe in that sandbox as its user, the
+agent's, while the conversation goes on — no `/fixtures` (the fixture tree is never mounted), the
+declared folder staged and read-only, and no answer file nor any other scenario's fixture
+anywhere on the filesystem.
 """
 
 from __future__ import annotations
@@ -20,8 +26,9 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -48,6 +55,68 @@ def agents(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert default_fixtures_root([TREE]) == FIXTURES
     return write_agents(suite.scenarios, suite.manifest, tmp_path_factory.mktemp("agents"),
                         FIXTURES)
+
+
+#: Run in the sandbox as its own user (the agent's): who it is, whether /fixtures exists, what
+#: the mount table says, what ~/gaia-eval holds, and where on the whole filesystem an answer file
+#: or the other scenario's fixture (kiln.ini, shelf_copy_settings') is (find's errors ignored;
+#: /proc and /sys, the kernel's own, skipped so the probe ends well within the conversation).
+INSIDE = r"""
+import json, os, subprocess
+home = os.path.expanduser("~/gaia-eval")
+staged = sorted(os.path.relpath(os.path.join(folder, name), home)
+                for folder, dirs, files in os.walk(home) for name in dirs + files)
+found = subprocess.run(["find", "/", "-path", "/proc", "-prune", "-o", "-path", "/sys", "-prune",
+                        "-o", "(", "-name", "ground_truth.json", "-o", "-name", "_gen_ledger.py",
+                        "-o", "-name", "kiln.ini", ")", "-print"],
+                       capture_output=True, text=True).stdout.split("\n")
+ledger = os.path.join(home, "shelf_files", "ledger")
+print(json.dumps({
+    "uid": os.getuid(), "fixtures": os.path.lexists("/fixtures"),
+    "mounts": open("/proc/self/mountinfo").read(), "staged": staged,
+    "found": [path for path in found if path],
+    "writable": [path for path in (ledger, os.path.join(ledger, "pantry count.txt"))
+                 if os.access(path, os.W_OK)],
+    "text": open(os.path.join(ledger, "pantry count.txt")).read()}))
+"""
+
+
+class InsideTheSandbox(threading.Thread):
+    """Watches the engine's events for `scenario`'s sandbox; when its staging exec (``sh -c``
+    into ``~/gaia-eval``) ends, runs INSIDE there and keeps what it printed (``seen``) or what
+    failed."""
+
+    def __init__(self, scenario: str) -> None:
+        super().__init__(daemon=True)
+        self.client = docker.from_env()
+        self.events = self.client.events(decode=True, filters={
+            "type": "container", "label": f"trialbox.scenario={scenario}"})
+        self.seen: dict[str, Any] | None = None
+        self.failed: str | None = None
+
+    def run(self) -> None:
+        staging = None
+        try:
+            for event in self.events:
+                action, attributes = event.get("Action", ""), event["Actor"]["Attributes"]
+                if action.startswith("exec_start: sh -c") and "gaia-eval" in action:
+                    staging = attributes["execID"]
+                elif action == "exec_die" and staging and attributes["execID"] == staging:
+                    if attributes.get("exitCode") != "0":
+                        self.failed = f"the staging exec failed: {attributes}"
+                        return
+                    done = self.client.containers.get(event["id"]).exec_run(["python", "-c", INSIDE])
+                    if done.exit_code != 0:
+                        self.failed = done.output.decode(errors="replace")
+                        return
+                    self.seen = json.loads(done.output.decode().strip().splitlines()[-1])
+                    return
+        except Exception as exc:  # noqa: BLE001 — said by the test, with the run's own result
+            self.failed = self.failed or repr(exc)
+
+    def stop(self) -> None:
+        self.events.close()
+        self.join(30)
 
 
 def run(llm: LlmCpu, agents: Path, results: Path, *args: str) -> dict:
@@ -80,8 +149,13 @@ def reads_of_the_staged_file(row: dict) -> list[dict]:
 def test_a_scenario_that_reads_a_staged_fixture_passes_its_checks(
     llm_cpu: LlmCpu, agents: Path, tmp_path: Path
 ) -> None:
-    rows = run(llm_cpu, agents, tmp_path / "results", "-s", "shelf_read_ledger",
-               "-s", "shelf_missing_fixture", "-s", "shelf_live_lookup")
+    inside = InsideTheSandbox("shelf_read_ledger")
+    inside.start()
+    try:
+        rows = run(llm_cpu, agents, tmp_path / "results", "-s", "shelf_read_ledger",
+                   "-s", "shelf_missing_fixture", "-s", "shelf_live_lookup")
+    finally:
+        inside.stop()
     ledger = rows["shelf_read_ledger"]
     reads = reads_of_the_staged_file(ledger)
     assert [call["name"] for call in reads] == ["index_document", "query_specific_file"]
@@ -97,6 +171,17 @@ def test_a_scenario_that_reads_a_staged_fixture_passes_its_checks(
     assert str(FIXTURES / "shelf_files" / "attic") in missing["error"]
     # GAIA's `live` tag on a machine without the internet: skipped with the reason.
     assert rows["shelf_live_lookup"]["status"] == "SKIPPED_NO_MODEL"
+
+    # What the agent's user could reach in that sandbox, once its fixtures were staged.
+    seen = inside.seen
+    assert seen is not None, inside.failed
+    assert seen["uid"] == 10002  # the image's user, whom GAIA's agent runs as
+    assert seen["fixtures"] is False and str(FIXTURES) not in seen["mounts"]
+    assert seen["staged"] == ["shelf_files", "shelf_files/ledger",
+                              "shelf_files/ledger/pantry count.txt"]
+    assert seen["text"] == (FIXTURES / "shelf_files" / "ledger" / "pantry count.txt").read_text()
+    assert seen["writable"] == []  # a reading scenario's folder and file are read-only
+    assert seen["found"] == []  # no ground_truth.json, no generator, no kiln.ini anywhere
 
 
 def test_the_staged_copy_is_the_fixture_tree_the_run_was_given(

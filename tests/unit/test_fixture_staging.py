@@ -1,20 +1,30 @@
-"""What fixture staging leaves out of ``~/gaia-eval`` (GAIA's own staging script's exclusions),
-planned and run: the staging script runs here against a temporary folder, as it runs in a
-sandbox (no Docker). And what a path named only in a turn gets: nothing staged, unless declared.
+"""What fixture staging puts into a sandbox: exactly the declared folders, packed here as a tar
+(GAIA's own staging script's exclusions never packed, no link followed, no name outside the
+home, the modes the scenario allows), and that tar unpacked here by the very script a sandbox
+runs, fed on stdin as the exec feeds it (no Docker). The exec's stdin plumbing against a stand-in
+engine. And what a path named only in a turn gets: nothing staged, unless declared.
 """
 
 from __future__ import annotations
 
+import asyncio
+import io
 import os
 import shutil
+import socket
 import stat
 import subprocess
+import tarfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 import pytest
 
-from runner.sandbox._fixtures import staging_script
+from runner.sandbox import SandboxError, stage_fixtures
+from runner.sandbox._exec import exec_with_input
+from runner.sandbox._fixtures import fixture_archive, staged_mode, unpack_script
 from runner.scenarios import fixture_stagings, load_suite
 from runner.scenarios._fixtures import NOT_AGENT_FACING, agent_facing, left_out_of
 
@@ -23,6 +33,8 @@ TREE = REPO / "eval" / "scenarios"
 CORPUS = REPO / "eval" / "corpus"
 FIXTURES = REPO / "tests" / "fixtures" / "gaia"
 LEDGER = FIXTURES / "shelf_files" / "ledger"
+#: What the reading scenario's folder stages from the `sandbox` tree, and nothing else.
+LEDGER_STAGED = {"pantry count.txt", "older", "older/pantry count 2025.txt", "tally.sh"}
 
 
 def _scenario(scenario_id: str, tree: Path = TREE):  # type: ignore[no-untyped-def]
@@ -36,8 +48,9 @@ def _files(root: Path) -> set[str]:
 
 @pytest.fixture
 def sandbox(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
-    """A fixture tree with every kind of answer file (``mount``), and an empty home."""
-    mount, home = tmp_path / "mount", tmp_path / "home"
+    """A fixture tree with every kind of answer file and every kind of link (``mount``), and an
+    empty home."""
+    mount, home, outside = tmp_path / "mount", tmp_path / "home", tmp_path / "outside"
     shutil.copytree(FIXTURES, mount)
     ledger = mount / "shelf_files" / "ledger"
     (ledger / "__pycache__").mkdir()
@@ -47,6 +60,18 @@ def sandbox(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
     (ledger / "older" / "ground_truth.json").write_text('{"jars": 9}\n')
     (ledger / "older" / "_gen_older").mkdir()
     (ledger / "older" / "_gen_older" / "seed.txt").write_text("9\n")
+    (ledger / "tally.sh").write_text("#!/bin/sh\necho 17\n")
+    (ledger / "tally.sh").chmod(0o700)
+    (ledger / "pantry count.txt").chmod(0o600)  # the owner's alone: staged readable anyway
+    # Links, each pointing where the sandbox must not see: never followed, never packed.
+    outside.mkdir()
+    (outside / "host secret.txt").write_text("a file of this machine\n")
+    (ledger / "answers.json").symlink_to("ground_truth.json")  # an answer under another name
+    (ledger / "neighbour").symlink_to("../settings")  # another scenario's folder
+    (ledger / "elsewhere").symlink_to(outside)  # a folder outside the tree
+    (ledger / "secret.txt").symlink_to(outside / "host secret.txt")  # a file outside the tree
+    (ledger / "dangling").symlink_to("/nonexistent/at/all")
+    os.mkfifo(ledger / "pipe")
     (ledger / "older").chmod(0o555)  # a read-only folder in the source still loses its answers
     home.mkdir()
     yield mount, home
@@ -57,6 +82,25 @@ def sandbox(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
         root.chmod(0o755)
 
 
+def _members(archive: bytes) -> dict[str, tarfile.TarInfo]:
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        return {member.name: member for member in tar.getmembers()}
+
+
+#: What the exec's stdin may hold after the archive (it never ends): never the script's to read.
+AFTER = b"not the archive" * 64
+
+
+def _unpack(stagings, home: Path) -> subprocess.CompletedProcess[bytes]:  # type: ignore[no-untyped-def]
+    """The sandbox's own unpacking, run here: the script on ``sh``, the tar on its stdin with
+    more after it; then ``cat`` prints what the script left unread, and the script's exit code
+    goes last on stderr."""
+    archive = fixture_archive(stagings)
+    script = unpack_script(stagings, len(archive), home=str(home))
+    return subprocess.run(["sh", "-c", f"( {script}\n)\necho \"exit $?\" >&2\ncat"],
+                          input=archive + AFTER, capture_output=True, timeout=30)
+
+
 def test_the_exclusions_are_gaias_and_match_names_not_paths():
     # GAIA's stage_eval_env.py: shutil.ignore_patterns("_gen_*", "ground_truth.json", "__pycache__")
     assert NOT_AGENT_FACING == ("_gen_*", "ground_truth.json", "__pycache__")
@@ -64,6 +108,7 @@ def test_the_exclusions_are_gaias_and_match_names_not_paths():
     assert not agent_facing("__pycache__")
     assert agent_facing("pantry count.txt") and agent_facing("my_gen_notes.txt")
     assert agent_facing("Ground_Truth.json")  # case-sensitive, as GAIA's glob on Linux
+    assert not agent_facing("notes.bak", ("*.bak",)) and agent_facing("_gen_x", ())
 
 
 def test_the_plan_says_what_is_left_out_of_a_staged_folder():
@@ -72,48 +117,149 @@ def test_the_plan_says_what_is_left_out_of_a_staged_folder():
     assert left_out_of(staging.source) == [LEDGER / "_gen_ledger.py", LEDGER / "ground_truth.json"]
 
 
-def test_the_script_copies_then_removes_the_answers_then_sets_the_mode():
-    [staging], _ = fixture_stagings(_scenario("shelf_read_ledger"), FIXTURES)
-    lines = staging_script([staging], home="/home/gaia", mount="/fixtures").splitlines()
-    target = "/home/gaia/gaia-eval/shelf_files/ledger"
-    assert lines == [
-        "set -e",
-        "mkdir -p /home/gaia/gaia-eval/shelf_files",
-        f"rm -rf {target}",
-        f"cp -R /fixtures/shelf_files/ledger {target}",
-        f"chmod -R u+rwX {target}",
-        f"find {target} -mindepth 1 \\( -name '_gen_*' -o -name ground_truth.json "
-        "-o -name __pycache__ \\) -prune -exec rm -rf {} +",
-        f"chmod -R a-w,u+rX {target}",
-    ]
-
-
-def test_the_script_run_here_stages_no_answer_file(sandbox: tuple[Path, Path]):
-    mount, home = sandbox
+def test_the_archive_holds_exactly_the_declared_folders_and_no_answer(sandbox: tuple[Path, Path]):
+    mount, _ = sandbox
     [ledger], _ = fixture_stagings(_scenario("shelf_read_ledger"), mount)
     [settings], _ = fixture_stagings(_scenario("shelf_copy_settings"), mount)
     assert left_out_of(ledger.source) == sorted(
         mount / "shelf_files" / "ledger" / name
         for name in ("__pycache__", "_gen_ledger.py", "ground_truth.json",
                      "older/_gen_older", "older/ground_truth.json"))
-    script = staging_script([ledger, settings], home=str(home), mount=str(mount))
-    done = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=30)
-    assert done.returncode == 0, done.stderr
+    members = _members(fixture_archive([ledger, settings]))
+    top = "gaia-eval/shelf_files/ledger"
+    assert set(members) == {top, *(f"{top}/{name}" for name in LEDGER_STAGED),
+                            "gaia-eval/shelf_files/settings", "gaia-eval/shelf_files/settings/kiln.ini"}
+    for name, member in members.items():
+        # Nothing GAIA leaves out, no name outside the home, only folders and files: no link,
+        # hard or symbolic, no device or pipe — what a link pointed at is not in it either.
+        assert all(agent_facing(part) for part in PurePosixPath(name).parts), name
+        assert not name.startswith("/") and ".." not in PurePosixPath(name).parts, name
+        assert member.isdir() or member.isreg(), name
+        assert not member.linkname, name
+    assert (members[f"{top}/pantry count.txt"].size
+            == (mount / "shelf_files" / "ledger" / "pantry count.txt").stat().st_size)
+    # Read-only for the reading scenario (the owner's execute bit kept), writable for the writer.
+    modes = {name: member.mode for name, member in members.items()}
+    assert modes[top] == modes[f"{top}/older"] == 0o555
+    assert modes[f"{top}/pantry count.txt"] == 0o444 and modes[f"{top}/tally.sh"] == 0o555
+    assert modes["gaia-eval/shelf_files/settings"] == 0o755
+    assert modes["gaia-eval/shelf_files/settings/kiln.ini"] == 0o644
+    # The same tree packs the same bytes.
+    assert fixture_archive([ledger, settings]) == fixture_archive([ledger, settings])
 
+
+def test_the_staged_modes():
+    assert staged_mode(0o600, folder=False, read_only=False) == 0o644
+    assert staged_mode(0o100, folder=False, read_only=True) == 0o555
+    assert staged_mode(0o700, folder=True, read_only=True) == 0o555
+    assert staged_mode(0o000, folder=True, read_only=False) == 0o755
+
+
+def test_the_script_unpacks_exactly_the_archive_in_the_home(sandbox: tuple[Path, Path]):
+    mount, home = sandbox
+    [ledger], _ = fixture_stagings(_scenario("shelf_read_ledger"), mount)
+    [settings], _ = fixture_stagings(_scenario("shelf_copy_settings"), mount)
+    script = unpack_script([ledger, settings], 10240, home="/home/gaia")
+    assert "cp " not in script and "/fixtures" not in script
+    assert script.startswith("head -c 10240 | {")
+    assert "tar -x -f - -C /home/gaia --no-same-owner" in script.splitlines()
+
+    done = _unpack([ledger, settings], home)
+    # Exactly the archive read: what followed it is still there for the next reader.
+    assert (done.stdout, done.stderr) == (AFTER, b"exit 0\n")
     staged = home / "gaia-eval" / "shelf_files"
-    assert _files(staged / "ledger") == {"pantry count.txt", "older", "older/pantry count 2025.txt"}
-    assert _files(staged / "settings") == {"kiln.ini"}
+    assert _files(home) == {"gaia-eval", "gaia-eval/shelf_files", "gaia-eval/shelf_files/ledger",
+                            "gaia-eval/shelf_files/settings", "gaia-eval/shelf_files/settings/kiln.ini",
+                            *(f"gaia-eval/shelf_files/ledger/{name}" for name in LEDGER_STAGED)}
     assert (staged / "ledger" / "pantry count.txt").read_text() == (
         LEDGER / "pantry count.txt").read_text()
     # The source is untouched; the reading scenario's copy is read-only, the writing one's not.
     assert (mount / "shelf_files" / "ledger" / "ground_truth.json").is_file()
-    assert not stat.S_IMODE((staged / "ledger" / "pantry count.txt").stat().st_mode) & 0o222
-    assert stat.S_IMODE((staged / "settings" / "kiln.ini").stat().st_mode) & stat.S_IWUSR
+    assert stat.S_IMODE((staged / "ledger" / "pantry count.txt").stat().st_mode) == 0o444
+    assert stat.S_IMODE((staged / "ledger" / "older").stat().st_mode) == 0o555
+    assert stat.S_IMODE((staged / "settings" / "kiln.ini").stat().st_mode) == 0o644
 
     # Staged again (a reused home): the same copy, nothing of the earlier one in the way.
-    again = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=30)
-    assert again.returncode == 0, again.stderr
-    assert _files(staged / "ledger") == {"pantry count.txt", "older", "older/pantry count 2025.txt"}
+    (staged / "settings" / "kiln.local.ini").write_text("hold_minutes = 30\n")
+    again = _unpack([ledger, settings], home)
+    assert (again.stdout, again.stderr) == (AFTER, b"exit 0\n")
+    assert _files(staged / "ledger") == LEDGER_STAGED
+    assert _files(staged / "settings") == {"kiln.ini"}
+
+
+def test_a_failed_unpack_says_why_and_still_reads_exactly_the_archive(sandbox: tuple[Path, Path]):
+    # A command that stops reading early leaves the engine holding the exec's stream for
+    # seconds (7 s for 1 MB, 30 s for 20 MB, measured): a failure reads the rest and drops it.
+    mount, home = sandbox
+    [ledger], _ = fixture_stagings(_scenario("shelf_read_ledger"), mount)
+    home.rmdir()
+    home.write_text("a file where the home should be\n")
+    done = _unpack([ledger], home)
+    assert done.stdout == AFTER
+    assert done.stderr.endswith(b"exit 1\n") and b"mkdir" in done.stderr, done.stderr
+
+
+def test_a_folder_outside_the_fixture_tree_is_never_staged(tmp_path: Path):
+    tree, outside = tmp_path / "tree", tmp_path / "outside"
+    shutil.copytree(FIXTURES, tree)
+    outside.mkdir()
+    (tree / "shelf_files" / "linked").symlink_to(outside)
+    (tree / "shelf_files" / "inner").symlink_to("settings")  # a link inside the tree is the tree's
+    scenario = _scenario("shelf_read_ledger").model_copy(update={"fixtures": [
+        ".", "../outside", str(outside), "shelf_files/linked", "shelf_files/inner"]})
+    stagings, missing = fixture_stagings(scenario, tree)
+    assert [staging.folder for staging in stagings] == ["shelf_files/inner"]
+    assert missing == [f"{tree} (the whole fixture tree: name the folders to stage)",
+                       f"{tree / '../outside'} (outside the fixture tree: never staged)",
+                       f"{outside} (outside the fixture tree: never staged)",
+                       f"{tree / 'shelf_files' / 'linked'} (outside the fixture tree: never staged)"]
+
+
+def test_a_sandbox_without_a_home_of_its_own_gets_nothing_staged():
+    # The local and attached backends run in the user's real home: refused, as before.
+    [staging], _ = fixture_stagings(_scenario("shelf_read_ledger"), FIXTURES)
+    with pytest.raises(SandboxError, match="use --backend docker"):
+        asyncio.run(stage_fixtures(object(), [staging]))
+    asyncio.run(stage_fixtures(object(), []))  # nothing to stage: nothing asked of it
+
+
+class _Engine:
+    """A stand-in for the Docker engine's exec API: the command's side of the exec's socket
+    reads ``expect`` bytes (never an end-of-file, as in a sandbox) and answers in Docker's
+    frames, one on stdout and one on stderr, then the stream closes."""
+
+    def __init__(self, expect: int) -> None:
+        self.ours, self.theirs = socket.socketpair()
+        self.expect, self.got = expect, b""
+        self.api = self
+        self.thread = threading.Thread(target=self._command)
+
+    def _command(self) -> None:
+        while len(self.got) < self.expect:
+            self.got += self.theirs.recv(self.expect - len(self.got))
+        for stream, text in ((1, b"unpacked\n"), (2, b"a warning\n")):
+            self.theirs.sendall(bytes([stream, 0, 0, 0]) + len(text).to_bytes(4, "big") + text)
+        self.theirs.close()
+
+    def exec_create(self, container: str, command: list[str], stdin: bool) -> dict[str, Any]:
+        assert stdin and command[0] == "sh"
+        return {"Id": "exec-1"}
+
+    def exec_start(self, exec_id: str, socket: bool) -> Any:
+        self.thread.start()
+        return socket and self.ours
+
+    def exec_inspect(self, exec_id: str) -> dict[str, Any]:
+        return {"Running": False, "ExitCode": 0}
+
+
+def test_the_exec_feeds_stdin_without_an_end_and_reads_the_frames():
+    data = os.urandom(300_000)  # more than one socket buffer
+    engine = _Engine(len(data))
+    box = type("Box", (), {"client": engine, "id": "c1", "name": "tbx-c1"})()
+    code, output = exec_with_input(box, ["sh", "-c", "head -c 300000 | tar -x"], data, 10)  # type: ignore[arg-type]
+    engine.thread.join(5)
+    assert (code, output, engine.got == data) == (0, b"unpacked\na warning\n", True)
 
 
 def test_a_declared_folder_that_is_itself_an_answer_is_never_staged():

@@ -3,9 +3,11 @@ own GAIA-shaped tree (tests/fixtures/gaia_staged_repo)."""
 
 from __future__ import annotations
 
+import io
+import tarfile
 from pathlib import Path
 
-from runner.sandbox._fixtures import staging_script
+from runner.sandbox._fixtures import fixture_archive
 from runner.scenarios import (
     declared_folders,
     default_fixtures_root,
@@ -58,10 +60,11 @@ def test_a_reading_scenario_is_staged_read_only_a_writing_one_writable():
     assert missing == [] and ledger.read_only and str(ledger.inside) == "gaia-eval/shelf_files/ledger"
     [settings], _ = fixture_stagings(_scenario("shelf_copy_settings"), FIXTURES)
     assert not settings.read_only
-    script = staging_script([ledger, settings], home="/home/gaia", mount="/fixtures")
-    assert "cp -R /fixtures/shelf_files/ledger /home/gaia/gaia-eval/shelf_files/ledger" in script
-    assert "chmod -R a-w,u+rX /home/gaia/gaia-eval/shelf_files/ledger" in script
-    assert "chmod -R u+rwX /home/gaia/gaia-eval/shelf_files/settings" in script
+    with tarfile.open(fileobj=io.BytesIO(fixture_archive([ledger, settings]))) as tar:
+        modes = {member.name: member.mode for member in tar.getmembers()}
+    assert modes["gaia-eval/shelf_files/ledger/pantry count.txt"] == 0o444
+    assert modes["gaia-eval/shelf_files/ledger"] == 0o555
+    assert modes["gaia-eval/shelf_files/settings/kiln.ini"] == 0o644
 
 
 def test_a_missing_fixture_folder_is_named_and_no_tree_says_pass_fixtures():
