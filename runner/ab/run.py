@@ -114,6 +114,9 @@ async def run_ab(shared: RunSettings, folder: Path, plan: AbPlan, say: Say,
         f"{len(plan.blocks)} blocks ({len(left)} to run), first sides "
         + " ".join(b.side for b in plan.blocks[:8]) + (" …" if len(plan.blocks) > 8 else ""))
     cards: dict[str, Scorecard] = {}
+    # Every block opens its side's run again, whose opening lines (the run, its judge, its
+    # simulator, its folder) are the same each time: each is said once, not once per block.
+    said_in_blocks = said_once(say)
     with owning(folder):
         servers = start_servers(plan.ab_id, plan.a, plan.b)
         try:
@@ -127,8 +130,9 @@ async def run_ab(shared: RunSettings, folder: Path, plan: AbPlan, say: Say,
                 block.started_at = datetime.now(UTC)
                 plan.save(folder)
                 started = (settings.run_dir / "scorecard.json").exists()
-                card = await run(settings, say, resume=started, extra=_extra(plan, block.side),
-                                 progress_stream=progress_stream, only=frozenset(block.keys))
+                card = await run(settings, said_in_blocks, resume=started,
+                                 extra=_extra(plan, block.side), progress_stream=progress_stream,
+                                 only=frozenset(block.keys))
                 cards[block.side] = card
                 if _stopped(card, block.keys):
                     raise InfraError(f"block {block.index + 1} ({block.side}) stopped before its "
@@ -142,6 +146,18 @@ async def run_ab(shared: RunSettings, folder: Path, plan: AbPlan, say: Say,
         if side not in cards:  # a resume that found every block of a side done
             cards[side] = read_scorecard(folder / plan.runs[side] / "scorecard.json")
     return AbResult(folder, plan, cards)
+
+
+def said_once(say: Say) -> Say:
+    """`say`, each distinct line once."""
+    said: set[str] = set()
+
+    def once(line: str) -> None:
+        if line not in said:
+            said.add(line)
+            say(line)
+
+    return once
 
 
 def _stopped(card: Scorecard, keys: list[str]) -> bool:

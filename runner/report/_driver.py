@@ -13,6 +13,9 @@ How:
 - the scenario is the unit. Speeds and scores are compared on the scenarios both runs have,
   paired (scenario s on A against s on B), each scenario weighing the same on both sides; the
   interval is a cluster bootstrap over those scenarios (trials and turns nested inside).
+  The two sides of one `trialbox ab` are paired closer: a turn-metered speed by scenario
+  trial, B's trial k against A's trial k, which ran in the block beside it (`block_changes`),
+  so a drift cancels in each pair and 6 scenarios × 2 trials give 12 pairs to test.
 - a speed is paired by turn inside the scenario (turn t on B against turn t on A, the median
   of each turn's trials, log scale; decode speed, without tails, the mean), and the scenarios'
   changes are summed up by their 10 %-trimmed mean (decode speed: the mean). Why, measured (tests/unit/test_driver_null.py, front-door noise of this
@@ -57,8 +60,8 @@ from runner.report._driver_noise import (
     decide,
     detectable_changes,
     headline_alpha,
+    headline_changes,
     metric_delta,
-    scenario_changes,
     screen_alpha,
     screen_rows,
     trim_of,
@@ -76,15 +79,18 @@ from runner.report._driver_samples import (
     SPEED_METRICS,
     Metric,
     TrialTurns,
+    TrialUnits,
     TrialValues,
     incomparable_turns,
     index_trials,
+    one_ab,
     scope_groups,
     score_trials,
     sources_seen,
     speed_source,
     trial_turns_of,
     turn_trials,
+    unit_turns_of,
     warmup_keys,
 )
 from runner.report._driver_setup import (
@@ -114,7 +120,8 @@ def _shown(delta: MetricDelta, value: float) -> str:
 
 
 def _n_text(delta: MetricDelta) -> str:
-    return f"n = {delta.scenarios} scenario(s), {delta.n_a} vs {delta.n_b} trials"
+    blocks = f", paired in {delta.block_pairs} A/B block pairs" if delta.block_pairs else ""
+    return f"n = {delta.scenarios} scenario(s), {delta.n_a} vs {delta.n_b} trials{blocks}"
 
 
 def _finding(delta: MetricDelta) -> str:
@@ -178,7 +185,8 @@ def detectable_text(d: DetectableChange) -> str:
             return "a factor of more than 10"
         return f"±{v * 100:.1f}%" if d.relative else f"±{v:.2f}"
 
-    head = f"with {d.trials} trial(s) of {d.scenarios} scenarios"
+    head = f"with {d.trials} trial(s) of {d.scenarios} scenarios" + (
+        f" ({d.block_pairs} A/B block pairs)" if d.block_pairs is not None else "")
     if d.detectable is None:
         return f"{head}, no {d.label} change of any size can be shown: {d.reason}"
     floor = f" (interval half-width {size(d.noise_floor)})" if d.noise_floor is not None else ""
@@ -255,6 +263,9 @@ def driver_report(
     speed: list[MetricDelta] = []
     samples: dict[str, tuple[Metric, TrialValues, TrialValues]] = {}
     turns: dict[str, tuple[TrialTurns, TrialTurns]] = {}
+    # The two sides of one `trialbox ab`: a turn-metered speed is paired block by block.
+    ab_id = one_ab(a, b)
+    units: dict[str, tuple[TrialUnits, TrialUnits]] = {}
     for metric in SPEED_METRICS:
         if metric.turn_value is None:
             if not (traces_a and traces_b):
@@ -268,11 +279,15 @@ def driver_report(
                 trial_turns_of(a, metric, set(dropped_a), source),
                 trial_turns_of(b, metric, set(dropped_b), source),
             )
+            if ab_id is not None:
+                units[metric.key] = (unit_turns_of(a, metric, set(dropped_a), source),
+                                     unit_turns_of(b, metric, set(dropped_b), source))
         if not any(sa.get(s) for s in common) and not any(sb.get(s) for s in common):
             notes.append(f"{metric.label}: not measured on either run")
             continue
         samples[metric.key] = (metric, sa, sb)
-        speed.append(metric_delta(metric, scopes[0], sa, sb, **knobs, trials=turns.get(metric.key)))
+        speed.append(metric_delta(metric, scopes[0], sa, sb, **knobs, trials=turns.get(metric.key),
+                                  units=units.get(metric.key)))
 
     score_a, score_b = score_trials(runs_a), score_trials(runs_b)
     scores = []
@@ -309,10 +324,10 @@ def driver_report(
     family = headline + promoted
     decide(family, better, alpha, all_outcomes)
     changes = {
-        d.metric: scenario_changes(
+        d.metric: headline_changes(
             samples[d.metric][0], [s for s in common if samples[d.metric][1].get(s)
                                    and samples[d.metric][2].get(s)],
-            samples[d.metric][1], samples[d.metric][2], turns.get(d.metric),
+            samples[d.metric][1], samples[d.metric][2], turns.get(d.metric), units.get(d.metric),
         )
         for d in headline if d.metric != SCORE.key
     }
@@ -330,7 +345,7 @@ def driver_report(
         deltas = speed if d.metric != "score" else scores
         family_rows = [
             metric_delta(metric, scope, sa, sb, **knobs, tested=d.verdict.beyond_noise,
-                         trials=turns.get(d.metric))
+                         trials=turns.get(d.metric), units=units.get(d.metric))
             for scope in scopes if scope[0] == "category"
         ]
         decide(family_rows, better, alpha)
@@ -397,12 +412,20 @@ def driver_report(
     findings += [marked(rows_[0], line) for rows_, line in _scenario_findings(speed)]
     findings += [marked(o, _outcome_finding(o)) for o in outcomes if o.verdict.beyond_noise]
     rules = [
+        f"the unit is the A/B block pair: A and B are the two sides of `trialbox ab` {ab_id}, "
+        "which ran each scenario trial on both sides in blocks side by side in time, so a "
+        "turn-metered speed is paired trial by trial (B's trial k against A's trial k, turn t "
+        "against turn t) and a drift of the machine cancels inside each pair; the claim is "
+        "about this suite's scenarios; other values are paired by scenario"
+        if ab_id is not None else
         "the unit is the scenario: A and B are paired on the scenarios both ran, each weighing "
         "the same on both sides; a speed's change in a scenario is paired by turn (turn t on B "
         "against turn t on A), other values are the mean over trials",
-        f"intervals: {confidence * 100:.0f}% percentile cluster bootstrap over scenarios "
-        f"({resamples} resamples, seed {seed}); at least {MIN_SCENARIOS} paired scenarios for "
-        "a verdict; one scenario: exact permutation test over its trials",
+        f"intervals: {confidence * 100:.0f}% percentile cluster bootstrap over "
+        f"{'the A/B block pairs (speeds) and ' if ab_id is not None else ''}scenarios "
+        f"({resamples} resamples, seed {seed}); at least {MIN_SCENARIOS} paired "
+        f"{'pairs' if ab_id is not None else 'scenarios'} for a verdict; one scenario: exact "
+        "permutation test over its trials",
         f"multiplicity: Benjamini–Hochberg over the all-scenarios results (speeds, score and "
         f"outcomes together) at {headline_alpha(alpha):g}; categories only for a result that "
         "moved, Benjamini–Hochberg again within each; a screen of every scenario's speeds "

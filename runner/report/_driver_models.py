@@ -48,6 +48,12 @@ class MetricDelta(StrictModel):
     scope: str = Field(description="all | category | scenario")
     name: str = Field(description="'all', a category or a scenario id")
     scenarios: int = Field(default=0, description="scenarios paired between A and B in scope")
+    block_pairs: int | None = Field(
+        default=None,
+        description="the scenario trials the change is paired over, when A and B are the two "
+        "sides of one `trialbox ab` (each trial's B block against the A block beside it); None: "
+        "paired over scenarios",
+    )
     n_a: int = Field(description="trials on A the scope's values come from")
     n_b: int = Field(description="trials on B the scope's values come from")
     mean_a: float | None = Field(
@@ -130,6 +136,11 @@ class DetectableChange(StrictModel):
     relative: bool = Field(description="sizes are relative (0.05 = 5 %) or absolute")
     scenarios: int = Field(description="paired scenarios")
     trials: int = Field(description="trials per scenario (the smaller side's run setting)")
+    block_pairs: int | None = Field(
+        default=None,
+        description="the A/B block pairs the size was simulated over (one `trialbox ab`); "
+        "None: over scenarios",
+    )
     noise_floor: float | None = Field(
         default=None,
         description="the headline interval's half-width (None: no interval at this n)",

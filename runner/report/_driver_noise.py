@@ -16,9 +16,10 @@ import numpy as np
 
 from runner.report._driver_models import Change, DetectableChange, MetricDelta, OutcomeDelta
 from runner.report._driver_power import POWER, simulated_detectable
-from runner.report._driver_samples import Metric, TrialTurns, TrialValues
+from runner.report._driver_samples import Metric, TrialTurns, TrialUnits, TrialValues
 from runner.report._stats import (
     adjust_bh,
+    exact_up_to,
     paired_cluster_bootstrap,
     pooled_residuals,
     residual_null_ps,
@@ -110,11 +111,14 @@ def metric_delta(
     tested: bool = True,
     trials: tuple[TrialTurns, TrialTurns] | None = None,
     own_test: bool = True,
+    units: tuple[TrialUnits, TrialUnits] | None = None,
 ) -> MetricDelta:
     """The scope's estimate and unadjusted p; the verdict waits for the family's adjustment.
 
     With `trials` (a turn-metered speed) a scenario's difference is paired by turn
     (`turn_paired_difference`); without, it is the log ratio (or difference) of its means.
+    With `units` (the two sides of one `trialbox ab`) a scope over scenarios is paired by
+    scenario trial instead (`block_changes`).
 
     Not `tested` (a drill-down under a headline within noise): the change is shown, no test
     is run and the verdict is no detectable change. Not `own_test` (a scenario row the screen
@@ -169,16 +173,23 @@ def metric_delta(
     if not paired:
         base.note = "no scenario measured on both sides"
         return base
-    differences = scenario_changes(metric, paired, a, b, trials)
+    differences = headline_changes(metric, paired, a, b, trials, units)
+    if units is not None and metric.relative:
+        base.block_pairs = len(differences)
     trim = trim_of(metric)
+    if not differences:
+        base.note = "no scenario trial measured on both sides"
+        return base
     mean = trimmed_mean(differences, trim)
     base.change = math.expm1(mean) if metric.relative else mean
     if not tested:
         base.verdict, base.note = Change.NO_CHANGE, NOT_TESTED
         return base
-    if len(paired) < MIN_SCENARIOS:
-        base.note = f"{len(paired)} paired scenario(s); at least {MIN_SCENARIOS} needed"
-        if len(paired) >= 2:  # still worth its noise: the minimum detectable change says how far
+    if len(differences) < MIN_SCENARIOS:
+        base.note = (f"{len(differences)} A/B block pair(s); at least {MIN_SCENARIOS} needed"
+                     if base.block_pairs is not None else
+                     f"{len(paired)} paired scenario(s); at least {MIN_SCENARIOS} needed")
+        if len(differences) >= 2:  # still worth its noise: the detectable change says how far
             base.standard_error = paired_cluster_bootstrap(
                 differences, resamples=resamples, confidence=confidence,
                 seed=_seed(seed, metric.key, kind, name), trim=trim,
@@ -223,6 +234,40 @@ def scenario_changes(
         for s in paired
     ]
     return [d if t is None else t for d, t in zip(differences, by_turn, strict=True)]
+
+
+def block_changes(paired: Sequence[str], units_a: TrialUnits, units_b: TrialUnits) -> list[float]:
+    """One change per scenario trial run on both sides of one `trialbox ab`: B's trial against
+    A's trial of the same number, which the schedule ran in the block beside it (log scale,
+    the mean over the turns both measured).
+
+    Why pair by block and not by scenario: the schedule put the two runs of each trial next to
+    each other in time, so a drift of the machine cancels inside every pair, and with the suite
+    fixed each pair is a replicate: 6 scenarios × 2 trials give 12 pairs, whose sign-flip test
+    goes down to 2/4096, where 6 scenarios stop at 2/64 — which the adjustment over the
+    headline questions never lets pass. Under "nothing changed" A and B are exchangeable
+    within a pair (the schedule gives each side the first place equally often), which is what
+    the sign-flip test needs. The claim is about this suite's scenarios, not others'.
+    """
+    changes = []
+    for sid in paired:
+        side_a, side_b = units_a.get(sid, {}), units_b.get(sid, {})
+        for trial in sorted(side_a.keys() & side_b.keys()):
+            change = turn_paired_difference([side_a[trial]], [side_b[trial]], median=False)
+            if change is not None:
+                changes.append(change)
+    return changes
+
+
+def headline_changes(
+    metric: Metric, paired: Sequence[str], a: TrialValues, b: TrialValues,
+    trials: tuple[TrialTurns, TrialTurns] | None, units: tuple[TrialUnits, TrialUnits] | None,
+) -> list[float]:
+    """The values a result over scenarios sums up and tests: per block pair for a turn-metered
+    speed of one `trialbox ab` (`block_changes`), else per scenario (`scenario_changes`)."""
+    if units is not None and metric.relative:
+        return block_changes(paired, *units)
+    return scenario_changes(metric, paired, a, b, trials)
 
 
 def screen_rows(
@@ -294,12 +339,13 @@ def detectable_changes(
     test, its adjustment among `family` questions, its n and its run's noise), or why none."""
     sizes = []
     for d in headline:
-        if not d.relative or d.metric not in changes or d.scenarios < 2:
+        if not d.relative or d.metric not in changes or len(changes[d.metric]) < 2:
             continue
         size = None
-        if d.scenarios < MIN_SCENARIOS:
-            why = (f"{d.scenarios} paired scenarios: below {MIN_SCENARIOS} no result over "
-                   "scenarios is tested")
+        n = len(changes[d.metric])
+        what = "A/B block pairs" if d.block_pairs is not None else "paired scenarios"
+        if n < MIN_SCENARIOS:
+            why = f"{n} {what}: below {MIN_SCENARIOS} no result over them is tested"
         elif simulations <= 0:
             why = "not simulated"
         else:
@@ -309,17 +355,17 @@ def detectable_changes(
                 simulations=simulations,
             )
             why = "" if size is not None else (
-                f"{d.scenarios} paired scenarios cannot show any change: the sign-flip test's "
-                f"smallest p, 2/2^{d.scenarios}, does not pass the adjustment over "
+                f"{n} {what} cannot show any change: the sign-flip test's "
+                f"smallest p, 2/2^{n}, does not pass the adjustment over "
                 f"{family} headline questions even for a change many times the noise"
-                if 2 ** d.scenarios <= resamples else
+                if 2 ** n <= exact_up_to(resamples) else
                 "no change is found that often at this noise"
             )
         floor = (d.ci_high - d.ci_low) / 2 if d.ci_low is not None and d.ci_high is not None \
             else None
         sizes.append(DetectableChange(
             metric=d.metric, label=d.label, relative=d.relative, scenarios=d.scenarios,
-            trials=trials, noise_floor=floor,
+            trials=trials, block_pairs=d.block_pairs, noise_floor=floor,
             detectable=math.expm1(size) if size is not None else None, power=POWER, reason=why,
         ))
     return sizes

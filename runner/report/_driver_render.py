@@ -119,6 +119,13 @@ def nothing_found(report: DriverReport) -> str:
     return "no detectable change: every difference is within the noise of these samples"
 
 
+def _units(r: DriverReport) -> str:
+    """What the headline intervals resample: an A/B's block pairs (its speeds), or scenarios."""
+    if any(d.block_pairs is not None for d in r.speed):
+        return "A/B block pairs (speeds over all scenarios) and scenarios"
+    return "scenarios"
+
+
 def render_driver_md(report: DriverReport) -> str:
     """The report as Markdown (for a terminal, a PR comment or a job summary)."""
     r = report
@@ -141,7 +148,7 @@ def render_driver_md(report: DriverReport) -> str:
     lines += ["", rest] if rest else []
     overall = [d for d in r.speed if d.scope != "scenario"]
     per_scenario = [d for d in r.speed if d.scope == "scenario"]
-    lines += ["", f"## Speed: B vs A, {conf} cluster-bootstrap interval over scenarios", ""]
+    lines += ["", f"## Speed: B vs A, {conf} cluster-bootstrap interval over {_units(r)}", ""]
     lines += _METRIC_HEAD + _md_metric_rows(overall) if overall else ["(no speed measured)"]
     if per_scenario:
         lines += ["", "### Per scenario", ""] + _METRIC_HEAD + _md_metric_rows(per_scenario)
@@ -176,7 +183,7 @@ def render_driver_md(report: DriverReport) -> str:
         notes.append(f"only on A (not compared): {', '.join(r.only_in_a)}")
     if r.only_in_b:
         notes.append(f"only on B (not compared): {', '.join(r.only_in_b)}")
-    notes.append(f"bootstrap: {r.resamples} resamples, seed {r.seed}, clustered by scenario")
+    notes.append(f"bootstrap: {r.resamples} resamples, seed {r.seed}, clustered by {_units(r)}")
     lines += ["", "## Notes"] + [f"- {n}" for n in notes]
     return "\n".join(lines) + "\n"
 
@@ -357,7 +364,7 @@ def render_driver_html(report: DriverReport) -> str:
     )
     rules = "".join(f"<li>{_e(rule)}</li>" for rule in r.rules)
     notes = list(r.notes) + [
-        f"bootstrap: {r.resamples} resamples, seed {r.seed}, clustered by scenario"
+        f"bootstrap: {r.resamples} resamples, seed {r.seed}, clustered by {_units(r)}"
     ]
     if r.only_in_a or r.only_in_b:
         notes.append(
@@ -376,7 +383,7 @@ def render_driver_html(report: DriverReport) -> str:
         f"<h2>Setup</h2><p class=muted>The settings that differ between A and B.</p>"
         f"<table><tr><th>setting</th><th>A</th><th>B</th></tr>{setup}</table>"
         f"<h2>Speed</h2><p class=muted>B vs A; points are the change in the mean, bars the "
-        f"{conf} cluster-bootstrap interval over scenarios (unadjusted); the verdict uses the "
+        f"{conf} cluster-bootstrap interval over {_units(r)} (unadjusted); the verdict uses the "
         f"Benjamini–Hochberg adjusted p; the dashed line is no change.</p>"
         f"{_charts(r.speed, 'B vs A') or '<p>no speed measured</p>'}"
         f"<h2>Quality</h2><p class=muted>Paired outcomes (same scenario, same trial), exact "

@@ -48,6 +48,10 @@ TrialValues = dict[str, list[float]]
 TrialTurns = dict[str, list[dict[int, float]]]
 """scenario id → one entry per trial: turn number → value (the turns that trial measured)."""
 
+TrialUnits = dict[str, dict[int, dict[int, float]]]
+"""scenario id → trial number → turn number → value: each scenario trial found by its number,
+so that side A's trial k meets side B's trial k (in a `trialbox ab`, the block beside it)."""
+
 
 FRONT_DOOR = "front_door"
 
@@ -152,8 +156,16 @@ def trial_turns_of(
     card: Scorecard, metric: Metric, dropped: set[str], source: str | None
 ) -> TrialTurns:
     """Each trial's turns kept together: a permutation test relabels whole trials."""
+    return {sid: list(by_trial.values())
+            for sid, by_trial in unit_turns_of(card, metric, dropped, source).items()}
+
+
+def unit_turns_of(
+    card: Scorecard, metric: Metric, dropped: set[str], source: str | None
+) -> TrialUnits:
+    """Each trial's measured turns, by scenario and trial number (1 for a run of one trial)."""
     assert metric.turn_value is not None
-    trials: TrialTurns = {}
+    units: TrialUnits = {}
     for row in card.scenarios:
         if row.key in dropped:
             continue
@@ -164,8 +176,21 @@ def trial_turns_of(
             if value is not None and value > 0:
                 turns[t.turn] = value
         if turns:
-            trials.setdefault(row.id, []).append(turns)
-    return trials
+            units.setdefault(row.id, {})[row.trial or 1] = turns
+    return units
+
+
+def one_ab(a: Scorecard, b: Scorecard) -> str | None:
+    """The A/B's id when the two runs are the two sides of one `trialbox ab` (each scenario
+    trial run on both in blocks side by side in time), in either order, else None."""
+    def ab_of(card: Scorecard) -> dict[str, Any]:
+        ab = card.config.extra.get("ab")
+        return ab if isinstance(ab, dict) else {}
+
+    side_a, side_b = ab_of(a), ab_of(b)
+    ab_id = side_a.get("ab_id")
+    same = bool(ab_id) and ab_id == side_b.get("ab_id")
+    return str(ab_id) if same and {side_a.get("side"), side_b.get("side")} == {"A", "B"} else None
 
 
 def index_trials(traces: Sequence[Trace], dropped: set[str]) -> TrialValues:

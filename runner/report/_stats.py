@@ -166,9 +166,22 @@ def _two_sided(observed: np.ndarray, null: np.ndarray, exact: bool) -> np.ndarra
     return np.asarray(np.minimum(1.0, 2 * tails), dtype=float)
 
 
+#: Up to this many sign vectors the sign-flip test enumerates them all, whatever `resamples`:
+#: 12 pairs (an A/B of 6 scenarios × 2 trials) are 4096 vectors, cheap to enumerate, and a
+#: sample of them holds the all-plus vector by chance (10 % of samples of 400), which sets the
+#: p of a change that moved every pair at 4/401 instead of 2/4096.
+EXACT_FLIPS = 4096
+
+
+def exact_up_to(resamples: int) -> int:
+    """The most sign vectors the test enumerates (beyond: a Monte Carlo sample of them)."""
+    return max(resamples, EXACT_FLIPS)
+
+
 def _sign_flips(n: int, resamples: int, rng: np.random.Generator) -> tuple[np.ndarray, bool]:
-    """Every one of the 2^n sign vectors when there are at most `resamples`, else a sample."""
-    if 2**n <= resamples:
+    """Every one of the 2^n sign vectors when there are at most `exact_up_to(resamples)`,
+    else a sample of `resamples`."""
+    if 2**n <= exact_up_to(resamples):
         bits = (np.arange(2**n)[:, None] >> np.arange(n)) & 1
         return (2 * bits - 1).astype(float), True
     return rng.choice([-1.0, 1.0], size=(resamples, n)), False
@@ -192,7 +205,8 @@ def sign_flip_p(
 ) -> float:
     """Two-sided paired permutation p: each scenario's A and B swapped (its sign flipped).
 
-    Exact when 2^n ≤ resamples, Monte Carlo (with scipy's +1 correction) otherwise. Any
+    Exact when 2^n ≤ `exact_up_to(resamples)`, Monte Carlo (with scipy's +1 correction)
+    otherwise. Any
     statistic of the flipped differences keeps the test exact: `trim` picks the trimmed mean.
     It is scipy.stats.permutation_test's definition (a unit test holds the two equal), written
     out vectorised so the power simulation can run the very same test on many runs at once.

@@ -120,3 +120,16 @@ def test_a_damaged_ab_json_is_one_line_naming_the_field(tmp_path: Path, change, 
     with pytest.raises(InputError) as caught:
         AbPlan.load(tmp_path)
     assert words in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_line_every_block_repeats_is_said_once() -> None:
+    # Each block opens its side's run again; its opening lines are the same every time.
+    from runner.ab.run import said_once
+
+    heard: list[str] = []
+    say = said_once(heard.append)
+    for line in ("run x-a: 6 scenario(s)", "judge: none", "PASS s1", "run x-a: 6 scenario(s)",
+                 "judge: none", "PASS s2", "run x-b: 6 scenario(s)"):
+        say(line)
+    assert heard == ["run x-a: 6 scenario(s)", "judge: none", "PASS s1", "PASS s2",
+                     "run x-b: 6 scenario(s)"]

@@ -160,6 +160,7 @@ def run(
     slot: Callable[[int], int] = lambda rank: rank,
     drift: float = 0.0,
     only: frozenset[int] | None = None,
+    ab_side: str | None = None,
 ) -> Scorecard:
     """One simulated run of the suite, its speed figures metered at the front door; `planted`
     multiplies every turn's (ttft, tok/s, wall) (of the scenarios in `only`, when given).
@@ -167,6 +168,8 @@ def run(
     Time: trials run in rounds (every scenario's trial 1, then trial 2, ...); the scenario run
     of rank r takes the machine's time slot `slot(r)` (10 s each, recorded as the row's start
     and end), and the machine drifts by `drift` (log scale) per slot: slower, in every metric.
+    `ab_side` ("A" or "B") records the run as that side of one `trialbox ab`, as ab's own
+    scorecards do (config.extra.ab).
     """
     shift = np.array([x.run for x in noise]) * rng.standard_normal(3)
     slower = np.array([1.0, -1.0, 1.0])  # a slower machine: TTFT and wall up, tok/s down
@@ -203,8 +206,9 @@ def run(
                     for t in range(turns)
                 ],
             }))
+    extra = {"ab": {"ab_id": "simulated-ab", "side": ab_side}} if ab_side else {}
     return Scorecard.model_construct(
-        run_id=run_id, config=RunConfig(trials=trials, device="cpu"), scenarios=rows
+        run_id=run_id, config=RunConfig(trials=trials, device="cpu", extra=extra), scenarios=rows
     )
 
 

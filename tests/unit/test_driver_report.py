@@ -679,3 +679,29 @@ def test_compare_aa_names_an_a_a_pair_that_lifts_the_drift_mark_and_refuses_a_lo
     assert code == 2 and "an A/A pair is two runs" in out and "Traceback" not in out, out
     code, out = compare("--aa", paths["aa1"], "--aa", paths["aa2"])
     assert code == 2 and "add --report or --html" in out, out
+
+
+def test_up_to_twelve_pairs_the_sign_flip_test_is_exact_whatever_the_resamples():
+    # 12 pairs all one way: the smallest p there is, 2/4096. A sample of 400 sign vectors
+    # holds the all-plus one by chance about one time in ten, and then read 4/401.
+    from runner.report._stats import sign_flip_p
+
+    moved = [0.1 + 0.01 * i for i in range(12)]
+    assert {sign_flip_p(moved, resamples=400, seed=seed) for seed in range(30)} == {2 / 4096}
+    assert sign_flip_p(moved + [0.2], resamples=400, seed=0) > 2 / 8192  # 13: sampled again
+
+
+def test_only_the_two_sides_of_one_ab_are_paired_by_block():
+    from runner.report import RunConfig, Scorecard
+    from runner.report._driver_samples import one_ab
+
+    def side(ab_id: str, name: str) -> Scorecard:
+        extra = {"ab": {"ab_id": ab_id, "side": name}}
+        return Scorecard.model_construct(run_id=name, config=RunConfig(extra=extra), scenarios=[])
+
+    plain = Scorecard.model_construct(run_id="p", config=RunConfig(), scenarios=[])
+    assert one_ab(side("x", "A"), side("x", "B")) == "x"
+    assert one_ab(side("x", "B"), side("x", "A")) == "x"  # compared the other way round
+    assert one_ab(side("x", "A"), side("x", "A")) is None  # one side twice
+    assert one_ab(side("x", "A"), side("y", "B")) is None  # two different A/Bs
+    assert one_ab(side("x", "A"), plain) is None
