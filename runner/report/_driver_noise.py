@@ -345,7 +345,8 @@ def detectable_changes(
         n = len(changes[d.metric])
         what = "A/B block pairs" if d.block_pairs is not None else "paired scenarios"
         if n < MIN_SCENARIOS:
-            why = f"{n} {what}: below {MIN_SCENARIOS} no result over them is tested"
+            over = "them" if d.block_pairs is not None else "scenarios"
+            why = f"{n} {what}: below {MIN_SCENARIOS} no result over {over} is tested"
         elif simulations <= 0:
             why = "not simulated"
         else:
