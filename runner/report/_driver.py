@@ -120,7 +120,8 @@ def _shown(delta: MetricDelta, value: float) -> str:
 
 
 def _n_text(delta: MetricDelta) -> str:
-    blocks = f", paired in {delta.block_pairs} A/B block pairs" if delta.block_pairs else ""
+    blocks = (f", paired in {delta.block_pairs} A/B block pairs"
+              if delta.block_pairs is not None else "")
     return f"n = {delta.scenarios} scenario(s), {delta.n_a} vs {delta.n_b} trials{blocks}"
 
 

@@ -174,7 +174,7 @@ def metric_delta(
         base.note = "no scenario measured on both sides"
         return base
     differences = headline_changes(metric, paired, a, b, trials, units)
-    if units is not None and metric.relative:
+    if units is not None:
         base.block_pairs = len(differences)
     trim = trim_of(metric)
     if not differences:
@@ -264,8 +264,9 @@ def headline_changes(
     trials: tuple[TrialTurns, TrialTurns] | None, units: tuple[TrialUnits, TrialUnits] | None,
 ) -> list[float]:
     """The values a result over scenarios sums up and tests: per block pair for a turn-metered
-    speed of one `trialbox ab` (`block_changes`), else per scenario (`scenario_changes`)."""
-    if units is not None and metric.relative:
+    speed of one `trialbox ab` (`units` given: `block_changes`), else per scenario
+    (`scenario_changes`)."""
+    if units is not None:
         return block_changes(paired, *units)
     return scenario_changes(metric, paired, a, b, trials)
 

@@ -25,6 +25,7 @@ import numpy as np
 from test_driver_null import PLANTED_RESAMPLES, RESAMPLES, SUITE_TURNS, in_parallel, run, suite_of
 from test_driver_null_interleaved import INTERLEAVED, KEPT, SIDES
 
+from runner.ab.schedule import FIRST
 from runner.report import Change, driver_report, read_scorecard
 from runner.report._driver_models import DriverReport
 from runner.report._driver_power import SIMULATIONS
@@ -38,12 +39,13 @@ DRIFT_OVER_RUNS = math.log(1.10)
 
 
 def abba_a(rank: int) -> int:
-    # The A/B's schedule: unit r takes slots 2r and 2r+1, A first when r is 0 or 3 mod 4.
-    return 2 * rank + (0 if rank % 4 in (0, 3) else 1)
+    # The A/B's own schedule (runner/ab/schedule.py): unit r takes slots 2r and 2r+1, the side
+    # FIRST names for it in the first.
+    return 2 * rank + (FIRST[rank % 4] != "A")
 
 
 def abba_b(rank: int) -> int:
-    return 2 * rank + (1 if rank % 4 in (0, 3) else 0)
+    return 2 * rank + (FIRST[rank % 4] != "B")
 
 
 def _pair(seed: int, planted, turns, trials: int, power_simulations: int,
