@@ -6,10 +6,17 @@ sides, one right after the other, and which side goes first follows A B, B A, B 
 (A B B A, then B A A B, repeated): over every four units each side holds each place equally
 often, so a drift that is steady over a few units cancels from the paired differences, and
 every B block has A blocks beside it. With `--concurrency N` a block holds N units of one side.
+
+A build that cannot be switched inside one run (a kernel driver that needs a reboot) runs in
+sessions (`--sessions N`): each block is one session, every scenario on one side, its own
+trials; session pairs follow the same A B, B A, B A, A B order, so B's trial k runs in the
+session beside A's trial k, and each side runs in two or more sessions, whose difference shows
+what a reboot alone moves.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Literal
@@ -38,6 +45,9 @@ class Block(BaseModel):
                                         "not begun")
     ended_at: datetime | None = Field(default=None, description="when it ended (UTC); None: "
                                       "not finished (a resume runs it again)")
+    boot_id: str | None = Field(default=None, description="the machine's boot it ran in "
+                                "(/proc/sys/kernel/random/boot_id; None: not known), so a "
+                                "session A/B shows whether the machine was rebooted between")
 
 
 class AbPlan(BaseModel):
@@ -49,6 +59,10 @@ class AbPlan(BaseModel):
     b: ServerSpec = Field(description="side B's server build")
     runs: dict[Side, str] = Field(description="each side's run id (its folder in this one)")
     blocks: list[Block] = Field(description="the schedule, in the order it runs")
+    sessions: int | None = Field(default=None, ge=2, description=(
+        "run in this many sessions, one block (one side, every scenario) each, each started "
+        "by its own `trialbox ab --resume … --session K`; None: one run, A and B switched "
+        "between blocks"))
 
     def save(self, folder: Path) -> None:
         atomic_write(folder / "ab.json", self.model_dump_json(indent=2))
@@ -62,13 +76,23 @@ class AbPlan(BaseModel):
     def spec(self, side: Side) -> ServerSpec:
         return self.a if side == "A" else self.b
 
+    def next_session(self) -> int | None:
+        """The first session (1-based) not finished; None when all are."""
+        return next((b.index + 1 for b in self.blocks if b.ended_at is None), None)
+
 
 def balanced_blocks(keys: list[str], per_block: int = 1) -> list[Block]:
     """Blocks over `keys` (each unit run on both sides): groups of `per_block` units, each
     group on both sides back to back, the first side following A B B A B A A B …"""
     if per_block < 1:
         raise ValueError("a block holds at least one unit")
-    groups = [keys[i:i + per_block] for i in range(0, len(keys), per_block)]
+    return paired_blocks([keys[i:i + per_block] for i in range(0, len(keys), per_block)])
+
+
+def paired_blocks(groups: Sequence[Sequence[str]]) -> list[Block]:
+    """Each group of units on both sides back to back, the first side following FIRST: for
+    `balanced_blocks`, a few units; for an A/B in sessions, one session pair's units (every
+    scenario, that pair's trials), each block a session."""
     blocks: list[Block] = []
     for number, group in enumerate(groups):
         first: Side = "A" if FIRST[number % 4] == "A" else "B"

@@ -92,21 +92,24 @@ def check_images(spec: ServerSpec, side: str) -> None:
                          "(`trialbox images`) or name one `docker images` lists")
 
 
-def start_servers(ab_id: str, a: ServerSpec, b: ServerSpec) -> AbServers:
-    """Start A's and B's servers (or take their url=) and the door before them, serving A."""
-    for side, spec in (("A", a), ("B", b)):
+def start_servers(ab_id: str, specs: dict[str, ServerSpec]) -> AbServers:
+    """Start each side's server (or take its url=) and the door before them, serving the first
+    side given: both for an interleaved A/B, the session's one for an A/B in sessions (the other
+    build may not even run on this boot)."""
+    for side, spec in specs.items():
         check_images(spec, side)
         check_devices(spec, side)
     client = docker.from_env()
     labels = {RUN_LABEL: ab_id, "trialbox.ab": ab_id}
     token = secrets.token_hex(24)
+    first = next(iter(specs))
     try:
         network = client.networks.create(f"trialbox-{ab_id}-ab", labels=labels)
         sides = {side: _start_side(client, ab_id, side, spec, labels, str(network.name))
-                 for side, spec in (("A", a), ("B", b))}
+                 for side, spec in specs.items()}
         door, door_url = start_front_door(f"trialbox-{ab_id}-door", labels, str(network.name),
-                                          sides["A"].url, admin_token=token,
-                                          embed_max_tokens=sides["A"].embed_max_tokens,
+                                          sides[first].url, admin_token=token,
+                                          embed_max_tokens=sides[first].embed_max_tokens,
                                           client=client)
     except (DockerException, LlmContainerError) as exc:
         remove_ab_objects(ab_id)
@@ -114,7 +117,7 @@ def start_servers(ab_id: str, a: ServerSpec, b: ServerSpec) -> AbServers:
     finally:
         client.close()
     servers = AbServers(ab_id, str(network.name), str(door.name), door_url, token, sides)
-    servers.serve("A")
+    servers.serve(first)
     return servers
 
 

@@ -82,13 +82,28 @@ def ab(
         "discard the speed figures of each side's first N scenario runs"))] = 0,
     resume: Annotated[Path | None, typer.Option(help=(
         "continue an interrupted A/B: its folder (results/<ab_id>)"))] = None,
+    sessions: Annotated[int | None, typer.Option(min=2, max=16, help=(
+        "for a build that needs a reboot (a kernel driver): run the A/B as N sessions (4, 8, "
+        "12, 16; or 2), one side each in A B B A, B A A B order, --trials K each; this command "
+        "runs session 1, and after each switch `--resume results/<ab_id> --session K` the "
+        "next"))] = None,
+    session: Annotated[int | None, typer.Option(min=1, max=16, help=(
+        "with --resume, on an A/B in sessions: the session to run now (they run in order)"))
+    ] = None,
     *,
     shared: FromRun,  # run's own options, declared by run (with_run_flags)
 ) -> None:
     """Compare two LLM server builds on one suite: A and B behind one front door, their work
     interleaved in balanced blocks (A B B A, B A A B, …) so a drift of the machine falls on
     both alike, then the driver-build report. Exit 0 unless a gate fails."""
-    from runner.ab import new_plan, parse_spec, reopen_failed, resumed_plan, run_ab
+    from runner.ab import (
+        new_plan,
+        parse_spec,
+        reopen_failed,
+        resumed_plan,
+        run_ab,
+        session_to_run,
+    )
     from runner.run.launch import run_to_end
 
     check_numbers(timeout=options.timeout, budget_usd=shared.budget_usd,
@@ -104,15 +119,21 @@ def ab(
              "door, so every request is told apart and forced (drop --backend local)", EXIT_USAGE)
     with exit_codes():
         if resume is not None:
-            if a or b:
-                fail("--resume keeps the A/B's own builds; leave out --a and --b", EXIT_USAGE)
+            if a or b or sessions:
+                fail("--resume keeps the A/B's own builds and sessions; leave out --a, --b and "
+                     "--sessions", EXIT_USAGE)
             settings, plan = resumed_plan(resume)
+            if session is not None or plan.sessions is not None:
+                session = session_to_run(plan, session)
             resume_with(ctx, settings, {
                 "concurrency": options.concurrency, "retry_errors": shared.retry_errors,
                 "min_pass_rate": min_pass_rate, "allow_incomplete": shared.allow_incomplete,
                 "baseline": shared.baseline, "integrity": shared.integrity,
                 "not_measured": excused}, _NOT_SETTINGS, "A/B")
-            if settings.retry_errors and (reopened := reopen_failed(resume, plan)):
+            # In sessions a finished session is not run again: the build it ran on may be
+            # gone with the boot; --retry-errors applies to the session being resumed.
+            if settings.retry_errors and plan.sessions is None and (
+                    reopened := reopen_failed(resume, plan)):
                 say(f"--retry-errors: {len(reopened)} finished block(s) hold an infrastructure "
                     "failure and run again: " + " ".join(str(b.index + 1) for b in reopened))
             folder = resume
@@ -123,31 +144,44 @@ def ab(
             if not a or not b:
                 fail("give both builds: --a SPEC --b SPEC (e.g. --a image=trialbox/llm-cpu:dev "
                      "--b image=trialbox/llm-cpu:dev,cpus=1)", EXIT_USAGE)
+            if session is not None:
+                fail("--session K continues an A/B in sessions: give it with --resume "
+                     "results/<ab_id> (a new one, --sessions N, runs session 1)", EXIT_USAGE)
+            if sessions is not None and sessions != 2 and sessions % 4:
+                fail(f"--sessions {sessions}: give 4, 8, 12 or 16 (A B B A, B A A B, …: each "
+                     "side as often early as late), or 2 (A, B: no side runs twice, so every "
+                     "speed finding stays marked)", EXIT_USAGE)
             spec_a, spec_b = parse_spec(a, "A"), parse_spec(b, "B")
             settings = new_run_settings(
-                options, agent_dirs=[], trials=trials, rejudge=shared.rejudge,
+                # In sessions each side runs --trials K in each of its sessions.
+                options, agent_dirs=[], trials=trials * (sessions // 2 if sessions else 1),
+                rejudge=shared.rejudge,
                 budget_usd=shared.budget_usd, min_pass_rate=min_pass_rate,
                 allow_incomplete=shared.allow_incomplete, baseline=shared.baseline,
                 integrity=shared.integrity, not_measured=excused,
                 repeatable_decoding=repeatable_decoding)
             settings.fixtures_root = fixtures_root(shared.fixtures, settings.suite_paths)
-            folder, plan = new_plan(settings, spec_a, spec_b, say)
+            folder, plan = new_plan(settings, spec_a, spec_b, say, sessions)
+            session = 1 if sessions else None
     try:
         with exit_codes():
-            result = run_to_end(run_ab(settings, folder, plan, say,
+            result = run_to_end(run_ab(settings, folder, plan, say, session=session,
                                        progress_stream=cast(TextIO, console.file)))
     except KeyboardInterrupt:
+        again = f" --session {session}" if session is not None else ""
         say(f"interrupted: what finished is in {folder}; continue with "
-            f"`trialbox ab --resume {folder}`")
+            f"`trialbox ab --resume {folder}{again}`")
         raise typer.Exit(EXIT_INFRA) from None
+    if result is None:  # a session of several: the next one runs after the switch
+        raise typer.Exit(0)
     with exit_codes():
         code = _report(result, settings, warmup)
     raise typer.Exit(code)
 
 
-#: ab's options that are no setting of the A/B: the builds (refused beside --resume on their
-#: own), the folder, and the report's warm-up.
-_NOT_SETTINGS = frozenset({"a", "b", "resume", "warmup"})
+#: ab's options that are no setting of the A/B: the builds and sessions (refused beside --resume
+#: on their own), the folder, the session to run, and the report's warm-up.
+_NOT_SETTINGS = frozenset({"a", "b", "resume", "warmup", "sessions", "session"})
 
 
 def _report(result: object, settings: RunSettings, warmup: int) -> int:

@@ -81,6 +81,7 @@ from runner.report._driver_samples import (
     TrialTurns,
     TrialUnits,
     TrialValues,
+    ab_sessions,
     incomparable_turns,
     index_trials,
     one_ab,
@@ -106,9 +107,13 @@ from runner.report._driver_time import (
     drift_of,
     drift_text,
     order_in_time,
+    session_marked,
+    session_test,
+    session_text,
 )
 from runner.report._fold import group_trials
 from runner.report._models import Scorecard, Trace
+from runner.report._stats import adjust_bh
 
 
 def scope_text(scope: str, name: str) -> str:
@@ -395,7 +400,19 @@ def driver_report(
                      "A, so it bounds no drift here")
     notes.append(UNCOVERED)
 
+    # An A/B in sessions: a speed finding must pass the test over sessions too (adjusted over
+    # the speeds tested so), or it is marked as not separable from what boots differ by.
+    sessions = ab_sessions(a, b)
+    tested = {key: test for key, pair in units.items() if sessions is not None and (
+        test := session_test(*pair, sessions, min(a.config.trials, b.config.trials)))}
+    session_p = dict(zip(tested, adjust_bh([t.p_value for t in tested.values()]), strict=True))
+    labels = {m.key: m.label for m in SPEED_METRICS}
+
     def marked(d: MetricDelta | OutcomeDelta, text: str) -> str:
+        if sessions is not None and isinstance(d, MetricDelta) and d.metric in units:
+            whole = d.scope != "scenario"  # the test over sessions is the suite's
+            text = session_marked(text, tested.get(d.metric) if whole else None,
+                                  session_p.get(d.metric) if whole else None, alpha, sessions)
         if placed == ALTERNATED:
             return text
         if bounds is not None and isinstance(d, MetricDelta) and d.change is not None:
@@ -413,6 +430,14 @@ def driver_report(
     findings += [marked(rows_[0], line) for rows_, line in _scenario_findings(speed)]
     findings += [marked(o, _outcome_finding(o)) for o in outcomes if o.verdict.beyond_noise]
     rules = [
+        f"the unit is the A/B session pair: A and B are the two sides of `trialbox ab` {ab_id}, "
+        f"run in {sessions} sessions, one side each (A B B A …), so a turn-metered speed is "
+        "paired trial by trial (B's trial k against A's trial k from the session beside it, "
+        "turn t against turn t) and a steady drift cancels over the session pairs; a "
+        "difference between two boots does not, so each speed finding is held against what "
+        "each side's own sessions differ by (the drift lines); the claim is about this "
+        "suite's scenarios; other values are paired by scenario"
+        if sessions is not None else
         f"the unit is the A/B block pair: A and B are the two sides of `trialbox ab` {ab_id}, "
         "which ran each scenario trial on both sides in blocks side by side in time, so a "
         "turn-metered speed is paired trial by trial (B's trial k against A's trial k, turn t "
@@ -447,6 +472,8 @@ def driver_report(
         RUN_RULE,
         order_text,
         *(drift_text(d) for d in drift),
+        *(session_text(labels[key], t, session_p[key], alpha, len(tested))
+          for key, t in tested.items()),
     ]
     return DriverReport(
         a_label=a.run_id,
@@ -472,6 +499,7 @@ def driver_report(
         order_in_time=placed,
         drift=drift,
         drift_bound=bound_text,
+        sessions=sessions,
         served_on_a=served_on(a),
         served_on_b=served_on(b),
         confidence=confidence,

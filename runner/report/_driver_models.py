@@ -214,6 +214,12 @@ class DriverReport(StrictModel):
         description="the A/A pair measured on the same machine that bounds a back-to-back "
         "pair's drift, or None (back-to-back findings are then marked)",
     )
+    sessions: int | None = Field(
+        default=None,
+        description="the sessions (one side each, A B B A …) of the `trialbox ab` the two runs "
+        "are the sides of, when it ran in sessions: its speed findings are then held against "
+        "what each side's own sessions differ by; None otherwise",
+    )
     served_on_a: str | None = Field(default=None, description="device that served run A")
     served_on_b: str | None = Field(default=None, description="device that served run B")
     multiplicity: str = Field(

@@ -180,17 +180,27 @@ def unit_turns_of(
     return units
 
 
+def _ab_of(card: Scorecard) -> dict[str, Any]:
+    ab = card.config.extra.get("ab")
+    return ab if isinstance(ab, dict) else {}
+
+
 def one_ab(a: Scorecard, b: Scorecard) -> str | None:
     """The A/B's id when the two runs are the two sides of one `trialbox ab` (each scenario
     trial run on both in blocks side by side in time), in either order, else None."""
-    def ab_of(card: Scorecard) -> dict[str, Any]:
-        ab = card.config.extra.get("ab")
-        return ab if isinstance(ab, dict) else {}
-
-    side_a, side_b = ab_of(a), ab_of(b)
+    side_a, side_b = _ab_of(a), _ab_of(b)
     ab_id = side_a.get("ab_id")
     same = bool(ab_id) and ab_id == side_b.get("ab_id")
     return str(ab_id) if same and {side_a.get("side"), side_b.get("side")} == {"A", "B"} else None
+
+
+def ab_sessions(a: Scorecard, b: Scorecard) -> int | None:
+    """The number of sessions (one side each) of the A/B whose two sides these are, when it
+    ran in sessions; None for an A/B switched inside one run, or two runs of no A/B."""
+    if one_ab(a, b) is None:
+        return None
+    sessions = _ab_of(a).get("sessions")
+    return sessions if isinstance(sessions, int) and not isinstance(sessions, bool) else None
 
 
 def index_trials(traces: Sequence[Trace], dropped: set[str]) -> TrialValues:

@@ -47,9 +47,9 @@ def sides(monkeypatch: pytest.MonkeyPatch) -> dict[str, object]:
 
     seen: dict[str, object] = {}
 
-    def run_ab(shared, folder, plan, say, progress_stream=None):  # noqa: ANN001, ANN202
+    def run_ab(shared, folder, plan, say, progress_stream=None, session=None):  # noqa: ANN001, ANN202
         servers = SimpleNamespace(door_url="http://door:13305", door="door")
-        seen.update(folder=folder, plan=plan,
+        seen.update(folder=folder, plan=plan, session=session,
                     **{side: side_settings(shared, folder, plan, side, servers) for side in "AB"})
         raise InfraError("stopped before the servers start (test)")
 
@@ -207,3 +207,103 @@ def test_the_gates_and_the_baseline_are_held_against_each_side(
     assert any(line.startswith("B: integrity: INCOMPLETE") for line in lines), lines
     assert "B:   no measurement: no_tool_needed (TIMEOUT)" in lines
     assert any(line.startswith("A: ") and "unchanged" in line.lower() for line in lines), lines
+
+
+# An A/B in sessions (a build that needs a reboot): one session per command, in order.
+
+def _sessions_ab(tmp_path: Path, sides: dict, finished: int) -> Path:
+    """A new A/B in 4 sessions over two scenarios, 1 trial a session; the first `finished`
+    sessions marked done."""
+    from datetime import UTC, datetime
+
+    from runner.ab import AbPlan
+
+    result = _ab(tmp_path, "-s", "no_tool_needed", "-s", "no_tool_for_arithmetic", "--device",
+                 "cpu", "--judge-provider", "none", "--trials", "1", "--sessions", "4", *BUILDS)
+    assert result.exit_code == 3, result.output
+    folder = sides["folder"]
+    plan = AbPlan.load(folder)
+    for block in plan.blocks[:finished]:
+        block.started_at = block.ended_at = datetime.now(UTC)
+    plan.save(folder)
+    return folder
+
+
+def test_a_new_ab_in_sessions_runs_session_1_of_an_abba_schedule_one_side_each(
+        tmp_path: Path, sides: dict) -> None:
+    _sessions_ab(tmp_path, sides, finished=0)
+    plan = sides["plan"]
+    assert plan.sessions == 4 and sides["session"] == 1
+    assert [b.side for b in plan.blocks] == ["A", "B", "B", "A"]
+    # Each side runs every scenario in each of its sessions, its trials numbered on: B's trial
+    # k runs in the session beside A's trial k.
+    first = ["no_tool_needed__trial1", "no_tool_for_arithmetic__trial1"]
+    second = ["no_tool_needed__trial2", "no_tool_for_arithmetic__trial2"]
+    assert [b.keys for b in plan.blocks] == [first, first, second, second]
+    assert sides["A"].trials == sides["B"].trials == 2
+
+
+@pytest.mark.parametrize(("finished", "args", "words"), [
+    (1, [], "this A/B runs in 4 sessions, one per boot: name the one to run now; the next is "
+            "--session 2 (side B)"),
+    (1, ["--session", "3"], "--session 3 before session 2 has finished"),
+    (2, ["--session", "1"], "--session 1 has finished"),
+    (1, ["--session", "9"], "--session 9: this A/B has sessions 1 to 4"),
+    (4, ["--session", "4"], "every session of this A/B has finished"),
+    (1, ["--sessions", "8", "--session", "2"], "--resume keeps the A/B's own builds and sessions"),
+])
+def test_a_session_out_of_order_is_refused_in_one_line_naming_the_next(
+        tmp_path: Path, sides: dict, finished: int, args: list[str], words: str) -> None:
+    folder = _sessions_ab(tmp_path, sides, finished)
+    sides.clear()
+    result = _ab(tmp_path, "--resume", str(folder), *args)
+    assert result.exit_code == 2, result.output
+    assert words in result.output and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1, result.output
+    assert "A" not in sides
+
+
+def test_the_next_session_runs_on_resume(tmp_path: Path, sides: dict) -> None:
+    folder = _sessions_ab(tmp_path, sides, finished=1)
+    sides.clear()
+    result = _ab(tmp_path, "--resume", str(folder), "--session", "2")
+    assert result.exit_code == 3 and "stopped before the servers start" in result.output, \
+        result.output
+    assert sides["session"] == 2
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["--sessions", "3"], "--sessions 3: give 4, 8, 12 or 16"),
+    (["--session", "2"], "--session K continues an A/B in sessions: give it with --resume"),
+])
+def test_a_bad_sessions_option_is_refused_in_one_line(
+        tmp_path: Path, sides: dict, args: list[str], words: str) -> None:
+    result = _ab(tmp_path, "-s", "no_tool_needed", "--device", "cpu", "--judge-provider", "none",
+                 *BUILDS, *args)
+    assert result.exit_code == 2, result.output
+    assert words in result.output and len(result.output.strip().splitlines()) == 1
+    assert "A" not in sides
+
+
+def test_session_on_an_ab_switched_inside_one_run_is_refused(tmp_path: Path, sides: dict) -> None:
+    folder = _started_ab(tmp_path, sides)
+    result = _ab(tmp_path, "--resume", str(folder), "--session", "2")
+    assert result.exit_code == 2, result.output
+    assert "--session K belongs to an A/B in sessions" in result.output
+
+
+def test_a_session_in_the_same_boot_as_the_one_before_says_so() -> None:
+    from runner.ab import AbPlan, paired_blocks, parse_spec
+    from runner.ab.run import boot_id, said_boot
+
+    spec = parse_spec("image=x", "A")
+    plan = AbPlan(ab_id="x", a=spec, b=spec, runs={"A": "x-a", "B": "x-b"}, sessions=4,
+                  blocks=paired_blocks([["s__trial1"], ["s__trial2"]]))
+    plan.blocks[0].boot_id = boot_id()
+    said: list[str] = []
+    said_boot(plan, 2, said.append)
+    assert len(said) == 1 and "runs in the same boot as session 1" in said[0]
+    plan.blocks[0].boot_id = "another-boot"
+    said.clear()
+    said_boot(plan, 2, said.append)
+    assert not said

@@ -52,7 +52,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import multiprocessing as mp
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -161,6 +161,8 @@ def run(
     drift: float = 0.0,
     only: frozenset[int] | None = None,
     ab_side: str | None = None,
+    ab_sessions: int | None = None,
+    trial_shift: Sequence[float] | None = None,
 ) -> Scorecard:
     """One simulated run of the suite, its speed figures metered at the front door; `planted`
     multiplies every turn's (ttft, tok/s, wall) (of the scenarios in `only`, when given).
@@ -169,7 +171,9 @@ def run(
     of rank r takes the machine's time slot `slot(r)` (10 s each, recorded as the row's start
     and end), and the machine drifts by `drift` (log scale) per slot: slower, in every metric.
     `ab_side` ("A" or "B") records the run as that side of one `trialbox ab`, as ab's own
-    scorecards do (config.extra.ab).
+    scorecards do (config.extra.ab); `ab_sessions`, as an A/B run in that many sessions.
+    `trial_shift[t]`: a slower machine by that much (log scale) in every metric for trial t+1
+    of every scenario (a session's boot, in an A/B in sessions).
     """
     shift = np.array([x.run for x in noise]) * rng.standard_normal(3)
     slower = np.array([1.0, -1.0, 1.0])  # a slower machine: TTFT and wall up, tok/s down
@@ -184,7 +188,8 @@ def run(
                         for x in noise]
         plant = np.log(planted) if only is None or index in only else np.zeros(3)
         slots = np.array([slot(trial * scenarios + index) for trial in range(trials)])
-        machine = (drift * slots)[:, None, None] * slower
+        machine = (drift * slots + (np.asarray(trial_shift) if trial_shift is not None else 0.0)
+                   )[:, None, None] * slower
         values = np.exp(levels + shift + plant + draws + machine)  # (trials, turns, 3)
         passed = rng.random(trials) < suite.pass_rate[index]
         scores = np.clip(rng.normal(np.where(passed, 8.0, 4.0), 1.0), 0, 10)
@@ -206,7 +211,8 @@ def run(
                     for t in range(turns)
                 ],
             }))
-    extra = {"ab": {"ab_id": "simulated-ab", "side": ab_side}} if ab_side else {}
+    extra = ({"ab": {"ab_id": "simulated-ab", "side": ab_side, "sessions": ab_sessions}}
+             if ab_side else {})
     return Scorecard.model_construct(
         run_id=run_id, config=RunConfig(trials=trials, device="cpu", extra=extra), scenarios=rows
     )
