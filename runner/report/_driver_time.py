@@ -124,9 +124,9 @@ def drift_text(d: Drift) -> str:
 
 def session_test(units_a: TrialUnits, units_b: TrialUnits, sessions: int, trials: int
                  ) -> SessionTest | None:
-    """An A/B in sessions tested with the session as the unit: (B vs A relative change of the
-    mean session, the two-sided p of the two-sample t-test on the session means, the sessions
-    tested), or None where it cannot be made (2 sessions: one per side).
+    """An A/B in sessions tested with the session as the unit (B's session means against A's,
+    a two-sample t-test), or None where it cannot be made: 2 sessions (one per side), no
+    scenario every session ran, or session means without any spread to weigh a change by.
 
     A session's mean is the mean over the scenarios every session ran of the log of the
     scenario's mean over that session's trials and turns. A reboot moves a whole session, so
@@ -162,6 +162,8 @@ def session_test(units_a: TrialUnits, units_b: TrialUnits, sessions: int, trials
     mean_a, mean_b = means(on_a), means(on_b)
     test = stats.ttest_ind(mean_b, mean_a, equal_var=True)
     spread = math.sqrt((statistics.variance(mean_a) + statistics.variance(mean_b)) / 2)
+    if spread == 0:
+        return None
     return SessionTest(math.expm1(statistics.fmean(mean_b) - statistics.fmean(mean_a)),
                        float(test.pvalue), sessions, spread)
 
@@ -184,8 +186,6 @@ class SessionTest(NamedTuple):
         critical = stats.t.ppf(1 - alpha / 2, df)
         spread = self.spread / math.sqrt(stats.chi2.median(df) / df)
         scale = spread * math.sqrt(2 / per_side)
-        if scale == 0:
-            return 0.0
 
         def found(log_change: float) -> float:
             shift = log_change / scale
@@ -208,8 +208,8 @@ def session_marked(text: str, tested: SessionTest | None, p_adjusted: float | No
     if tested is None or p_adjusted is None:
         why = ("in 2 sessions no side ran twice, so nothing shows what a reboot alone moves: "
                "run --sessions 4" if sessions < 4 else
-               "not tested over the sessions (a single scenario's change, or no scenario every "
-               "session ran)")
+               "not tested over the sessions: a single scenario's change, no scenario every "
+               "session ran, or session means that do not vary")
         return f"{text} — {NOT_SEPARABLE_BOOTS} ({why})"
     over = (f"over {tested.sessions} sessions' means, B vs A {tested.change * 100:+.1f}%, "
             f"t-test adjusted p = {p_adjusted:.3g}")
