@@ -97,9 +97,11 @@ def side_settings(shared: RunSettings, folder: Path, plan: AbPlan, side: Side,
 
 
 def reopen_failed(folder: Path, plan: AbPlan) -> list[Block]:
-    """--resume --retry-errors: the finished blocks whose side recorded an infrastructure
-    failure (INFRA_ERROR, TIMEOUT, SETUP_ERROR, ERRORED) for one of their units, marked not
-    finished so the resume runs them again (their new start and end replace the old ones)."""
+    """--resume --retry-errors: the finished pairs of blocks (one unit group on each side, side
+    by side in time) where a side recorded an infrastructure failure (INFRA_ERROR, TIMEOUT,
+    SETUP_ERROR, ERRORED) for one of their units, marked not finished, the failed units to be
+    run again on both sides, so each re-run pair is side by side in time again (their new start
+    and end replace the old ones)."""
     from runner.report import ScorecardError
     from runner.run.engine import RETRYABLE
 
@@ -113,10 +115,14 @@ def reopen_failed(folder: Path, plan: AbPlan) -> list[Block]:
         except (ScorecardError, ValueError) as exc:
             raise UsageError(f"--retry-errors: {path}: {exc}") from None
         failed[side] = {row.key for row in rows if row.status in RETRYABLE}
-    reopened = [block for block in plan.blocks
-                if block.ended_at is not None and failed.get(block.side, set()) & set(block.keys)]
-    for block in reopened:
-        block.ended_at = None
+    reopened = []
+    for first in range(0, len(plan.blocks), 2):  # paired_blocks: blocks 2r and 2r+1 pair up
+        pair = [b for b in plan.blocks[first:first + 2] if b.ended_at is not None]
+        keys = sorted({key for b in pair for key in failed.get(b.side, set()) & set(b.keys)})
+        if len(pair) == 2 and keys:
+            for block in pair:
+                block.ended_at, block.again = None, keys
+            reopened += pair
     return reopened
 
 
@@ -175,14 +181,14 @@ async def _run_blocks(shared: RunSettings, folder: Path, plan: AbPlan, left: lis
             started = (settings.run_dir / "scorecard.json").exists()
             card = await run(settings, said_in_blocks, resume=started,
                              extra=_extra(plan, block.side), progress_stream=progress_stream,
-                             only=frozenset(block.keys))
+                             only=frozenset(block.keys), again=frozenset(block.again))
             cards[block.side] = card
             if _stopped(card, block.keys):
                 again = f" --session {session}" if session is not None else ""
                 raise InfraError(f"{_block_name(plan, block)} ({block.side}) stopped before its "
                                  "scenarios finished (see the warnings above); continue with "
                                  f"`trialbox ab --resume {folder}{again}`")
-            block.ended_at = datetime.now(UTC)
+            block.ended_at, block.again = datetime.now(UTC), []
             plan.save(folder)
     finally:
         servers.close()

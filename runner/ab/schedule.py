@@ -45,6 +45,10 @@ class Block(BaseModel):
                                         "not begun")
     ended_at: datetime | None = Field(default=None, description="when it ended (UTC); None: "
                                       "not finished (a resume runs it again)")
+    again: list[str] = Field(default_factory=list, description="keys to run again although "
+                             "recorded: the units of a pair --retry-errors re-runs, on both "
+                             "sides, so each re-run pair stays side by side in time; emptied "
+                             "when the block ends")
     boot_id: str | None = Field(default=None, description="the machine's boot it ran in "
                                 "(/proc/sys/kernel/random/boot_id; None: not known), so a "
                                 "session A/B shows whether the machine was rebooted between")

@@ -134,8 +134,9 @@ def ab(
             # gone with the boot; --retry-errors applies to the session being resumed.
             if settings.retry_errors and plan.sessions is None and (
                     reopened := reopen_failed(resume, plan)):
-                say(f"--retry-errors: {len(reopened)} finished block(s) hold an infrastructure "
-                    "failure and run again: " + " ".join(str(b.index + 1) for b in reopened))
+                say(f"--retry-errors: {len(reopened)} finished block(s) run again, each pair "
+                    "with an infrastructure failure on one side, its failed units on both sides "
+                    "side by side: " + " ".join(str(b.index + 1) for b in reopened))
             folder = resume
         else:
             if shared.retry_errors:

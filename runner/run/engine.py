@@ -77,6 +77,9 @@ class Engine:
     _aftercare: Aftercare = field(default_factory=Aftercare)
     #: Run only these result keys (one block of `trialbox ab`); None: the whole plan.
     only: frozenset[str] | None = None
+    #: Run these keys again although recorded: in `trialbox ab --resume --retry-errors`, the
+    #: other side's units of a re-run pair, so the pair stays side by side in time.
+    again: frozenset[str] = frozenset()
 
     @property
     def stopping(self) -> str | None:
@@ -97,9 +100,10 @@ class Engine:
 
     def already_done(self) -> set[str]:
         """Keys a resumed run keeps: everything recorded except NOT_RUN (the run stopped before
-        it) and, with --retry-errors, the infrastructure failures."""
+        it), with --retry-errors the infrastructure failures, and the keys asked `again`."""
         redo = {Status.NOT_RUN} | (RETRYABLE if self.settings.retry_errors else set())
-        return {r.key for r in self.writer.results if r.status not in redo}
+        return {r.key for r in self.writer.results
+                if r.status not in redo and r.key not in self.again}
 
     def show_activity(self, key: str, text: str) -> None:
         """A job's set-up says what it is doing (`LiveConversations.activity`): the run line

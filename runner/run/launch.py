@@ -106,10 +106,11 @@ def open_writer(settings: RunSettings, scenarios: Sequence[Scenario], resume: bo
 
 async def run(settings: RunSettings, say: Callable[[str], None], resume: bool = False,
               extra: dict[str, Any] | None = None, progress_stream: TextIO | None = None,
-              only: frozenset[str] | None = None) -> Scorecard:
+              only: frozenset[str] | None = None, again: frozenset[str] = frozenset()
+              ) -> Scorecard:
     """Everything from settings to a closed scorecard. Raises UsageError/InfraError early.
     `only`: run just these result keys now (one block of `trialbox ab`); the rest of the plan
-    stays unrecorded for a later call."""
+    stays unrecorded for a later call. `again`: keys a resume runs again although recorded."""
     if resume and is_owned(settings.run_dir):
         with owning(settings.run_dir):  # raises the one-line refusal naming the live owner
             pass
@@ -144,14 +145,15 @@ async def run(settings: RunSettings, say: Callable[[str], None], resume: bool = 
     # before its sweep could remove the live run's sandboxes; a dead owner's lock is free.
     with owning(settings.run_dir):
         return await _run_owned(settings, say, resume, scenarios, manifest, rejected, agents,
-                                judge, simulator, backend, extra, progress_stream, only)
+                                judge, simulator, backend, extra, progress_stream, only, again)
 
 
 async def _run_owned(settings: RunSettings, say: Callable[[str], None], resume: bool,
                      scenarios: list[Scenario], manifest: Manifest | None, rejected: list[str],
                      agents: AgentRegistry, judge: Any, simulator: Any, backend: SandboxBackend,
                      extra: dict[str, Any], progress_stream: TextIO | None,
-                     only: frozenset[str] | None = None) -> Scorecard:
+                     only: frozenset[str] | None = None, again: frozenset[str] = frozenset()
+                     ) -> Scorecard:
     if resume and settings.backend is Backend.DOCKER:
         _sweep(settings.run_id, say, "left over from the interrupted run", settings.llm_container)
     writer = open_writer(settings, scenarios, resume, extra)
@@ -168,7 +170,8 @@ async def _run_owned(settings: RunSettings, say: Callable[[str], None], resume: 
                                       agents=agents)
     engine = Engine(settings, scenarios, conversations, judge, writer, say=say,
                     progress_stream=progress_stream,
-                    llm_health=lambda: llm_health_probe(settings.llm_url), only=only)
+                    llm_health=lambda: llm_health_probe(settings.llm_url), only=only,
+                    again=again)
     conversations.activity = engine.show_activity  # a long index shows on the run line
     try:
         return await engine.run()

@@ -158,10 +158,13 @@ def test_resume_applies_the_shared_options_it_may_and_retry_errors_reopens_faile
     result = _ab(tmp_path, "--resume", str(folder), "--retry-errors", "--allow-incomplete")
     assert result.exit_code == 3, result.output
     assert "resume: applying --allow-incomplete True, --retry-errors True" in result.output
-    assert "1 finished block(s) hold an infrastructure failure and run again: 1" in result.output
+    assert ("2 finished block(s) run again, each pair with an infrastructure failure on one "
+            "side, its failed units on both sides side by side: 1 2") in result.output
     assert all(sides[side].retry_errors and sides[side].allow_incomplete for side in "AB")
     blocks = sides["plan"].blocks
-    assert blocks[0].ended_at is None and blocks[1].ended_at is not None
+    # The failed unit runs again on both sides, its pair side by side in time once more.
+    assert blocks[0].ended_at is None and blocks[1].ended_at is None
+    assert blocks[0].again == blocks[1].again == [blocks[0].keys[0]]
 
 
 def test_resume_refuses_what_would_change_the_ab_in_one_line(tmp_path: Path, sides: dict) -> None:

@@ -156,3 +156,23 @@ def test_ctrl_c_mid_conversation_keeps_the_turns_done_and_resume_runs_it_again(
     job = Job(scenario, None)
     replayed = asyncio.run(ReplayedConversations({job.key: kept}).converse(job))
     assert replayed.infra is Status.NOT_RUN  # rescore never judges the half as a whole
+
+
+def test_a_key_asked_again_is_run_again_although_recorded(tmp_path: Path) -> None:
+    # trialbox ab --resume --retry-errors: the other side's unit of a re-run pair runs again,
+    # so the pair is side by side in time once more; its recorded PASS is replaced.
+    run_dir = run(tmp_path, Outcome(), upto=2)
+    run_id = run_dir.name
+    settings = RunSettings(run_id=run_id, suite_paths=[SUITE / "scenarios"], corpus_root=SUITE / "corpus",
+                           results_root=tmp_path, selection={"ids": ["orchard_followup"]})
+    scenarios = [s for s in suite() if s.id == "orchard_followup"]
+    writer = RunWriter(settings.run_dir, run_id=run_id, config=RunConfig(),
+                       order=declared_order([s.id for s in scenarios]))
+    writer.results = [trace(run_dir).result]
+    kept = Engine(settings, scenarios, Chosen(Outcome(), 1), None, writer, say=lambda line: None)
+    assert kept.already_done() == {"orchard_followup"} and kept.plan() == []
+    again = Engine(settings, scenarios, Chosen(Outcome(), 1), None, writer, say=lambda line: None,
+                   again=frozenset({"orchard_followup"}))
+    assert [job.key for job in again.plan()] == ["orchard_followup"]
+    asyncio.run(again.run())
+    assert [t.turn for t in trace(run_dir).transcript.turns] == [1]  # the new run's, not the old
