@@ -18,11 +18,19 @@ ratio must read ~1.00; `--plant` makes B a second llm-cpu held to one of the two
 slowdown), so decode and first token must read clearly worse than the A/A's range. Two
 variants of llm-cpu are measured the same way: `--cache` (B keeps an embeddings cache; GAIA then
 indexes the document a second time on each side, as a scenario's agent does on its first turn
-and the next scenario with the same document does again) and `--passive` (B's OpenMP threads
-sleep when idle, `OMP_WAIT_POLICY=PASSIVE`, as the Lemonade image's do).
+and the next scenario with the same document does again); `--passive` (B's OpenMP threads
+sleep when idle, `OMP_WAIT_POLICY=PASSIVE`, as the Lemonade image's do), `--active` (B's spin
+until work comes, `OMP_WAIT_POLICY=ACTIVE`), `--poll N` (B runs with llama.cpp's busy-wait level
+N), `--threads N` (B runs N threads) and `--decode-threads N` (B decodes on N of them) change
+B's thread settings and combine with each other.
+`--load N` keeps N processes busy on the same cores while the rounds run (a container of the
+bench's own, `--load-duty` of each 100 ms spent spinning), as a run's Agent UI and harness share
+the cores with the server; `--label KEY=VALUE` adds a label to everything the bench starts.
 
     scripts/bench-servers [--rounds 5] [--chats 3] [--batches 3] [--index-chars 1000000]
-                          [--null | --plant | --cache | --passive]
+                          [--null | --plant | --cache] [--passive | --active] [--poll N]
+                          [--threads N] [--decode-threads N] [--load N [--load-duty 1.0]]
+                          [--label KEY=VALUE]
 """
 
 from __future__ import annotations
@@ -42,7 +50,7 @@ import httpx
 
 from runner.stack.labels import RUN_LABEL
 from runner.stack.lemonade_container import start_front_door, start_lemonade
-from runner.stack.llm_container import LlmContainer, start_llm_container
+from runner.stack.llm_container import LLM_CPU_IMAGE, LlmContainer, start_llm_container
 from runner.system.paths import cache_root, eval_root
 
 CHAT_MODEL = "Gemma-4-E4B-it-GGUF"
@@ -148,7 +156,8 @@ def embed_batches(client: httpx.Client, server: Server, batches: list[list[str]]
         reply = client.post(f"{server.url}/api/v1/embeddings", json={"model": EMBED_MODEL, "input": batch})
         if reply.status_code != 200 or len(reply.json().get("data", [])) != len(batch):
             raise SystemExit(f"{server.key}: embeddings HTTP {reply.status_code}: {reply.text[:300]}")
-    server.add("embed_chunks_per_s", sum(map(len, batches)) / (time.perf_counter() - started))
+    if batches:
+        server.add("embed_chunks_per_s", sum(map(len, batches)) / (time.perf_counter() - started))
 
 
 def memory_mib(server: Server) -> float:
@@ -156,10 +165,11 @@ def memory_mib(server: Server) -> float:
     return float(stats["memory_stats"].get("usage", 0)) / 2**20
 
 
-def gaia_index(server: Server, network: str, doc: Path, tag: str) -> dict[str, Any]:
+def gaia_index(server: Server, network: str, doc: Path, labels: dict[str, str]) -> dict[str, Any]:
     """GAIA's own RAG SDK indexes `doc` against the server; its wall time and chunk count."""
+    label_args = [arg for key, value in labels.items() for arg in ("--label", f"{key}={value}")]
     done = subprocess.run(
-        ["docker", "run", "--rm", "--label", f"{RUN_LABEL}={tag}", "--network", network,
+        ["docker", "run", "--rm", *label_args, "--network", network,
          "-v", f"{doc.parent}:/doc:ro", "-e", f"LEMONADE_BASE_URL={server.url}",
          "--entrypoint", "python", UI_IMAGE, "-c", INDEX_SCRIPT, f"/doc/{doc.name}"],
         capture_output=True, text=True, check=False)
@@ -170,8 +180,31 @@ def gaia_index(server: Server, network: str, doc: Path, tag: str) -> dict[str, A
     raise SystemExit(f"GAIA's index against {server.key} failed:\n{done.stderr[-2000:]}")
 
 
-def start(server: Server, network: str, tag: str, client: docker.DockerClient) -> None:
-    labels = {RUN_LABEL: tag}
+LOAD_SCRIPT = r"""
+import multiprocessing, sys, time
+def spin(duty):
+    while True:
+        until = time.perf_counter() + 0.1 * duty
+        while time.perf_counter() < until:
+            pass
+        time.sleep(0.1 * (1 - duty))
+duty = float(sys.argv[2])
+for _ in range(int(sys.argv[1])):
+    multiprocessing.Process(target=spin, args=(duty,)).start()
+"""
+
+
+def start_load(processes: int, duty: float, labels: dict[str, str], tag: str,
+               client: docker.DockerClient) -> Any:
+    """A container of `processes` busy loops, each spinning `duty` of every 100 ms: the
+    competing load a run puts on the cores beside the server. No network, removed at the end."""
+    return client.containers.run(
+        LLM_CPU_IMAGE, ["-c", LOAD_SCRIPT, str(processes), str(duty)], entrypoint="python",
+        name=f"tbx-{tag}-load", labels=labels, network_mode="none", detach=True)
+
+
+def start(server: Server, network: str, labels: dict[str, str], client: docker.DockerClient) -> None:
+    tag = labels[RUN_LABEL]
     started = time.perf_counter()
     name = f"tbx-{tag}-{server.key.lower()}"
     if server.kind == "lemonade":
@@ -218,28 +251,55 @@ def main(argv: list[str] | None = None) -> int:
     check.add_argument("--cache", action="store_true",
                        help="B is a second llm-cpu with the embeddings cache on; GAIA indexes "
                        "the document twice on each, as a scenario and its agent's first turn do")
-    check.add_argument("--passive", action="store_true",
+    waits = parser.add_mutually_exclusive_group()
+    waits.add_argument("--passive", action="store_true",
                        help="B is a second llm-cpu with OMP_WAIT_POLICY=PASSIVE")
+    waits.add_argument("--active", action="store_true",
+                       help="B is a second llm-cpu with OMP_WAIT_POLICY=ACTIVE")
+    parser.add_argument("--poll", type=int, help="B is a second llm-cpu with --poll N")
+    parser.add_argument("--threads", type=int, help="B is a second llm-cpu with --threads N")
+    parser.add_argument("--decode-threads", type=int,
+                        help="B is a second llm-cpu with --decode-threads N")
+    parser.add_argument("--load", type=int, default=0,
+                        help="processes kept busy beside the servers during the rounds")
+    parser.add_argument("--load-duty", type=float, default=1.0,
+                        help="share of each 100 ms a load process spins (default 1: all)")
+    parser.add_argument("--label", action="append", default=[], metavar="KEY=VALUE",
+                        help="a label on every container and the network the bench starts")
     args = parser.parse_args(argv)
+    variant = args.passive or args.active or any(
+        value is not None for value in (args.poll, args.threads, args.decode_threads))
+    if variant and (args.null or args.plant):
+        parser.error("--null and --plant compare llm-cpu with itself: no B variant with them")
+    if not 0 < args.load_duty <= 1:
+        parser.error("--load-duty is a share of the time: above 0, at most 1")
 
     tag = f"bench-servers-{int(time.time())}"
+    labels = {**dict(item.partition("=")[::2] for item in args.label), RUN_LABEL: tag}
     client = docker.from_env()
     a = Server("A", "llm-cpu")
-    second = args.null or args.plant or args.cache or args.passive
+    second = args.null or args.plant or args.cache or variant
+    b_args = ["--embedding-cache-mib", "512"] if args.cache else []
+    b_args += ["--poll", str(args.poll)] if args.poll is not None else []
+    b_args += ["--threads", str(args.threads)] if args.threads is not None else []
+    b_args += (["--decode-threads", str(args.decode_threads)]
+               if args.decode_threads is not None else [])
+    wait_policy = "PASSIVE" if args.passive else "ACTIVE" if args.active else None
     b = Server("B", "llm-cpu" if second else "lemonade", cpus=1.0 if args.plant else None,
-               args=["--embedding-cache-mib", "512"] if args.cache else [],
-               environment={"OMP_WAIT_POLICY": "PASSIVE"} if args.passive else {})
+               args=b_args, environment={"OMP_WAIT_POLICY": wait_policy} if wait_policy else {})
     questions = ["What is the travel budget?", "Who owns the contract?", "Summarise the audit.",
                  "When is the launch?", "List the open actions."]
-    network = client.networks.create(f"tbx-{tag}", labels={RUN_LABEL: tag})
+    network = client.networks.create(f"tbx-{tag}", labels=labels)
     network_name = str(network.name)
     try:
         for server in (a, b):
-            start(server, network_name, tag, client)
+            start(server, network_name, labels, client)
+        if args.load:
+            start_load(args.load, args.load_duty, labels, tag, client)
         with httpx.Client(timeout=300) as http:
             for server in (a, b):  # warm-up, not counted
                 chat_once(http, server, questions[0])
-                embed_batches(http, server, [chunks(BATCH)])
+                embed_batches(http, server, [chunks(BATCH)] if args.batches else [])
                 server.figures.clear()
             pieces = chunks(BATCH * args.batches)
             batches = [pieces[i:i + BATCH] for i in range(0, len(pieces), BATCH)]
@@ -257,17 +317,22 @@ def main(argv: list[str] | None = None) -> int:
             doc = folder / "register.md"
             doc.write_text(corpus_text(args.index_chars), encoding="utf-8")
             for server in (a, b):
-                index[server.key] = gaia_index(server, network_name, doc, tag)
+                index[server.key] = gaia_index(server, network_name, doc, labels)
             if args.cache:  # the same document again: what the cache is for
                 for server in (a, b):
-                    index[f"{server.key} again"] = gaia_index(server, network_name, doc, tag)
+                    index[f"{server.key} again"] = gaia_index(server, network_name, doc, labels)
         limited = (f" on {b.cpus:g} CPU" if b.cpus else "") + "".join(
             f" {arg}" for arg in b.args) + "".join(f" {k}={v}" for k, v in b.environment.items())
-        print(f"\nA = llm-cpu, B = {b.kind}{limited}; {args.rounds} alternated rounds; same model files\n")
+        loaded = (f"; {args.load} process(es) busy {args.load_duty:.0%} of the time beside them"
+                  if args.load else "; no added load")
+        print(f"\nA = llm-cpu, B = {b.kind}{limited}; {args.rounds} alternated rounds; same model "
+              f"files{loaded}\n")
         print(f"{'figure':<26} {'A':<28} {'B':<28} B ÷ A per round (median, min–max)")
         per_round = {"ttft_s": args.chats, "decode_tokens_per_s": args.chats,
                      "embed_chunks_per_s": 1, "memory_mib": 1}
         for metric, n in per_round.items():
+            if metric not in a.figures or metric not in b.figures:
+                continue
             r = ratios(a.figures[metric], b.figures[metric], n)
             print(f"{metric:<26} {spread(a.figures[metric]):<28} {spread(b.figures[metric]):<28} "
                   f"{statistics.median(r):.2f} ({min(r):.2f}–{max(r):.2f})")

@@ -1,4 +1,4 @@
-"""`python -m trialbox_llm --host 0.0.0.0 --port 13305 --models-dir DIR [--threads N]
+"""`python -m trialbox_llm --host 0.0.0.0 --port 13305 --models-dir DIR [--threads N] [--decode-threads N] [--poll 0-100]
 [--chat-ctx TOKENS] [--drain-timeout SECONDS] [--double] [--embedder-slots N] [--embedding-cache-mib MIB]
 [--embedder-flash-attn on|off|auto] [--embedder-weights f16|q8_0]`; the same two settings may come from the
 environment (`TRIALBOX_LLM_CHAT_CTX`, `TRIALBOX_LLM_DRAIN_TIMEOUT`), flags win. The admin token
@@ -25,6 +25,17 @@ def default_threads() -> int:
     return max(1, cpus or 1)
 
 
+def default_decode_threads(threads: int) -> int:
+    """One core left to the rest of a run (issue 35). llama.cpp's decode threads meet at a
+    barrier after every step, so beside a busy process two threads on 2 cores wait for the one
+    it preempts: there one decode thread decoded GAIA-shaped chats 1.25x as fast as two (two
+    read 0.80, 0.75-0.85, of one) with the same first token; on a machine without added load
+    two read 1.18 (0.94-1.37). Prompts keep every thread: one would make the first token
+    1.56x later. `scripts/bench-servers --decode-threads 2 [--load 1]`; README, "llm-cpu's
+    threads"."""
+    return max(1, threads - 1)
+
+
 def parse_args(argv: list[str] | None) -> ServeOptions:
     parser = argparse.ArgumentParser(
         prog="python -m trialbox_llm",
@@ -33,7 +44,27 @@ def parse_args(argv: list[str] | None) -> ServeOptions:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=13305)
     parser.add_argument("--models-dir", type=Path, default=Path(".cache/models"))
-    parser.add_argument("--threads", type=int, default=default_threads())
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=default_threads(),
+        help="threads for prompt processing (default %(default)s: every CPU this process may use)",
+    )
+    parser.add_argument(
+        "--decode-threads",
+        type=thread_count,
+        default=None,
+        help="threads decoding one token at a time (default: one fewer than --threads, at least "
+        "1: a run's Agent UI and harness share the cores, and a decode thread they preempt "
+        "holds up the others at every step)",
+    )
+    parser.add_argument(
+        "--poll",
+        type=poll_level,
+        default=None,
+        help="llama.cpp's busy-wait level for its worker threads, 0 (sleep at once) to 100 "
+        "(default: llama.cpp's own, 50)",
+    )
     parser.add_argument(
         "--llama-verbosity", type=int, default=1, help="llama.cpp log verbosity (3 = everything)"
     )
@@ -127,6 +158,8 @@ def parse_args(argv: list[str] | None) -> ServeOptions:
         double=args.double,
         embedder=embedder,
         embedding_cache_mib=cache_mib,
+        poll=args.poll,
+        decode_threads=args.decode_threads or default_decode_threads(args.threads),
     )
 
 
@@ -147,6 +180,28 @@ def slot_count(text: str) -> int:
         value = 0
     if not 1 <= value <= 64:
         raise argparse.ArgumentTypeError(f"expected a slot count from 1 to 64, got {text!r}")
+    return value
+
+
+def poll_level(text: str) -> int:
+    """argparse type: a busy-wait level llama.cpp accepts (0 to 100), or one clear error."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"expected a poll level from 0 to 100, got {text!r}")
+    return value
+
+
+def thread_count(text: str) -> int:
+    """argparse type: a number of threads above zero, or one clear error."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a number of threads above 0, got {text!r}")
     return value
 
 

@@ -149,9 +149,16 @@ class LlamaBackend:
         verbosity: int = 1,
         chat_ctx: int | None = None,
         embedder: EmbedderSettings | None = None,
+        poll: int | None = None,
+        decode_threads: int | None = None,
     ) -> None:
         self.models_dir = models_dir
+        #: Threads for prompt processing (llama.cpp's `-tb`) and, unless `decode_threads`
+        #: says otherwise, for decoding one token at a time (its `-t`).
         self.threads = threads
+        self.decode_threads = decode_threads or threads
+        #: llama.cpp's busy-wait level for its worker threads (`--poll`); None keeps llama.cpp's.
+        self.poll = poll
         self.embedder = embedder or EmbedderSettings()
         self.catalog = catalog or catalog_for(self.embedder.weights)
         self.verbosity = verbosity
@@ -263,8 +270,11 @@ class LlamaBackend:
         params.hostnames = ["127.0.0.1"]
         params.port = port
         params.n_ctx = ctx
-        params.cpuparams.n_threads = self.threads
+        params.cpuparams.n_threads = self.decode_threads
         params.cpuparams_batch.n_threads = self.threads
+        if self.poll is not None:
+            params.cpuparams.poll = self.poll
+            params.cpuparams_batch.poll = self.poll
         params.verbosity = self.verbosity
         if spec.kind is ModelKind.EMBEDDING:
             # A BERT encoder must see a whole input in one micro-batch. Each slot keeps the

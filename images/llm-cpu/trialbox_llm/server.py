@@ -59,6 +59,10 @@ class ServeOptions:
     embedder: EmbedderSettings = EmbedderSettings()
     #: `--embedding-cache-mib`: vectors kept to answer repeated inputs (0 = no cache).
     embedding_cache_mib: int = 0
+    #: `--poll`: llama.cpp's busy-wait level for its worker threads (None = llama.cpp's own).
+    poll: int | None = None
+    #: `--decode-threads`: threads decoding one token at a time (None = `threads`).
+    decode_threads: int | None = None
 
 
 def package_version(name: str) -> str:
@@ -85,6 +89,8 @@ def build_state(options: ServeOptions) -> ServerState:
         verbosity=options.llama_verbosity,
         chat_ctx=options.chat_ctx,
         embedder=options.embedder,
+        poll=options.poll,
+        decode_threads=options.decode_threads,
     )
     backend.check_files()
     log.info("embedder: %s", options.embedder.describe())
