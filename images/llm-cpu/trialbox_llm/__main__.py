@@ -10,6 +10,7 @@ import argparse
 import logging
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from trialbox_llm.admin import AdminTokenError, token_from_environment
@@ -52,7 +53,7 @@ def parse_args(argv: list[str] | None) -> ServeOptions:
     )
     parser.add_argument(
         "--decode-threads",
-        type=thread_count,
+        type=above_zero("threads"),
         default=None,
         help="threads decoding one token at a time (default: one fewer than --threads, at least "
         "1: a run's Agent UI and harness share the cores, and a decode thread they preempt "
@@ -70,7 +71,7 @@ def parse_args(argv: list[str] | None) -> ServeOptions:
     )
     parser.add_argument(
         "--chat-ctx",
-        type=positive_int,
+        type=above_zero("tokens"),
         default=os.environ.get("TRIALBOX_LLM_CHAT_CTX", SMOLLM2.default_ctx_size),
         help="chat model window in tokens (default %(default)s: GAIA 0.25.1's requirement, "
         "so it never reloads the shared model; env TRIALBOX_LLM_CHAT_CTX)",
@@ -194,26 +195,19 @@ def poll_level(text: str) -> int:
     return value
 
 
-def thread_count(text: str) -> int:
-    """argparse type: a number of threads above zero, or one clear error."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a number of threads above 0, got {text!r}")
-    return value
+def above_zero(what: str) -> Callable[[str], int]:
+    """argparse type: a whole number of `what` above zero, or one clear error."""
 
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"expected a number of {what} above 0, got {text!r}")
+        return value
 
-def positive_int(text: str) -> int:
-    """argparse type: a whole number of tokens above zero, or one clear error."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number of tokens, got {text!r}")
-    return value
+    return parse
 
 
 def main(argv: list[str] | None = None) -> int:
