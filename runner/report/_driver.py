@@ -434,9 +434,9 @@ def driver_report(
         f"run in {sessions} sessions, one side each (A B B A …), so a turn-metered speed is "
         "paired trial by trial (B's trial k against A's trial k from the session beside it, "
         "turn t against turn t) and a steady drift cancels over the session pairs; a "
-        "difference between two boots does not, so each speed finding is held against what "
-        "each side's own sessions differ by (the drift lines); the claim is about this "
-        "suite's scenarios; other values are paired by scenario"
+        "difference between two boots does not, so each speed finding must also pass the test "
+        f"with the session as the unit (the lines '… over the {sessions} sessions' means' "
+        "below); the claim is about this suite's scenarios; other values are paired by scenario"
         if sessions is not None else
         f"the unit is the A/B block pair: A and B are the two sides of `trialbox ab` {ab_id}, "
         "which ran each scenario trial on both sides in blocks side by side in time, so a "

@@ -217,8 +217,8 @@ class DriverReport(StrictModel):
     sessions: int | None = Field(
         default=None,
         description="the sessions (one side each, A B B A …) of the `trialbox ab` the two runs "
-        "are the sides of, when it ran in sessions: its speed findings are then held against "
-        "what each side's own sessions differ by; None otherwise",
+        "are the sides of, when it ran in sessions: its speed findings must then also pass a "
+        "test with the session as the unit (B's session means against A's); None otherwise",
     )
     served_on_a: str | None = Field(default=None, description="device that served run A")
     served_on_b: str | None = Field(default=None, description="device that served run B")
