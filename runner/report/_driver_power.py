@@ -27,7 +27,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import stats  # type: ignore[import-untyped]  # no scipy-stubs pinned yet
 
-from runner.report._stats import exact_up_to, sign_flip_ps
+from runner.report._stats import exact_up_to, sign_flip_ps, smallest_reaching
 
 POWER = 0.8  # the printed size is the change found this often
 SIMULATIONS = 120  # simulated runs per size tried: a found share of 0.8 to ±0.04
@@ -94,14 +94,5 @@ def simulated_detectable(
     # The bracket starts from the normal approximation (so few steps are needed), widened
     # until its top is found often enough.
     z = stats.norm.ppf(1 - alpha / (2 * family)) + stats.norm.ppf(power)
-    low, high = 0.0, 2 * z * spread / np.sqrt(n)
-    while high < 20 * spread and share(high) < power:
-        low, high = high, 2 * high
-    high = min(high, 20 * spread)
-    for _ in range(STEPS):
-        middle = (low + high) / 2
-        if share(middle) >= power:
-            high = middle
-        else:
-            low = middle
-    return float(high)
+    return float(smallest_reaching(share, power, first=2 * z * spread / np.sqrt(n),
+                                   cap=20 * spread, steps=STEPS))

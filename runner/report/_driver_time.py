@@ -29,7 +29,11 @@ from scipy import stats  # type: ignore[import-untyped]  # no scipy-stubs pinned
 from runner.report._driver_models import Drift
 from runner.report._driver_samples import SPEED_METRICS, TrialUnits, trial_turns_of
 from runner.report._models import Scorecard
-from runner.report._stats import paired_cluster_bootstrap, turn_paired_difference
+from runner.report._stats import (
+    paired_cluster_bootstrap,
+    smallest_reaching,
+    turn_paired_difference,
+)
 
 ALTERNATED = "alternated"
 BACK_TO_BACK = "back to back"
@@ -189,15 +193,12 @@ class SessionTest(NamedTuple):
 
         def found(log_change: float) -> float:
             shift = log_change / scale
-            return float(stats.nct.sf(critical, df, shift) + stats.nct.cdf(-critical, df, shift))
+            share = float(stats.nct.sf(critical, df, shift) + stats.nct.cdf(-critical, df, shift))
+            # scipy's noncentral t gives NaN far out in its tail (a shift of ~14 at 6 degrees
+            # of freedom), where the change is found every time.
+            return 1.0 if math.isnan(share) else share
 
-        low, high = 0.0, 1.0
-        while found(high) < power and high < 50:
-            high *= 2
-        for _ in range(40):
-            middle = (low + high) / 2
-            low, high = (middle, high) if found(middle) < power else (low, middle)
-        return math.expm1(high)
+        return math.expm1(smallest_reaching(found, power, first=1.0, cap=50.0, steps=40))
 
 
 def session_marked(text: str, tested: SessionTest | None, p_adjusted: float | None,

@@ -397,3 +397,22 @@ def smallest_p(pairs: int) -> float:
     When it is above the significance level, no result of that size can be called a change.
     """
     return 1.0 if pairs <= 0 else min(1.0, 2 * 0.5**pairs)
+
+
+def smallest_reaching(share: Callable[[float], float], target: float, *, first: float,
+                      cap: float, steps: int) -> float:
+    """The smallest size whose `share` (rising with the size) reaches `target`, to 1/2^steps of
+    its bracket: the bracket [0, first] doubled until its top reaches the target (never past
+    `cap`), then halved `steps` times. Both detectable sizes (the sign-flip test's, simulated;
+    the test over sessions', from its noncentral t) are found so."""
+    low, high = 0.0, first
+    while high < cap and share(high) < target:
+        low, high = high, 2 * high
+    high = min(high, cap)
+    for _ in range(steps):
+        middle = (low + high) / 2
+        if share(middle) >= target:
+            high = middle
+        else:
+            low = middle
+    return high

@@ -76,11 +76,7 @@ def test_ab_interleaves_two_servers_behind_one_door_finds_the_slower_one_and_lea
         card = json.loads((folder / plan["runs"][side] / "scorecard.json").read_text())
         assert card["config"]["extra"]["ab"]["side"] == side
         assert len(card["scenarios"]) == 2 * len(SCENARIOS)
-        metered = [t["performance"] for row in card["scenarios"] for t in row["turns"]
-                   if t["performance"] and t["performance"]["llm_calls"]]
-        assert metered, side
-        assert all(p["served_by"] == [side] for p in metered), (side, metered)
-        assert all(p["forced_calls"] == p["llm_calls"] for p in metered), (side, metered)
+        assert_served_by_its_own_side(card, side)
     assert "order in time: alternated" in output
     assert "the unit is the A/B block pair" in output
     findings = output.split("## Beyond noise\n")[1].split("\n## ")[0]
@@ -110,6 +106,16 @@ def test_ab_interleaves_two_servers_behind_one_door_finds_the_slower_one_and_lea
           f"[{decode.ci_low:+.1%}, {decode.ci_high:+.1%}]; llama-bench {math.expm1(bench):+.1%} "
           f"(rounds {', '.join(f'{math.expm1(r):+.1%}' for r in rounds)})")
     assert bench < 0 and 0.5 <= ours / bench <= 2, (ours, rounds)
+
+
+def assert_served_by_its_own_side(card: dict, side: str) -> None:
+    """Every metered turn of the side's scorecard was answered by its own server (the door's
+    `served_by`), with every request forced to repeatable decoding; there is at least one."""
+    metered = [t["performance"] for row in card["scenarios"] for t in row["turns"]
+               if t["performance"] and t["performance"]["llm_calls"]]
+    assert metered, side
+    assert all(p["served_by"] == [side] for p in metered), (side, metered)
+    assert all(p["forced_calls"] == p["llm_calls"] for p in metered), (side, metered)
 
 
 def llama_bench_decode(cpus: float | None) -> float:

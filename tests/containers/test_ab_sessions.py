@@ -24,6 +24,7 @@ from pathlib import Path
 
 import docker
 import pytest
+from test_ab import assert_served_by_its_own_side
 
 ROOT = Path(__file__).resolve().parents[2]
 TRIALBOX = ROOT / ".venv" / "bin" / "trialbox"
@@ -79,10 +80,7 @@ def test_an_ab_in_four_sessions_runs_one_side_each_in_order_and_finds_b_beyond_t
         card = json.loads((folder / plan["runs"][side] / "scorecard.json").read_text())
         assert card["config"]["extra"]["ab"]["sessions"] == 4
         assert sorted(row["trial"] for row in card["scenarios"]) == [1] * 6 + [2] * 6
-        metered = [t["performance"] for row in card["scenarios"] for t in row["turns"]
-                   if t["performance"] and t["performance"]["llm_calls"]]
-        assert metered and all(p["served_by"] == [side] for p in metered), (side, metered)
-        assert all(p["forced_calls"] == p["llm_calls"] for p in metered), (side, metered)
+        assert_served_by_its_own_side(card, side)
 
     assert "the unit is the A/B session pair" in output
     assert "decode speed over the 4 sessions' means" in output
