@@ -292,3 +292,30 @@ def test_the_progress_eta_is_the_model_of_the_plan_and_a_skipped_job_leaves_it(t
     assert all(work.turns == len(job.scenario.turns) for job, work in zip(jobs, planned.values()))
     assert any(work.document_bytes > 0 for work in planned.values())
     assert engine._eta.remaining_s(0.0) == pytest.approx(0.0, abs=1e-9)  # nothing left at the end
+
+
+def test_several_at_once_start_the_longest_expected_first_and_rows_keep_declared_order(
+        tmp_path: Path) -> None:
+    """A long job started last runs on alone after the rest: at --concurrency 2 the plan is
+    ordered by the work the ETA's prior expects (turns, documents' bytes), most first."""
+    declared = [s.id for s in scenarios()]
+    assert declared == ["orchard_followup", "lighthouse_fuel", "orchard_apples"]
+    one, two = Conversations(), Conversations()
+    asyncio.run(make_engine(tmp_path / "one", one).run())
+    card = asyncio.run(make_engine(tmp_path / "two", two, concurrency=2).run())
+    assert one.planned == declared  # one at a time: the order changes no wall time
+    # Equal turns; lighthouse_fuel's document is the largest (221 bytes against 191 each).
+    assert two.planned == ["lighthouse_fuel", "orchard_followup", "orchard_apples"]
+    assert two.started[:2] == ["lighthouse_fuel", "orchard_followup"]
+    assert [r.id for r in card.scenarios] == declared
+
+
+def test_longest_first_weighs_turns_and_documents_and_keeps_ties_in_order() -> None:
+    from runner.run.engine import longest_first
+
+    followup, lighthouse, apples = scenarios()
+    talkative = apples.model_copy(update={"turns": apples.turns * 4})  # 8 turns, small document
+    jobs = [Job(followup, 1), Job(followup, 2), Job(lighthouse, None), Job(talkative, None)]
+    ordered = longest_first(jobs, SUITE / "corpus")
+    assert [job.key for job in ordered] == [
+        "orchard_apples", "lighthouse_fuel", "orchard_followup__trial1", "orchard_followup__trial2"]
