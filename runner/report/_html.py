@@ -25,6 +25,7 @@ from runner.report._performance import (
     overhead_text,
     phase_seconds,
     pool_text,
+    run_wall_text,
     turn_embedding_text,
 )
 from runner.report._summary_md import TURN_JUDGING_ON, agent_text, user_messages_text
@@ -316,7 +317,8 @@ def _performance(card: Scorecard) -> str:
     return (
         '<div class="cards">'
         + "".join(_card(v, k) for k, v in cells)
-        + f'</div><p class="headline" id="overhead">{_e(overhead_text(card))}</p>'
+        + f'</div><p class="headline" id="run-wall">{_e(run_wall_text(card))}</p>'
+        + f'<p class="headline" id="overhead">{_e(overhead_text(card))}</p>'
         + f'<p class="headline" id="indexing">{_e(indexing_text(card))}</p>'
         + f'<p class="headline" id="turn-embedding">{_e(turn_embedding_text(card))}</p>'
         + "".join(f'<p class="headline" id="embedding-cache">{_e(cached)}</p>'

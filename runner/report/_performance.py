@@ -230,6 +230,31 @@ def overhead_text(card: Scorecard) -> str:
     return text + ("; the scenario wall includes judging" if card.config.judged else "")
 
 
+def run_wall_text(card: Scorecard) -> str:
+    """The run's own clock beside its scenarios' walls, which add up to more than it when
+    several run at once: `the run's wall clock = 19:40 (first scenario's start to the last
+    one's end) at concurrency 2; its scenarios' walls add up to 36:12, 1.84 at once on
+    average`, or n/a when no row has both ends."""
+    label = "the run's wall clock"
+    spans = [(r.started_at, r.ended_at) for r in card.scenarios
+             if r.started_at is not None and r.ended_at is not None]
+    if not spans:
+        return f"{label} = n/a (no scenario recorded when it started and ended)"
+    wall = (max(end for _, end in spans) - min(start for start, _ in spans)).total_seconds()
+    busy = sum((end - start).total_seconds() for start, end in spans)
+    text = (f"{label} = {_clock(wall)} (first scenario's start to the last one's end) at "
+            f"concurrency {card.config.concurrency}")
+    if card.config.concurrency > 1 and wall > 0:
+        text += (f"; its scenarios' walls add up to {_clock(busy)}, {busy / wall:.2f} at once "
+                 "on average")
+    return text
+
+
+def _clock(seconds: float) -> str:
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes}:{rest:02d}"
+
+
 def indexing_text(card: Scorecard) -> str:
     """The agent's own indexing, as a figure of its own: `the agent's own document indexing
     (in the Agent UI, agent time) = 39.9 s over 2 of 12 scenarios (longest 38.2 s)`, or n/a."""

@@ -13,6 +13,7 @@ from runner.report._performance import (
     indexing_text,
     overhead_text,
     pool_text,
+    run_wall_text,
     turn_embedding_text,
 )
 from runner.report._performance_models import PerformanceStats
@@ -134,6 +135,7 @@ def _summary(card: Scorecard) -> list[str]:
         *_decoding_line(card),
         # Where this run's time went: beside the agent's own time (turns and its indexing), and
         # that indexing on its own (the lines above are what was decided).
+        f"- **{_cell(run_wall_text(card))}**",
         f"- **{_cell(overhead_text(card))}**",
         f"- **{_cell(indexing_text(card))}**",
         f"- **{_cell(turn_embedding_text(card))}**",

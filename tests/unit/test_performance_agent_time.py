@@ -216,3 +216,32 @@ def test_simulated_turns_and_the_simulators_time_have_their_own_column():
     rows = {r.split(" | ")[0]: r.split(" | ") for r in summary.splitlines() if r.startswith("| ")}
     assert rows["| talky"][-2] == "2 · 6.5 s" and rows["| plain"][-2] == "–"
     assert "Simulated turns |" in summary
+
+
+def timed(rows: list[ScenarioResult], starts_s: list[float]) -> list[ScenarioResult]:
+    """Each row started `starts_s[i]` after WHEN and ran for its own wall."""
+    from datetime import timedelta
+
+    return [r.model_copy(update={"started_at": WHEN + timedelta(seconds=start),
+                                 "ended_at": WHEN + timedelta(seconds=start + (r.wall_s or 0.0))})
+            for r, start in zip(rows, starts_s, strict=True)]
+
+
+def test_the_runs_own_clock_is_beside_the_sum_of_its_scenarios_walls():
+    from runner.report._performance import run_wall_text
+
+    rows = suite(0.0)  # walls 620.0, 5.4 and 10.0 s
+    # Null: one at a time, back to back — the run's clock is the scenarios' walls added up.
+    one = card(timed(rows, [0.0, 620.0, 625.4]))
+    assert run_wall_text(one) == ("the run's wall clock = 10:35 (first scenario's start to the "
+                                  "last one's end) at concurrency 1")
+    # Planted: at concurrency 2 the two short ones ran beside the long one — the clock is the
+    # long one's 620 s, and 635.4 s of scenario walls over it are 1.02 at once.
+    two = card(timed(rows, [0.0, 1.0, 6.4]))
+    two = two.model_copy(update={"config": two.config.model_copy(update={"concurrency": 2})})
+    assert run_wall_text(two) == (
+        "the run's wall clock = 10:20 (first scenario's start to the last one's end) at "
+        "concurrency 2; its scenarios' walls add up to 10:35, 1.02 at once on average")
+    assert run_wall_text(two) in render_summary_md(two)
+    assert escape(run_wall_text(two), quote=True) in render_html(two)
+    assert run_wall_text(card(rows)).endswith("= n/a (no scenario recorded when it started and ended)")
