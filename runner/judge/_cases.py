@@ -53,6 +53,12 @@ def _extra_lines(obj: Any, title: str) -> list[str]:
     return [title] + [f"- {key}: {_text(extra[key])}" for key in sorted(extra)]
 
 
+def _phrases_line(label: str, obj: Any) -> str:
+    phrases = _field(obj, "expected_phrases")
+    shown = [phrases] if isinstance(phrases, str) else list(phrases)
+    return f"{label}: " + "; ".join(f'"{p}"' for p in shown)
+
+
 def _setup_documents(scenario: Any) -> list[str]:
     setup = _field(scenario, "setup")
     documents = _field(setup, "index_documents") or []
@@ -147,6 +153,10 @@ def _ground_truth_lines(truth: Any) -> list[str]:
     source += [f"fact {_field(truth, 'fact_id')}"] if _field(truth, "fact_id") else []
     if source:
         lines.append(f"Ground truth source: {', '.join(source)}")
+    if _field(truth, "fact_ids"):
+        lines.append(f"Ground truth facts: {', '.join(map(str, _field(truth, 'fact_ids')))}")
+    if _field(truth, "expected_phrases"):
+        lines.append(_phrases_line("Ground truth phrases in a good answer", truth))
     if _field(truth, "expected_behavior"):
         lines.append(f"Ground truth expected behavior: {_text(_field(truth, 'expected_behavior'))}")
     if _field(truth, "note"):
@@ -165,10 +175,8 @@ def _ground_truth(spec: Any) -> list[str]:
         lines.append(f"Facts this turn covers: {', '.join(map(str, _field(spec, 'fact_ids')))}")
     if _field(spec, "expected_behavior"):
         lines.append(f"Expected behavior: {_text(_field(spec, 'expected_behavior'))}")
-    phrases = _field(spec, "expected_phrases")
-    if phrases:
-        shown = [phrases] if isinstance(phrases, str) else list(phrases)
-        lines.append("Expected phrases in the answer: " + "; ".join(f'"{p}"' for p in shown))
+    if _field(spec, "expected_phrases"):
+        lines.append(_phrases_line("Expected phrases in the answer", spec))
     if _field(spec, "expected_tools"):
         lines.append(f"Expected tools (from the captured session): {', '.join(map(str, _field(spec, 'expected_tools')))}")
     criteria = _field(spec, "success_criteria")

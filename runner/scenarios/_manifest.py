@@ -96,6 +96,13 @@ class Manifest(BaseModel):
         "documents meant to trip the agent up; they may index 0 chunks without SETUP_ERROR"))
     total_documents: int | None = Field(default=None, description=(
         "GAIA writes the document count here when it merges manifests; informational."))
+    # GAIA's own bookkeeping at the head of its manifest: read so that a GAIA manifest loads
+    # without warnings, used for nothing.
+    total_facts: int | None = Field(default=None, description="GAIA: the fact count; informational.")
+    generated_at: str | None = Field(default=None, description=(
+        "GAIA: when its manifest was written; informational."))
+    notes: str | None = Field(default=None, description=(
+        "GAIA: what changed in the corpus and why, in words; informational."))
 
     _source: SourceMap | None = PrivateAttr(default=None)
     _files: list[Path] = PrivateAttr(default_factory=list)

@@ -257,6 +257,13 @@ class GroundTruth(_KeepsUnknownKeys):
         "GAIA: what a correct reply does, in words, where no answer can be written down "
         "(\"asks which of the three files the user means\"); the judge's ground truth for the "
         "turn, so the self-test counts such a turn as judge-only."))
+    fact_ids: list[str] | None = Field(default=None, description=(
+        "GAIA: the manifest facts a turn draws on when it needs several (`[rating_a, "
+        "rating_b]`), in place of one `fact_id`; shown to the judge."))
+    expected_phrases: list[str] | None = Field(default=None, description=(
+        "GAIA: words a good answer uses (`[label, sanitary, isolate]`), where no answer can be "
+        "written down whole; shown to the judge, not checked: GAIA's criteria may ask for only "
+        "one of them (\"labeling, sanitary conditions, or isolation\")."))
 
     @property
     def has_expected_answer(self) -> bool:
@@ -274,6 +281,10 @@ class ClaimSpec(_Model):
 
     name: str = Field(min_length=1)
     claim: str = Field(min_length=1)
+
+
+#: The keys of GAIA's captured success criteria written as a mapping (`Turn.success_criteria`).
+CAPTURED_CRITERIA = ("must_contain", "agent_response_preview")
 
 
 class Turn(_KeepsUnknownKeys):
@@ -313,6 +324,24 @@ class Turn(_KeepsUnknownKeys):
     @classmethod
     def _blank_message_is_absent(cls, value: Any) -> Any:
         return _blank_is_absent(value)
+
+    @field_validator("success_criteria", mode="before")
+    @classmethod
+    def _captured_criteria_in_words(cls, value: Any) -> Any:
+        """GAIA's capture once wrote the criteria as `{must_contain: [...],
+        agent_response_preview: '...'}` (its public tree keeps such a file): said in words, as
+        the judge reads criteria. Any other mapping is still refused."""
+        if not isinstance(value, dict) or not value or set(value) - set(CAPTURED_CRITERIA):
+            return value
+        words = value.get("must_contain") or []
+        if not isinstance(words, list) or not all(isinstance(word, str) for word in words):
+            return value
+        preview = value.get("agent_response_preview")
+        text = ("The answer contains " + "; ".join(f"'{word}'" for word in words) + "."
+                if words else "The captured session wrote no words the answer must contain.")
+        if isinstance(preview, str) and preview.strip():
+            text += f" The captured answer began: {preview.strip()!r}"
+        return text
 
     @field_validator("claims", mode="before")
     @classmethod

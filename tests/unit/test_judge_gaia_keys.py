@@ -53,6 +53,8 @@ turns:
       fact_id: parks_maintenance
       expected_answer: "$1.84 million"
       note: Line 14 of the capital table.
+      fact_ids: [parks_maintenance, parks_capital_total]
+      expected_phrases: ["1.84", "capital"]
   - turn: 2
     objective: Ask whether the allocation grew compared with last year.
     persona: confused_user
@@ -174,6 +176,10 @@ async def test_a_given_expected_answer_is_shown_as_written(api: JudgeAPI) -> Non
     assert "Ground truth expected answer: $1.84 million" in first
     assert "Ground truth source: document riverton_budget_2026, fact parks_maintenance" in first
     assert "Ground truth note: Line 14 of the capital table." in first
+    # GAIA writes these inside ground_truth too: declared keys with labels, not "other notes".
+    assert "Ground truth facts: parks_maintenance, parks_capital_total" in first
+    assert 'Ground truth phrases in a good answer: "1.84"; "capital"' in first
+    assert "Other ground truth notes" not in first
 
 
 async def test_the_verdict_judge_sees_the_same_ground_truth_rules(api: JudgeAPI) -> None:
