@@ -48,14 +48,9 @@ NOT_SEPARABLE_BOOTS = "not separable from a difference between sessions (boots)"
 DRIFT_SCENARIOS = 3
 
 
-def _spans(card: Scorecard) -> list[tuple[datetime, datetime]]:
-    return [(r.started_at, r.ended_at) for r in card.scenarios
-            if r.started_at is not None and r.ended_at is not None]
-
-
 def order_in_time(a: Scorecard, b: Scorecard) -> tuple[str, str]:
     """(ALTERNATED | BACK_TO_BACK | UNKNOWN, one line saying so with the recorded times)."""
-    spans_a, spans_b = _spans(a), _spans(b)
+    spans_a, spans_b = a.spans(), b.spans()
     if not spans_a or not spans_b:
         return UNKNOWN, (
             "order in time: unknown (a run's rows carry no recorded start and end times: runs "

@@ -308,6 +308,12 @@ class Scorecard(StrictModel):
     )
     warnings: list[str] = Field(default_factory=list, description="things a reader must know")
 
+    def spans(self) -> list[tuple[datetime, datetime]]:
+        """Each row's (started_at, ended_at), for the rows that recorded both: when the run's
+        scenarios really ran (the run's own clock, A and B's order in time)."""
+        return [(r.started_at, r.ended_at) for r in self.scenarios
+                if r.started_at is not None and r.ended_at is not None]
+
 
 class Trace(StrictModel):
     """Everything about one scenario run: traces/<id>.json (or <id>__trial<k>.json)."""

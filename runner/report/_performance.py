@@ -20,6 +20,7 @@ from typing import NamedTuple
 from runner.records.transcript import SetupTimings, TurnPerformance
 from runner.report._models import ScenarioResult, Scorecard
 from runner.report._performance_models import Performance, PerformanceStats, PhaseStats, SetupStats
+from runner.system.clock import clock_text
 
 # The set-up phases, in the order a reader should see them (field of SetupTimings and of
 # SetupStats → label). `waited_s` first: it is the only one a scenario sees with a warm pool.
@@ -236,23 +237,17 @@ def run_wall_text(card: Scorecard) -> str:
     one's end) at concurrency 2; its scenarios' walls add up to 36:12, 1.84 at once on
     average`, or n/a when no row has both ends."""
     label = "the run's wall clock"
-    spans = [(r.started_at, r.ended_at) for r in card.scenarios
-             if r.started_at is not None and r.ended_at is not None]
+    spans = card.spans()
     if not spans:
         return f"{label} = n/a (no scenario recorded when it started and ended)"
     wall = (max(end for _, end in spans) - min(start for start, _ in spans)).total_seconds()
     busy = sum((end - start).total_seconds() for start, end in spans)
-    text = (f"{label} = {_clock(wall)} (first scenario's start to the last one's end) at "
+    text = (f"{label} = {clock_text(wall)} (first scenario's start to the last one's end) at "
             f"concurrency {card.config.concurrency}")
     if card.config.concurrency > 1 and wall > 0:
-        text += (f"; its scenarios' walls add up to {_clock(busy)}, {busy / wall:.2f} at once "
+        text += (f"; its scenarios' walls add up to {clock_text(busy)}, {busy / wall:.2f} at once "
                  "on average")
     return text
-
-
-def _clock(seconds: float) -> str:
-    minutes, rest = divmod(round(seconds), 60)
-    return f"{minutes}:{rest:02d}"
 
 
 def indexing_text(card: Scorecard) -> str:

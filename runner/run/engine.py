@@ -26,7 +26,7 @@ from runner.records.status import Status
 from runner.records.transcript import Transcript
 from runner.report import RunWriter, Scorecard, Trace, scenario_result, scenario_stats, trace_of
 from runner.run.aftercare import Aftercare
-from runner.run.eta import EtaModel, Work, document_seconds
+from runner.run.eta import EtaModel, Prior, Work, document_seconds
 from runner.run.jobs import ConversationSource, Job, Left, Outcome
 from runner.run.progress import Progress
 from runner.run.settings import RunSettings
@@ -371,8 +371,8 @@ def longest_first(jobs: Sequence[Job], corpus_root: Path) -> list[Job]:
     finished: GAIA-91's 6.2-million-character PDF (~570 s of its run's ~2,400) was 76th of 91.
     Started first, the short ones fill the other places beside it. One place at a time the
     order changes nothing of the wall time, so the declared order is kept there."""
-    expected = EtaModel([]).predicted_s
-    return sorted(jobs, key=lambda job: -expected(work_of(job, corpus_root)))
+    prior = Prior()
+    return sorted(jobs, key=lambda job: -prior.seconds(work_of(job, corpus_root)))
 
 
 def work_of(job: Job, corpus_root: Path) -> Work:

@@ -28,6 +28,18 @@ class Prior:
     per_document_mb_s: float = 46.0
     prior_weight: float = 3.0  # how many scenarios' worth of evidence the prior is worth
 
+    def seconds(self, work: Work) -> float:
+        """The prior's seconds for one scenario."""
+        return self.talk_s(work) + self.indexing_s(work)
+
+    def talk_s(self, work: Work) -> float:
+        """The prior's seconds for a scenario's start and its turns."""
+        return self.per_scenario_s + self.per_turn_s * work.turns
+
+    def indexing_s(self, work: Work) -> float:
+        """The prior's seconds for indexing a scenario's documents."""
+        return self.per_document_mb_s * work.document_bytes / 1e6
+
 
 @dataclass(frozen=True)
 class Work:
@@ -49,18 +61,6 @@ class EtaModel:
     _running: dict[str, float] = field(default_factory=dict)  # key -> when it started
     # The run's event loop records, the progress line's ticker thread asks: one at a time.
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    def predicted_s(self, work: Work) -> float:
-        """The prior's seconds for one scenario."""
-        return self._talk_s(work) + self._indexing_s(work)
-
-    def _talk_s(self, work: Work) -> float:
-        """The prior's seconds for a scenario's start and its turns."""
-        return self.prior.per_scenario_s + self.prior.per_turn_s * work.turns
-
-    def _indexing_s(self, work: Work) -> float:
-        """The prior's seconds for indexing a scenario's documents."""
-        return self.prior.per_document_mb_s * work.document_bytes / 1e6
 
     def started(self, key: str, at: float) -> None:
         with self._lock:
@@ -95,14 +95,14 @@ class EtaModel:
         for work, (seconds, document_s) in done:
             if document_s is None:
                 talk[0] += seconds
-                talk[1] += self.predicted_s(work)
+                talk[1] += self.prior.seconds(work)
             else:
                 talk[0] += max(seconds - document_s, 0.0)
-                talk[1] += self._talk_s(work)
+                talk[1] += self.prior.talk_s(work)
                 if work.document_bytes:
                     index[0] += document_s
-                    index[1] += self._indexing_s(work)
-        documents = [self._indexing_s(w) for w in self.plan if w.document_bytes]
+                    index[1] += self.prior.indexing_s(work)
+        documents = [self.prior.indexing_s(w) for w in self.plan if w.document_bytes]
         typical_talk = talk[1] / len(done) if done else 1.0
         typical_index = sum(documents) / len(documents) if documents else 1.0
         return (_pulled(talk, self.prior.prior_weight * typical_talk),
@@ -120,7 +120,7 @@ class EtaModel:
         for work in self.plan:
             if work.key in self._finished:
                 continue
-            expected = self._talk_s(work) * talk + self._indexing_s(work) * index
+            expected = self.prior.talk_s(work) * talk + self.prior.indexing_s(work) * index
             if work.key in self._running:
                 ran = now - self._running[work.key]
                 expected = max(expected - ran, 0.1 * expected)

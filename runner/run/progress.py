@@ -37,6 +37,8 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import IO
 
+from runner.system.clock import clock_text
+
 CLEAR_LINE = "\r\x1b[K"  # carriage return + erase to the end of the line
 
 
@@ -44,14 +46,6 @@ def is_terminal(stream: IO[str]) -> bool:
     """True when `stream` is an interactive terminal that can redraw a line in place."""
     isatty = getattr(stream, "isatty", None)
     return bool(isatty and isatty()) and os.environ.get("TERM", "") != "dumb"
-
-
-def clock_text(seconds: float) -> str:
-    """`0:42`, `12:05`, `1:02:03`: minutes and seconds, hours only when there are some."""
-    whole = max(0, round(seconds))
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
 class Progress:
