@@ -800,6 +800,62 @@ def test_repeatable_decoding_is_greedy_with_one_seed_for_its_client_alone(api, s
     assert llama_last_params(server)["seed"] == 5
 
 
+# --- each client its own slot (slots) ----------------------------------------------------
+
+
+def pinned_stream(server: str, source: str, delay_s: float, tokens: int,
+                  clock: dict[str, dict[str, float]], name: str) -> None:
+    """A GAIA-shaped chat pinned to slot 0 (`id_slot: 0`, as GAIA 0.25.1 sends every chat), sent
+    from `source` (its own client address), streamed; when its first and last tokens came."""
+    time.sleep(delay_s)
+    body = {"model": CHAT_ALIAS, "messages": HELLO, "stream": True, "temperature": 0,
+            "max_tokens": tokens, "ignore_eos": True, "id_slot": 0}
+    transport = httpx.HTTPTransport(local_address=source)
+    with httpx.Client(base_url=server + "/api/v1", timeout=120, transport=transport) as client, \
+            client.stream("POST", "/chat/completions", json=body) as response:
+        assert response.status_code == 200
+        for line in response.iter_lines():
+            chunk = json.loads(line[6:]) if line.startswith("data: {") else {}
+            if any(choice.get("delta", {}).get("content") for choice in chunk.get("choices", [])):
+                clock[name].setdefault("first", time.monotonic())
+        clock[name]["end"] = time.monotonic()
+
+
+def two_pinned_chats(server: str, second_source: str) -> tuple[dict, list[dict]]:
+    """A long pinned chat from 127.0.0.1 and, half a second later, a short one from
+    `second_source`; their clocks and the front door's records of both, oldest first."""
+    since = time.time()
+    clock: dict[str, dict[str, float]] = {"long": {}, "short": {}}
+    threads = [threading.Thread(target=pinned_stream, args=(server, "127.0.0.1", 0, 200, clock,
+                                                             "long")),
+               threading.Thread(target=pinned_stream, args=(server, second_source, 0.5, 8,
+                                                             clock, "short"))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    records = []
+    for source in sorted({"127.0.0.1", second_source}):
+        records += httpx.get(f"{server}/trialbox/meter", params={"client": source,
+                             "since": since}, headers=ADMIN_HEADERS, timeout=10).json()["records"]
+    return clock, sorted(records, key=lambda r: r["started_at"])
+
+
+def test_two_sandboxes_pinning_slot_0_decode_side_by_side_each_on_its_own_slot(server):
+    clock, records = two_pinned_chats(server, second_source="127.0.0.2")
+    # The short chat was answered while the long one was still decoding: not held for slot 0.
+    assert clock["short"]["end"] < clock["long"]["end"], clock
+    assert [r["slot"] for r in records] == [0, 1]
+
+
+def test_one_sandbox_pinning_slot_0_twice_waits_for_its_own_slot(server):
+    """The null case of the test above: the same client keeps its one slot, so its second chat
+    is held until the first is over, as llama.cpp holds any pinned request."""
+    clock, records = two_pinned_chats(server, second_source="127.0.0.1")
+    assert clock["short"]["first"] >= clock["long"]["end"] - 0.05, clock
+    assert [r["slot"] for r in records] == [0, 0]
+
+
 # --- the embeddings cache (--embedding-cache-mib) ---------------------------------------------
 
 

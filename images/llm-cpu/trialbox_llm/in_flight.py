@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 
 class ModelBusyError(RuntimeError):
@@ -38,11 +38,19 @@ class Use:
 
     def __init__(self, gate: InFlight) -> None:
         self._gate: InFlight | None = gate
+        self._after: list[Callable[[], None]] = []
+
+    def on_release(self, callback: Callable[[], None]) -> None:
+        """Run `callback` once, when the request lets go of the model (its answer is over)."""
+        self._after.append(callback)
 
     def release(self) -> None:
         gate, self._gate = self._gate, None
         if gate is not None:
             gate.leave()
+            after, self._after = self._after, []
+            for callback in after:
+                callback()
 
 
 class InFlight:

@@ -84,6 +84,10 @@ class MeterRecord(BaseModel):
         default=None,
         description="how many of an embeddings request's `inputs` the server's embeddings cache "
         "answered without the model (`--embedding-cache-mib`); None when no cache is on")
+    slot: int | None = Field(
+        default=None,
+        description="the llama.cpp slot a chat request that pinned one (`id_slot`; GAIA pins "
+        "slot 0) was sent to: its client's own slot (`slots`); None when it pinned none")
     upstream: str | None = Field(
         default=None,
         description="which server behind the front door answered (`trialbox ab`'s side, A or "
@@ -182,6 +186,8 @@ class Timing:
         self.decoding: str | None = None
         #: The server that answered, when the door switches between two (`trialbox ab`).
         self.upstream: str | None = None
+        #: The llama.cpp slot a pinned chat was sent to (`slots`).
+        self.slot: int | None = None
         #: An embeddings or reranking request's inputs (`inputs_of`); None for the others.
         self.inputs: int | None = None
         #: How many of those the embeddings cache answered (None: no cache on this server).
@@ -277,7 +283,7 @@ class Timing:
             decode_s=None if after is None else round(after, 6),
             prompt_tokens=prompt, completion_tokens=completion,
             wall_s=round(end - self.arrived, 6), status=status, self_reported=self.stats,
-            decoding=self.decoding, upstream=self.upstream, inputs=self.inputs,
+            decoding=self.decoding, upstream=self.upstream, slot=self.slot, inputs=self.inputs,
             cached_inputs=self.cached_inputs,
         )
 

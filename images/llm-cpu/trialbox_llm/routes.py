@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -82,6 +83,7 @@ from trialbox_llm.schemas import (
     StatsReport,
     UnloadRequest,
 )
+from trialbox_llm.slots import SlotPins
 from trialbox_llm.system_info import collect
 
 log = logging.getLogger(__name__)
@@ -134,6 +136,8 @@ class ServerState:
     meter: Meter = field(default_factory=Meter)
     #: Per-client repeatable decoding, set by the runner for a speed comparison (`decoding`).
     decoding: Decoding = field(default_factory=Decoding)
+    #: Each client's own llama.cpp slot when it pins one (GAIA pins slot 0 on every chat).
+    slots: SlotPins = field(default_factory=SlotPins)
     #: Vectors already computed, served again by content (`--embedding-cache-mib`; None: off).
     embedding_cache: EmbeddingCache | None = None
     http: httpx.AsyncClient = field(
@@ -461,6 +465,9 @@ async def chat_completions(request: Request) -> Response:
 
 async def _chat_completions(state: ServerState, body: dict[str, Any], timing: Timing) -> Response:
     model, use = await use_model(state, body, ModelKind.CHAT)
+    body, timing.slot = state.slots.apply(timing.client, body, model.slot_count)
+    if timing.slot is not None:
+        use.on_release(functools.partial(state.slots.end, timing.slot))
     url = f"{model.url}/v1/chat/completions"
     force = state.force_tool if state.force_tool and state.force_tool.applies_to(body) else None
     timing.sending()
