@@ -22,6 +22,14 @@ def test_decoding_leaves_one_core_to_the_rest_of_the_run() -> None:
     assert (options.threads, options.decode_threads) == (2, 1)
 
 
+def test_the_environment_may_set_the_decode_threads_and_a_flag_beats_it(monkeypatch) -> None:
+    monkeypatch.setenv("TRIALBOX_LLM_DECODE_THREADS", "")  # compose's unset value: the default
+    assert parse_args(["--threads", "2"]).decode_threads == 1
+    monkeypatch.setenv("TRIALBOX_LLM_DECODE_THREADS", "2")
+    assert parse_args(["--threads", "2"]).decode_threads == 2
+    assert parse_args(["--threads", "2", "--decode-threads", "1"]).decode_threads == 1
+
+
 def test_prompts_are_processed_on_every_thread_and_tokens_decoded_on_fewer() -> None:
     params = chat_params(LlamaBackend(Path("/models"), threads=2, decode_threads=1))
     assert params.cpuparams.n_threads == 1

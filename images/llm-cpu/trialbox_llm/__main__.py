@@ -1,7 +1,7 @@
 """`python -m trialbox_llm --host 0.0.0.0 --port 13305 --models-dir DIR [--threads N] [--decode-threads N] [--poll 0-100]
 [--chat-ctx TOKENS] [--drain-timeout SECONDS] [--double] [--embedder-slots N] [--embedding-cache-mib MIB]
-[--embedder-flash-attn on|off|auto] [--embedder-weights f16|q8_0]`; the same two settings may come from the
-environment (`TRIALBOX_LLM_CHAT_CTX`, `TRIALBOX_LLM_DRAIN_TIMEOUT`), flags win. The admin token
+[--embedder-flash-attn on|off|auto] [--embedder-weights f16|q8_0]`; three settings may come from the
+environment (`TRIALBOX_LLM_CHAT_CTX`, `TRIALBOX_LLM_DRAIN_TIMEOUT`, `TRIALBOX_LLM_DECODE_THREADS`), flags win. The admin token
 comes only from the environment (`TRIALBOX_LLM_ADMIN_TOKEN`): a flag would show it in `ps`."""
 
 from __future__ import annotations
@@ -54,10 +54,10 @@ def parse_args(argv: list[str] | None) -> ServeOptions:
     parser.add_argument(
         "--decode-threads",
         type=above_zero("threads"),
-        default=None,
+        default=os.environ.get("TRIALBOX_LLM_DECODE_THREADS") or None,
         help="threads decoding one token at a time (default: one fewer than --threads, at least "
         "1: a run's Agent UI and harness share the cores, and a decode thread they preempt "
-        "holds up the others at every step)",
+        "holds up the others at every step; env TRIALBOX_LLM_DECODE_THREADS)",
     )
     parser.add_argument(
         "--poll",
