@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 from trialbox_llm.in_flight import InFlight
-from trialbox_llm.slots import SLOT_FIELD, SlotPins
+from trialbox_llm.slots import SLOT_FIELD, Pin, SlotPins
 
 GAIA_CHAT = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "temperature": 0.1,
              "max_tokens": 512, "tools": [{}], SLOT_FIELD: 0}
@@ -22,52 +22,70 @@ class Clock:
         return self.now
 
 
+def place(pins: SlotPins, client: str, body: dict | None = None, slot_count: int = 2) -> Pin:
+    sent, pin = pins.apply(client, dict(body or GAIA_CHAT), slot_count)
+    assert pin is not None and sent[SLOT_FIELD] == pin.slot
+    return pin
+
+
 def test_one_client_keeps_the_slot_it_pinned_and_everything_else_as_sent():
     pins = SlotPins(clock=Clock())
     for _ in range(3):
-        body, slot = pins.apply("10.0.0.2", dict(GAIA_CHAT), slot_count=2)
-        assert slot == 0 and body == GAIA_CHAT
-        pins.end(slot)
+        body, pin = pins.apply("10.0.0.2", dict(GAIA_CHAT), slot_count=2)
+        assert pin is not None and pin.slot == 0 and body == GAIA_CHAT
+        pins.end(pin)
 
 
-def test_two_clients_pinning_slot_0_are_given_a_slot_each():
+def test_sandboxes_one_after_the_other_all_run_on_the_slot_they_asked_for():
+    """`make bench` and a repeatable run's trials: as before, every sandbox on slot 0."""
     pins = SlotPins(clock=Clock())
-    first, slot_a = pins.apply("10.0.0.2", dict(GAIA_CHAT), slot_count=2)
-    second, slot_b = pins.apply("10.0.1.2", dict(GAIA_CHAT), slot_count=2)
-    assert (slot_a, slot_b) == (0, 1)
-    assert (first[SLOT_FIELD], second[SLOT_FIELD]) == (0, 1)
-    pins.end(slot_a)
-    pins.end(slot_b)
+    for client in ("10.0.0.2", "10.0.1.2", "10.0.2.2"):
+        for _ in range(2):
+            pin = place(pins, client)
+            assert pin.slot == 0
+            pins.end(pin)
+
+
+def test_a_second_sandbox_is_moved_to_an_idle_slot_while_the_first_answers_and_stays():
+    pins = SlotPins(clock=Clock())
+    first = place(pins, "10.0.0.2")
+    second = place(pins, "10.0.1.2")
+    assert (first.slot, second.slot) == (0, 1)
+    pins.end(first)
+    pins.end(second)
     # Each keeps its own slot, so its prompt stays cached there between turns.
-    assert pins.apply("10.0.1.2", dict(GAIA_CHAT), slot_count=2)[1] == 1
-    assert pins.apply("10.0.0.2", dict(GAIA_CHAT), slot_count=2)[1] == 0
+    assert place(pins, "10.0.1.2").slot == 1
+    assert place(pins, "10.0.0.2").slot == 0
 
 
-def test_a_new_client_takes_an_idle_slot_not_the_one_a_long_answer_is_busy_on():
+def test_a_sandboxs_own_requests_wait_for_each_other_on_its_slot_as_on_a_desktop():
     pins = SlotPins(clock=Clock())
-    _, long_answer = pins.apply("10.0.0.2", dict(GAIA_CHAT), slot_count=2)  # stays in flight
-    _, short = pins.apply("10.0.1.2", dict(GAIA_CHAT), slot_count=2)
-    pins.end(short)  # that sandbox is done; its slot is idle but used more recently
-    _, newcomer = pins.apply("10.0.2.2", dict(GAIA_CHAT), slot_count=2)
-    assert (long_answer, short, newcomer) == (0, 1, 1)
-    # The newcomer took slot 1 over: the client it came from is given a slot anew.
-    pins.end(newcomer)
-    pins.end(long_answer)
-    assert pins.apply("10.0.0.2", dict(GAIA_CHAT), slot_count=2)[1] == 0
+    first = place(pins, "10.0.0.2")
+    assert place(pins, "10.0.0.2").slot == first.slot == 0
 
 
-def test_when_every_slot_is_idle_the_least_recently_used_one_is_given():
+def test_of_two_idle_slots_the_one_used_least_recently_is_moved_to():
     pins = SlotPins(clock=Clock())
-    for client in ("a", "b"):
-        pins.end(pins.apply(client, dict(GAIA_CHAT), slot_count=2)[1])
-    pins.end(pins.apply("a", dict(GAIA_CHAT), slot_count=2)[1])  # slot 0 used again, later
-    assert pins.apply("c", dict(GAIA_CHAT), slot_count=2)[1] == 1
+    a = place(pins, "a", slot_count=3)
+    b = place(pins, "b", slot_count=3)
+    pins.end(b)
+    c = place(pins, "c", slot_count=3)
+    assert (a.slot, b.slot, c.slot) == (0, 1, 2)  # slot 2, never used, before slot 1
 
 
-def test_more_clients_than_slots_share_them_and_every_slot_named_exists():
+def test_with_every_slot_busy_a_request_waits_for_the_one_it_asked_for():
     pins = SlotPins(clock=Clock())
-    given = [pins.apply(f"10.0.{i}.2", dict(GAIA_CHAT), slot_count=2)[1] for i in range(5)]
-    assert set(given) == {0, 1}
+    given = [place(pins, f"10.0.{i}.2").slot for i in range(4)]
+    assert given == [0, 1, 0, 0]
+
+
+def test_an_ended_request_frees_its_own_place_not_another_pairs():
+    pins = SlotPins(clock=Clock())
+    first = place(pins, "10.0.0.2")
+    own_again = place(pins, "10.0.0.2")  # waits on slot 0 behind the first
+    pins.end(first)
+    # slot 0 still holds this sandbox's second request: another sandbox is moved off it.
+    assert own_again.slot == 0 and place(pins, "10.0.1.2").slot == 1
 
 
 def test_a_request_that_pins_no_slot_or_any_slot_is_sent_as_it_came():
@@ -78,13 +96,10 @@ def test_a_request_that_pins_no_slot_or_any_slot_is_sent_as_it_came():
         assert pins.apply("10.0.0.2", body, slot_count=2) == (body, None)
 
 
-def test_an_unknown_slot_count_leaves_the_pin_as_the_agent_sent_it():
+def test_an_unknown_slot_count_or_a_slot_the_server_lacks_is_sent_as_it_came():
     assert SlotPins().apply("10.0.0.2", dict(GAIA_CHAT), slot_count=None) == (GAIA_CHAT, None)
-
-
-def test_a_pin_past_the_servers_slots_is_given_one_that_exists():
-    body, slot = SlotPins().apply("10.0.0.2", {**GAIA_CHAT, SLOT_FIELD: 5}, slot_count=2)
-    assert slot in (0, 1) and body[SLOT_FIELD] == slot
+    past = {**GAIA_CHAT, SLOT_FIELD: 5}
+    assert SlotPins().apply("10.0.0.2", past, slot_count=2) == (past, None)
 
 
 def test_a_use_runs_its_release_callbacks_once_when_the_answer_is_over():

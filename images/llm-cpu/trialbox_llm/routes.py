@@ -465,9 +465,10 @@ async def chat_completions(request: Request) -> Response:
 
 async def _chat_completions(state: ServerState, body: dict[str, Any], timing: Timing) -> Response:
     model, use = await use_model(state, body, ModelKind.CHAT)
-    body, timing.slot = state.slots.apply(timing.client, body, model.slot_count)
-    if timing.slot is not None:
-        use.on_release(functools.partial(state.slots.end, timing.slot))
+    body, pin = state.slots.apply(timing.client, body, model.slot_count)
+    if pin is not None:
+        timing.slot = pin.slot
+        use.on_release(functools.partial(state.slots.end, pin))
     url = f"{model.url}/v1/chat/completions"
     force = state.force_tool if state.force_tool and state.force_tool.applies_to(body) else None
     timing.sending()

@@ -9,14 +9,15 @@ Measured on llm-cpu at `--concurrency 2` (2 slots): every chat's first token cam
 the other sandbox's chat had ended, and prompts the slot had held before were prefilled again.
 
 What the front door does: a request that pins a slot is read as "my conversation's own slot".
-Each (client, pinned slot) pair is given one of the server's slots and keeps it; a pair seen for
-the first time gets an idle slot before a busy one, and of those the one used least recently
-(a never-used one first), taking it over from whoever held it. So the first sandbox is given
-slot 0, as it asked, and a second one beside it slot 1. A request that pins no slot (no
-`id_slot`, or -1: llama.cpp's "any") is sent as it came, and so is every request while the
-server's slot count is unknown. Sampling, messages and limits are never touched: which slot
-runs a request does not change what the agent asked for. Which slot ran it is on its meter
-record (`MeterRecord.slot`).
+Each (client, pinned slot) pair runs on the slot it asked for, or on the one it was moved to
+before, unless another pair's request is on that slot right now and another slot is idle: then
+it is moved to the idle slot used least recently, and stays there. So sandboxes one after the
+other all run on slot 0, as each asked (`make bench`, and a repeatable run's trials, whose
+greedy answers must not depend on the slot); two at once soon run on a slot each. A pair's own
+requests still wait for each other on its slot, as on a desktop. A request that pins no slot
+(no `id_slot`, or -1: llama.cpp's "any"), a slot the server lacks, and every request while the
+server's slot count is unknown are sent as they came. Sampling, messages and limits are never
+touched. Which slot ran a request is on its meter record (`MeterRecord.slot`).
 """
 
 from __future__ import annotations
@@ -30,48 +31,53 @@ from typing import Any
 SLOT_FIELD = "id_slot"
 
 
+@dataclass(frozen=True)
+class Pin:
+    """One request's place: the pair it came from and the server slot it was sent to."""
+
+    client: str
+    pinned: int
+    slot: int
+
+
 @dataclass
 class SlotPins:
     """Which server slot each client's pinned conversation runs on."""
 
     clock: Callable[[], float] = time.monotonic
-    #: (client, the slot it pinned) -> the server slot it was given.
+    #: (client, the slot it pinned) -> the server slot it runs on.
     _given: dict[tuple[str, int], int] = field(default_factory=dict)
     #: server slot -> when a request sent to it last ended (or began, while none has ended).
     _last_used: dict[int, float] = field(default_factory=dict)
-    #: server slot -> requests sent to it and not yet ended.
-    _busy: dict[int, int] = field(default_factory=dict)
+    #: server slot -> the pairs whose requests are on it now (one entry per request).
+    _on: dict[int, list[tuple[str, int]]] = field(default_factory=dict)
 
     def apply(self, client: str, body: dict[str, Any], slot_count: int | None
-              ) -> tuple[dict[str, Any], int | None]:
-        """The body to send on, and the server slot it now pins; call `end(slot)` when its
-        answer is over. The slot is None, and the body as it came, when the request pins no
-        slot or the server's slot count is unknown."""
+              ) -> tuple[dict[str, Any], Pin | None]:
+        """The body to send on, and where it is pinned; call `end(pin)` when its answer is
+        over. The pin is None, and the body as it came, when the request pins no slot or one
+        the server lacks, or the server's slot count is unknown."""
         pinned = body.get(SLOT_FIELD)
         if isinstance(pinned, bool) or not isinstance(pinned, int) or pinned < 0:
             return body, None
-        if not slot_count:
+        if not slot_count or pinned >= slot_count:
             return body, None
-        slot = self._slot_for(client, pinned, slot_count)
-        self._busy[slot] = self._busy.get(slot, 0) + 1
-        self._last_used[slot] = self.clock()
-        return {**body, SLOT_FIELD: slot}, slot
-
-    def end(self, slot: int) -> None:
-        """A request sent to `slot` is answered (or abandoned)."""
-        self._busy[slot] = max(0, self._busy.get(slot, 0) - 1)
-        self._last_used[slot] = self.clock()
-
-    def _slot_for(self, client: str, pinned: int, slot_count: int) -> int:
         key = (client, pinned)
-        slot = self._given.get(key)
-        if slot is not None and slot < slot_count:
-            return slot
-        # An idle slot before a busy one (a busy slot would hold this request until it is
-        # free), then the one used least recently (its cached prompt is the stalest).
-        slot = min(range(slot_count), key=lambda s: (self._busy.get(s, 0) > 0,
-                                                      self._last_used.get(s, float("-inf")), s))
-        # Whoever held it gives it up: their next request is given a slot anew.
-        self._given = {k: v for k, v in self._given.items() if v != slot}
+        slot = self._given.get(key, pinned)
+        others = [k for k in self._on.get(slot, []) if k != key]
+        idle = [s for s in range(slot_count) if not self._on.get(s)]
+        if others and idle:
+            # Another sandbox's answer holds this slot: llama.cpp would keep this request
+            # waiting while an idle slot is free. The idle one used least recently is moved to.
+            slot = min(idle, key=lambda s: (self._last_used.get(s, float("-inf")), s))
         self._given[key] = slot
-        return slot
+        self._on.setdefault(slot, []).append(key)
+        self._last_used[slot] = self.clock()
+        return {**body, SLOT_FIELD: slot}, Pin(client, pinned, slot)
+
+    def end(self, pin: Pin) -> None:
+        """The request `pin` placed is answered (or abandoned)."""
+        on = self._on.get(pin.slot, [])
+        if (pin.client, pin.pinned) in on:
+            on.remove((pin.client, pin.pinned))
+        self._last_used[pin.slot] = self.clock()
