@@ -1,4 +1,4 @@
-"""Each client its own llama.cpp slot when it pins one.
+"""A chat pinned to a llama.cpp slot is not held behind another sandbox's answer on it.
 
 Why: GAIA pins every chat request to a slot (`"id_slot": 0`, measured on GAIA 0.25.1's requests).
 On a desktop that is one user on one server, and the pin keeps the conversation's prompt cache
