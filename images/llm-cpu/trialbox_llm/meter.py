@@ -87,7 +87,8 @@ class MeterRecord(BaseModel):
     slot: int | None = Field(
         default=None,
         description="the llama.cpp slot a chat request that pinned one (`id_slot`; GAIA pins "
-        "slot 0) was sent to: its client's own slot (`slots`); None when it pinned none")
+        "slot 0) was sent to: the one it asked for, or an idle one when another client's answer "
+        "held it (`slots`); None when it pinned none")
     upstream: str | None = Field(
         default=None,
         description="which server behind the front door answered (`trialbox ab`'s side, A or "

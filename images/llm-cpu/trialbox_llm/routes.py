@@ -136,7 +136,7 @@ class ServerState:
     meter: Meter = field(default_factory=Meter)
     #: Per-client repeatable decoding, set by the runner for a speed comparison (`decoding`).
     decoding: Decoding = field(default_factory=Decoding)
-    #: Each client's own llama.cpp slot when it pins one (GAIA pins slot 0 on every chat).
+    #: Where a pinned chat runs (GAIA pins slot 0 on every chat): off a slot another client holds.
     slots: SlotPins = field(default_factory=SlotPins)
     #: Vectors already computed, served again by content (`--embedding-cache-mib`; None: off).
     embedding_cache: EmbeddingCache | None = None

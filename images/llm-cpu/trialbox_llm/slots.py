@@ -33,10 +33,9 @@ SLOT_FIELD = "id_slot"
 
 @dataclass(frozen=True)
 class Pin:
-    """One request's place: the pair it came from and the server slot it was sent to."""
+    """One request's place: the (client, pinned slot) pair it came from and the slot it got."""
 
-    client: str
-    pinned: int
+    pair: tuple[str, int]
     slot: int
 
 
@@ -73,11 +72,11 @@ class SlotPins:
         self._given[key] = slot
         self._on.setdefault(slot, []).append(key)
         self._last_used[slot] = self.clock()
-        return {**body, SLOT_FIELD: slot}, Pin(client, pinned, slot)
+        return {**body, SLOT_FIELD: slot}, Pin(key, slot)
 
     def end(self, pin: Pin) -> None:
         """The request `pin` placed is answered (or abandoned)."""
         on = self._on.get(pin.slot, [])
-        if (pin.client, pin.pinned) in on:
-            on.remove((pin.client, pin.pinned))
+        if pin.pair in on:
+            on.remove(pin.pair)
         self._last_used[pin.slot] = self.clock()
