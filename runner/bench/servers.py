@@ -22,15 +22,15 @@ and the next scenario with the same document does again); `--passive` (B's OpenM
 sleep when idle, `OMP_WAIT_POLICY=PASSIVE`, as the Lemonade image's do), `--active` (B's spin
 until work comes, `OMP_WAIT_POLICY=ACTIVE`), `--poll N` (B runs with llama.cpp's busy-wait level
 N), `--threads N` (B runs N threads) and `--decode-threads N` (B decodes on N of them) change
-B's thread settings and combine with each other.
+B's thread settings, `--chat-flash-attn on|off` B's chat attention; they combine with each other.
 `--load N` keeps N processes busy on the same cores while the rounds run (a container of the
 bench's own, `--load-duty` of each 100 ms spent spinning), as a run's Agent UI and harness share
 the cores with the server; `--label KEY=VALUE` adds a label to everything the bench starts.
 
     scripts/bench-servers [--rounds 5] [--chats 3] [--batches 3] [--index-chars 1000000]
                           [--null | --plant | --cache] [--passive | --active] [--poll N]
-                          [--threads N] [--decode-threads N] [--load N [--load-duty 1.0]]
-                          [--label KEY=VALUE]
+                          [--threads N] [--decode-threads N] [--chat-flash-attn on|off]
+                          [--load N [--load-duty 1.0]] [--label KEY=VALUE]
 """
 
 from __future__ import annotations
@@ -260,6 +260,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, help="B is a second llm-cpu with --threads N")
     parser.add_argument("--decode-threads", type=int,
                         help="B is a second llm-cpu with --decode-threads N")
+    parser.add_argument("--chat-flash-attn", choices=["on", "off"],
+                        help="B is a second llm-cpu with the chat model's flash attention on/off")
     parser.add_argument("--load", type=int, default=0,
                         help="processes kept busy beside the servers during the rounds")
     parser.add_argument("--load-duty", type=float, default=1.0,
@@ -268,7 +270,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="a label on every container and the network the bench starts")
     args = parser.parse_args(argv)
     variant = args.passive or args.active or any(
-        value is not None for value in (args.poll, args.threads, args.decode_threads))
+        value is not None
+        for value in (args.poll, args.threads, args.decode_threads, args.chat_flash_attn))
     if variant and (args.null or args.plant):
         parser.error("--null and --plant compare llm-cpu with itself: no B variant with them")
     if not 0 < args.load_duty <= 1:
@@ -284,6 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     b_args += ["--threads", str(args.threads)] if args.threads is not None else []
     b_args += (["--decode-threads", str(args.decode_threads)]
                if args.decode_threads is not None else [])
+    b_args += ["--chat-flash-attn", args.chat_flash_attn] if args.chat_flash_attn else []
     wait_policy = "PASSIVE" if args.passive else "ACTIVE" if args.active else None
     b = Server("B", "llm-cpu" if second else "lemonade", cpus=1.0 if args.plant else None,
                args=b_args, environment={"OMP_WAIT_POLICY": wait_policy} if wait_policy else {})

@@ -1,4 +1,5 @@
-"""llm-cpu's thread settings: which llama.cpp threads decode, which process prompts, the flags."""
+"""llm-cpu's speed settings: which llama.cpp threads decode, which process prompts, the chat
+model's flash attention, and the flags and environment that set them."""
 
 from __future__ import annotations
 
@@ -60,3 +61,29 @@ def test_no_decode_threads_is_one_clear_error(capsys: pytest.CaptureFixture[str]
     with pytest.raises(SystemExit):
         parse_args(["--decode-threads", "0"])
     assert "expected a number of threads above 0" in capsys.readouterr().err
+
+
+def test_chat_flash_attention_is_llama_cpps_choice_unless_the_flag_or_environment_says(
+    monkeypatch,
+) -> None:
+    monkeypatch.setenv("TRIALBOX_LLM_CHAT_FLASH_ATTN", "")  # compose's unset value: auto
+    assert parse_args([]).chat_flash_attn is None
+    untouched = chat_params(LlamaBackend(Path("/models"), threads=2))
+    assert untouched.flash_attn_type == -1  # llama.cpp's auto
+    monkeypatch.setenv("TRIALBOX_LLM_CHAT_FLASH_ATTN", "off")
+    assert parse_args([]).chat_flash_attn is False
+    assert parse_args(["--chat-flash-attn", "on"]).chat_flash_attn is True
+    off = chat_params(LlamaBackend(Path("/models"), threads=2, chat_flash_attn=False))
+    assert off.flash_attn_type == 0
+
+
+def test_a_chat_flash_attention_other_than_on_off_auto_is_one_clear_error(
+    monkeypatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TRIALBOX_LLM_CHAT_FLASH_ATTN", "yes")
+    with pytest.raises(SystemExit) as exit_info:
+        parse_args([])
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err
+    assert "--chat-flash-attn: expected on, off or auto (the flag or TRIALBOX_LLM_CHAT_FLASH_ATTN)" in error
+    assert "got 'yes'" in error

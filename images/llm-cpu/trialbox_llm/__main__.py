@@ -1,7 +1,8 @@
 """`python -m trialbox_llm --host 0.0.0.0 --port 13305 --models-dir DIR [--threads N] [--decode-threads N] [--poll 0-100]
 [--chat-ctx TOKENS] [--drain-timeout SECONDS] [--double] [--embedder-slots N] [--embedding-cache-mib MIB]
-[--embedder-flash-attn on|off|auto] [--embedder-weights f16|q8_0]`; three settings may come from the
-environment (`TRIALBOX_LLM_CHAT_CTX`, `TRIALBOX_LLM_DRAIN_TIMEOUT`, `TRIALBOX_LLM_DECODE_THREADS`), flags win. The admin token
+[--chat-flash-attn on|off|auto] [--embedder-flash-attn on|off|auto] [--embedder-weights f16|q8_0]`; four
+settings may come from the environment (`TRIALBOX_LLM_CHAT_CTX`, `TRIALBOX_LLM_DRAIN_TIMEOUT`,
+`TRIALBOX_LLM_DECODE_THREADS`, `TRIALBOX_LLM_CHAT_FLASH_ATTN`), flags win. The admin token
 comes only from the environment (`TRIALBOX_LLM_ADMIN_TOKEN`): a flag would show it in `ps`."""
 
 from __future__ import annotations
@@ -75,6 +76,13 @@ def parse_args(argv: list[str] | None) -> ServeOptions:
         default=os.environ.get("TRIALBOX_LLM_CHAT_CTX", SMOLLM2.default_ctx_size),
         help="chat model window in tokens (default %(default)s: GAIA 0.25.1's requirement, "
         "so it never reloads the shared model; env TRIALBOX_LLM_CHAT_CTX)",
+    )
+    parser.add_argument(
+        "--chat-flash-attn",
+        type=flash_attn_choice,
+        default=os.environ.get("TRIALBOX_LLM_CHAT_FLASH_ATTN") or "auto",
+        help="llama.cpp flash attention for the chat model: on, off or auto (default "
+        "%(default)s: llama.cpp decides, which is on for the CPU; env TRIALBOX_LLM_CHAT_FLASH_ATTN)",
     )
     parser.add_argument(
         "--drain-timeout",
@@ -161,6 +169,7 @@ def parse_args(argv: list[str] | None) -> ServeOptions:
         embedding_cache_mib=cache_mib,
         poll=args.poll,
         decode_threads=args.decode_threads or default_decode_threads(args.threads),
+        chat_flash_attn=_FLASH_ATTN_CHOICES[args.chat_flash_attn],
     )
 
 
@@ -171,6 +180,16 @@ _FLASH_ATTN_CHOICES: dict[str, bool | None] = {"on": True, "off": False, "auto":
 
 def _flash_attn_name(value: bool | None) -> str:
     return next(name for name, setting in _FLASH_ATTN_CHOICES.items() if setting is value)
+
+
+def flash_attn_choice(text: str) -> str:
+    """argparse type: on, off or auto, or one clear error that also names the variable (an
+    unknown value may come from the environment instead of the command line)."""
+    if text not in _FLASH_ATTN_CHOICES:
+        raise argparse.ArgumentTypeError(
+            f"expected on, off or auto (the flag or TRIALBOX_LLM_CHAT_FLASH_ATTN), got {text!r}"
+        )
+    return text
 
 
 def slot_count(text: str) -> int:

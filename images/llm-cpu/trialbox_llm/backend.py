@@ -151,6 +151,7 @@ class LlamaBackend:
         embedder: EmbedderSettings | None = None,
         poll: int | None = None,
         decode_threads: int | None = None,
+        chat_flash_attn: bool | None = None,
     ) -> None:
         self.models_dir = models_dir
         #: Threads for prompt processing (llama.cpp's `-tb`) and, unless `decode_threads`
@@ -159,6 +160,8 @@ class LlamaBackend:
         self.decode_threads = decode_threads or threads
         #: llama.cpp's busy-wait level for its worker threads (`--poll`); None keeps llama.cpp's.
         self.poll = poll
+        #: Flash attention for the chat model: on, off, or None (llama.cpp decides: on for CPU).
+        self.chat_flash_attn = chat_flash_attn
         self.embedder = embedder or EmbedderSettings()
         self.catalog = catalog or catalog_for(self.embedder.weights)
         self.verbosity = verbosity
@@ -294,6 +297,8 @@ class LlamaBackend:
                 params.n_parallel = args.parallel
             if args.ubatch_size:
                 params.n_ubatch = args.ubatch_size
+            if self.chat_flash_attn is not None:
+                params.flash_attn_type = _FLASH_ATTN[self.chat_flash_attn]
         if args.kv_unified is not None:
             params.kv_unified = args.kv_unified
         if args.cache_ram_mib is not None:

@@ -63,6 +63,8 @@ class ServeOptions:
     poll: int | None = None
     #: `--decode-threads`: threads decoding one token at a time (None = `threads`).
     decode_threads: int | None = None
+    #: `--chat-flash-attn`: llama.cpp's flash attention for the chat model (None = auto).
+    chat_flash_attn: bool | None = None
 
 
 def package_version(name: str) -> str:
@@ -91,6 +93,7 @@ def build_state(options: ServeOptions) -> ServerState:
         embedder=options.embedder,
         poll=options.poll,
         decode_threads=options.decode_threads,
+        chat_flash_attn=options.chat_flash_attn,
     )
     backend.check_files()
     log.info("embedder: %s", options.embedder.describe())
