@@ -63,9 +63,9 @@ class SlotPins:
             return body, None
         key = (client, pinned)
         slot = self._given.get(key, pinned)
-        others = [k for k in self._on.get(slot, []) if k != key]
+        held_by_another = any(pair != key for pair in self._on.get(slot, []))
         idle = [s for s in range(slot_count) if not self._on.get(s)]
-        if others and idle:
+        if held_by_another and idle:
             # Another sandbox's answer holds this slot: llama.cpp would keep this request
             # waiting while an idle slot is free. The idle one used least recently is moved to.
             slot = min(idle, key=lambda s: (self._last_used.get(s, float("-inf")), s))
