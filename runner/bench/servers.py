@@ -22,7 +22,10 @@ and the next scenario with the same document does again); `--passive` (B's OpenM
 sleep when idle, `OMP_WAIT_POLICY=PASSIVE`, as the Lemonade image's do), `--active` (B's spin
 until work comes, `OMP_WAIT_POLICY=ACTIVE`), `--poll N` (B runs with llama.cpp's busy-wait level
 N), `--threads N` (B runs N threads) and `--decode-threads N` (B decodes on N of them) change
-B's thread settings, `--chat-flash-attn on|off` B's chat attention; they combine with each other.
+B's thread settings, `--chat-flash-attn on|off` B's chat attention, `--chat-servers N` how many
+llama-servers hold B's chat slots; they combine with each other. `--streams N` sends each round's
+chats N at a time (each a client of its own, as a run's sandboxes are) and adds the tokens the
+streams decoded together per second of the round's chats (`streams_tokens_per_s`).
 `--load N` keeps N processes busy on the same cores while the rounds run (a container of the
 bench's own, `--load-duty` of each 100 ms spent spinning), as a run's Agent UI and harness share
 the cores with the server; `--label KEY=VALUE` adds a label to everything the bench starts.
@@ -30,6 +33,7 @@ the cores with the server; `--label KEY=VALUE` adds a label to everything the be
     scripts/bench-servers [--rounds 5] [--chats 3] [--batches 3] [--index-chars 1000000]
                           [--null | --plant | --cache] [--passive | --active] [--poll N]
                           [--threads N] [--decode-threads N] [--chat-flash-attn on|off]
+                          [--chat-servers N] [--streams N]
                           [--load N [--load-duty 1.0]] [--label KEY=VALUE]
 """
 
@@ -41,6 +45,7 @@ import json
 import statistics
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -125,9 +130,9 @@ def gaia_shaped_chat(question: str) -> dict[str, Any]:
             "messages": [{"role": "system", "content": system}, {"role": "user", "content": question}]}
 
 
-def chat_once(client: httpx.Client, server: Server, question: str) -> None:
+def chat_once(client: httpx.Client, server: Server, question: str) -> int:
     """TTFT (first content chunk, on this clock) and decode rate (tokens after the first over
-    first-to-last token time, counted by the server's usage)."""
+    first-to-last token time, counted by the server's usage); returns the tokens decoded."""
     body = gaia_shaped_chat(question)  # built before the clock starts: it reads the corpus
     started = time.perf_counter()
     first = last = None
@@ -148,6 +153,22 @@ def chat_once(client: httpx.Client, server: Server, question: str) -> None:
         raise SystemExit(f"{server.key}: the chat streamed no answer")
     server.add("ttft_s", first - started)
     server.add("decode_tokens_per_s", (tokens - 1) / max(last - first, 1e-6))
+    return tokens
+
+
+def chat_streams(client: httpx.Client, server: Server, questions: list[str], streams: int) -> None:
+    """`questions` asked `streams` at a time. The chats pin no slot, so each gets an idle slot of
+    its own (from llama.cpp, or from trialbox_llm.slots when the slots are split over servers), as
+    each of a run's sandboxes gets one. With more than one stream, the tokens decoded together per
+    second of wall is added (`streams_tokens_per_s`)."""
+    if streams <= 1:
+        for question in questions:
+            chat_once(client, server, question)
+        return
+    started = time.perf_counter()
+    with ThreadPoolExecutor(streams) as pool:
+        tokens = sum(pool.map(lambda question: chat_once(client, server, question), questions))
+    server.add("streams_tokens_per_s", tokens / (time.perf_counter() - started))
 
 
 def embed_batches(client: httpx.Client, server: Server, batches: list[list[str]]) -> None:
@@ -262,6 +283,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="B is a second llm-cpu with --decode-threads N")
     parser.add_argument("--chat-flash-attn", choices=["on", "off"],
                         help="B is a second llm-cpu with the chat model's flash attention on/off")
+    parser.add_argument("--chat-servers", type=int,
+                        help="B is a second llm-cpu whose chat slots N llama-servers hold")
+    parser.add_argument("--streams", type=int, default=1,
+                        help="chats sent at once, each on a slot of its own (default 1)")
     parser.add_argument("--load", type=int, default=0,
                         help="processes kept busy beside the servers during the rounds")
     parser.add_argument("--load-duty", type=float, default=1.0,
@@ -271,9 +296,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     variant = args.passive or args.active or any(
         value is not None
-        for value in (args.poll, args.threads, args.decode_threads, args.chat_flash_attn))
+        for value in (args.poll, args.threads, args.decode_threads, args.chat_flash_attn,
+                      args.chat_servers))
     if variant and (args.null or args.plant):
         parser.error("--null and --plant compare llm-cpu with itself: no B variant with them")
+    if args.streams < 1:
+        parser.error("--streams is how many chats run at once: at least 1")
     if not 0 < args.load_duty <= 1:
         parser.error("--load-duty is a share of the time: above 0, at most 1")
 
@@ -288,6 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     b_args += (["--decode-threads", str(args.decode_threads)]
                if args.decode_threads is not None else [])
     b_args += ["--chat-flash-attn", args.chat_flash_attn] if args.chat_flash_attn else []
+    b_args += ["--chat-servers", str(args.chat_servers)] if args.chat_servers else []
     wait_policy = "PASSIVE" if args.passive else "ACTIVE" if args.active else None
     b = Server("B", "llm-cpu" if second else "lemonade", cpus=1.0 if args.plant else None,
                args=b_args, environment={"OMP_WAIT_POLICY": wait_policy} if wait_policy else {})
@@ -309,8 +338,8 @@ def main(argv: list[str] | None = None) -> int:
             batches = [pieces[i:i + BATCH] for i in range(0, len(pieces), BATCH)]
             for round_no in range(args.rounds):
                 for server in (a, b) if round_no % 2 == 0 else (b, a):
-                    for i in range(args.chats):
-                        chat_once(http, server, questions[(round_no + i) % len(questions)])
+                    chat_streams(http, server, [questions[(round_no + i) % len(questions)]
+                                                for i in range(args.chats)], args.streams)
                     embed_batches(http, server, batches)
                     server.add("memory_mib", memory_mib(server))
                 print(f"round {round_no + 1}/{args.rounds} done", flush=True)
@@ -333,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
               f"files{loaded}\n")
         print(f"{'figure':<26} {'A':<28} {'B':<28} B ÷ A per round (median, min–max)")
         per_round = {"ttft_s": args.chats, "decode_tokens_per_s": args.chats,
-                     "embed_chunks_per_s": 1, "memory_mib": 1}
+                     "streams_tokens_per_s": 1, "embed_chunks_per_s": 1, "memory_mib": 1}
         for metric, n in per_round.items():
             if metric not in a.figures or metric not in b.figures:
                 continue

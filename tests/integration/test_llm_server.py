@@ -856,6 +856,63 @@ def test_one_sandbox_pinning_slot_0_twice_waits_for_its_own_slot(server):
     assert [r["slot"] for r in records] == [0, 0]
 
 
+# --- the chat model's slots split over two llama-servers (--chat-servers 2) --------------------
+
+
+def server_with_chat_servers(models_dir, tmp_path_factory, count: int):
+    log = tmp_path_factory.mktemp(f"llm-{count}-chat-servers") / "server.log"
+    process, base = start_server(models_dir, log, env=ADMIN_ENV,
+                                 extra_args=("--chat-servers", str(count), *UNCAPPED))
+    yield base
+    stop_server(process)
+
+
+@pytest.fixture(scope="module")
+def split_server(models_dir, tmp_path_factory):
+    """A server whose chat slots are held by two llama-servers, one slot each."""
+    yield from server_with_chat_servers(models_dir, tmp_path_factory, 2)
+
+
+@pytest.fixture(scope="module")
+def one_server(models_dir, tmp_path_factory):
+    """A server whose one llama-server holds both chat slots (`--chat-servers 1`, the default,
+    named here so a change of default does not change what the tests compare)."""
+    yield from server_with_chat_servers(models_dir, tmp_path_factory, 1)
+
+
+def chat_entry(server: str) -> dict:
+    health = httpx.get(f"{server}/api/v1/health", timeout=10).json()
+    return next(m for m in health["all_models_loaded"] if m["type"] == "llm")
+
+
+def test_split_chat_slots_keep_gaias_window_and_say_how_many_servers_hold_them(
+        one_server, split_server):
+    one, split = chat_entry(one_server), chat_entry(split_server)
+    assert (one["slots"], one["llama_servers"]) == (2, 1)
+    assert (split["slots"], split["llama_servers"]) == (2, 2)
+    for key in ("recipe_options", "context_per_request", "max_context_window"):
+        assert split[key] == one[key], key
+
+
+def test_split_chat_slots_answer_a_greedy_chat_as_one_server_does(one_server, split_server):
+    """The null case: splitting the slots changes where a request runs, never its answer."""
+    answers = []
+    for base in (one_server, split_server):
+        with httpx.Client(base_url=base + "/api/v1", timeout=120) as api:
+            for slot in (0, 1, None):
+                extra = {} if slot is None else {"id_slot": slot}
+                response = chat(api, max_tokens=24, **extra)
+                assert response.status_code == 200, response.text
+                answers.append(response.json()["choices"][0]["message"]["content"])
+    assert len(set(answers)) == 1, answers
+
+
+def test_two_sandboxes_on_split_chat_slots_run_each_on_its_own_server(split_server):
+    clock, records = two_pinned_chats(split_server, second_source="127.0.0.2")
+    assert clock["short"]["end"] < clock["long"]["end"], clock
+    assert [r["slot"] for r in records] == [0, 1]
+
+
 # --- the embeddings cache (--embedding-cache-mib) ---------------------------------------------
 
 

@@ -102,6 +102,26 @@ def test_an_unknown_slot_count_or_a_slot_the_server_lacks_is_sent_as_it_came():
     assert SlotPins().apply("10.0.0.2", past, slot_count=2) == (past, None)
 
 
+def test_split_over_servers_a_request_that_pins_no_slot_goes_to_the_idle_one_used_least():
+    """`--chat-servers 2`: an unpinned request (GAIA's simulated user) still runs on one server;
+    it takes the idle slot used least recently, and a sandbox pinning that slot is then moved
+    off it, as off another sandbox's answer."""
+    pins = SlotPins(clock=Clock())
+    done = place(pins, "10.0.0.2")
+    pins.end(done)  # slot 0 used, slot 1 never: the unpinned request goes to slot 1
+    unpinned = pins.any_slot(slot_count=2)
+    assert unpinned.slot == 1
+    sandbox = place(pins, "10.0.1.2")
+    assert sandbox.slot == 0
+    # Both busy: the slot with the fewest requests on it, then the one used least recently.
+    third = pins.any_slot(slot_count=2)
+    assert third.slot == 1
+    assert pins.any_slot(slot_count=2).slot == 0
+    pins.end(unpinned)
+    pins.end(third)
+    assert pins.any_slot(slot_count=2).slot == 1
+
+
 def test_a_use_runs_its_release_callbacks_once_when_the_answer_is_over():
     async def scenario() -> list[str]:
         use = await InFlight("m").enter()

@@ -1,8 +1,9 @@
 """`python -m trialbox_llm --host 0.0.0.0 --port 13305 --models-dir DIR [--threads N] [--decode-threads N] [--poll 0-100]
 [--chat-ctx TOKENS] [--drain-timeout SECONDS] [--double] [--embedder-slots N] [--embedding-cache-mib MIB]
-[--chat-flash-attn on|off|auto] [--embedder-flash-attn on|off|auto] [--embedder-weights f16|q8_0]`; four
-settings may come from the environment (`TRIALBOX_LLM_CHAT_CTX`, `TRIALBOX_LLM_DRAIN_TIMEOUT`,
-`TRIALBOX_LLM_DECODE_THREADS`, `TRIALBOX_LLM_CHAT_FLASH_ATTN`), flags win. The admin token
+[--chat-flash-attn on|off|auto] [--chat-servers N] [--embedder-flash-attn on|off|auto]
+[--embedder-weights f16|q8_0]`; five settings may come from the environment (`TRIALBOX_LLM_CHAT_CTX`,
+`TRIALBOX_LLM_DRAIN_TIMEOUT`, `TRIALBOX_LLM_DECODE_THREADS`, `TRIALBOX_LLM_CHAT_FLASH_ATTN`,
+`TRIALBOX_LLM_CHAT_SERVERS`), flags win. The admin token
 comes only from the environment (`TRIALBOX_LLM_ADMIN_TOKEN`): a flag would show it in `ps`."""
 
 from __future__ import annotations
@@ -83,6 +84,15 @@ def parse_args(argv: list[str] | None) -> ServeOptions:
         default=os.environ.get("TRIALBOX_LLM_CHAT_FLASH_ATTN") or "auto",
         help="llama.cpp flash attention for the chat model: on, off or auto (default "
         "%(default)s: llama.cpp decides, which is on for the CPU; env TRIALBOX_LLM_CHAT_FLASH_ATTN)",
+    )
+    parser.add_argument(
+        "--chat-servers",
+        type=above_zero("llama-servers"),
+        default=os.environ.get("TRIALBOX_LLM_CHAT_SERVERS") or "1",
+        help="llama-servers the chat model's slots are split over, each decoding at once on "
+        "its share of the decode threads (default %(default)s: one server batches every slot's "
+        "tokens, which on 2 cores beside a run's sandboxes was faster; README, GAIA's public "
+        "tree; env TRIALBOX_LLM_CHAT_SERVERS)",
     )
     parser.add_argument(
         "--drain-timeout",
@@ -170,6 +180,7 @@ def parse_args(argv: list[str] | None) -> ServeOptions:
         poll=args.poll,
         decode_threads=args.decode_threads or default_decode_threads(args.threads),
         chat_flash_attn=_FLASH_ATTN_CHOICES[args.chat_flash_attn],
+        chat_servers=args.chat_servers,
     )
 
 

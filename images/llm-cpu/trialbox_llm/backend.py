@@ -53,10 +53,22 @@ class LoadedModel:
     trained_context: int | None = None
     #: How many slots llama.cpp runs (its `/slots`), i.e. requests it answers at once.
     slot_count: int | None = None
+    #: Every llama-server holding this model's slots, in slot order: `(port, slots)` each. One
+    #: server unless the chat model is split (`LlamaBackend.chat_servers`); empty: only `port`.
+    servers: tuple[tuple[int, int], ...] = ()
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    def place(self, slot: int) -> tuple[str, int]:
+        """The llama-server that holds server-wide slot `slot`, and the slot's number there."""
+        first = 0
+        for port, count in self.servers:
+            if slot < first + count:
+                return f"http://127.0.0.1:{port}", slot - first
+            first += count
+        return self.url, slot
 
     @property
     def slots(self) -> int:
@@ -152,6 +164,7 @@ class LlamaBackend:
         poll: int | None = None,
         decode_threads: int | None = None,
         chat_flash_attn: bool | None = None,
+        chat_servers: int = 1,
     ) -> None:
         self.models_dir = models_dir
         #: Threads for prompt processing (llama.cpp's `-tb`) and, unless `decode_threads`
@@ -162,6 +175,10 @@ class LlamaBackend:
         self.poll = poll
         #: Flash attention for the chat model: on, off, or None (llama.cpp decides: on for CPU).
         self.chat_flash_attn = chat_flash_attn
+        #: llama-servers the chat model's slots are split over (at most one per slot), each
+        #: with its own threads: llama.cpp decodes every slot of one server in one step on one
+        #: thread pool, so two sandboxes' answers share its threads; split, they decode at once.
+        self.chat_servers = chat_servers
         self.embedder = embedder or EmbedderSettings()
         self.catalog = catalog or catalog_for(self.embedder.weights)
         self.verbosity = verbosity
@@ -264,7 +281,10 @@ class LlamaBackend:
             for name in list(self._loaded):
                 self._stop(self._loaded.pop(name))
 
-    def _params(self, spec: ModelSpec, ctx: int, args: LlamaArgs, port: int) -> object:
+    def _params(self, spec: ModelSpec, ctx: int, args: LlamaArgs, port: int,
+                slots: int | None = None, servers: int = 1) -> object:
+        """llama.cpp's settings for one llama-server of `spec`; `slots`: its share of the chat
+        model's slots when they are split over `servers` (None: all of `args.parallel`)."""
         import xllamacpp
 
         params = xllamacpp.CommonParams()
@@ -273,7 +293,8 @@ class LlamaBackend:
         params.hostnames = ["127.0.0.1"]
         params.port = port
         params.n_ctx = ctx
-        params.cpuparams.n_threads = self.decode_threads
+        # Split servers decode at once, so they share the decode threads out between them.
+        params.cpuparams.n_threads = max(1, self.decode_threads // servers)
         params.cpuparams_batch.n_threads = self.threads
         if self.poll is not None:
             params.cpuparams.poll = self.poll
@@ -293,8 +314,8 @@ class LlamaBackend:
             if self.embedder.flash_attn is not None:
                 params.flash_attn_type = _FLASH_ATTN[self.embedder.flash_attn]
         else:
-            if args.parallel:
-                params.n_parallel = args.parallel
+            if slots or args.parallel:
+                params.n_parallel = slots or args.parallel
             if args.ubatch_size:
                 params.n_ubatch = args.ubatch_size
             if self.chat_flash_attn is not None:
@@ -313,22 +334,36 @@ class LlamaBackend:
         path = self.model_path(spec)
         if not path.is_file():
             raise BackendError(f"{path}: model file missing; run scripts/fetch-models")
-        port = free_loopback_port()
+        shares = split_slots(args.parallel or 1,
+                             self.chat_servers if spec.kind is ModelKind.CHAT else 1)
         started_at = time.monotonic()
+        servers: list[object] = []
+        ports: list[int] = []
         try:
-            server = xllamacpp.Server(self._params(spec, ctx, args, port))
+            for share in shares:
+                port = free_loopback_port()
+                params = self._params(spec, share_ctx(spec, ctx, share, args), args, port,
+                                      share if len(shares) > 1 else None, len(shares))
+                servers.append(xllamacpp.Server(params))
+                ports.append(port)
         except Exception as exc:  # xllamacpp raises plain RuntimeError/ValueError
+            servers.clear()  # the ones already started stop as their last reference goes
+            gc.collect()
             raise BackendError(f"llama.cpp could not start {path}: {exc}") from exc
         seconds = time.monotonic() - started_at
-        model = LoadedModel(spec, loaded_as, ctx, port, args, server, seconds)
+        model = LoadedModel(spec, loaded_as, ctx, ports[0], args,
+                            servers[0] if len(servers) == 1 else tuple(servers), seconds,
+                            servers=tuple(zip(ports, shares, strict=True)))
         ask_llama_cpp(model)
         log.info(
-            "loaded %s (ctx %d, %s per request, %d slot(s)) on port %d in %.2fs",
+            "loaded %s (ctx %d, %s per request, %d slot(s) on %d llama-server(s)) on port(s) "
+            "%s in %.2fs",
             spec.name,
             ctx,
             model.context_per_request,
             model.slots,
-            port,
+            len(ports),
+            ", ".join(map(str, ports)),
             seconds,
         )
         return model
@@ -348,18 +383,37 @@ class LlamaBackend:
 _FLASH_ATTN = {False: 0, True: 1}
 
 
+def split_slots(slots: int, servers: int) -> tuple[int, ...]:
+    """How many of `slots` each of (at most) `servers` llama-servers holds, first ones first."""
+    servers = max(1, min(servers, slots))
+    return tuple(slots // servers + (i < slots % servers) for i in range(servers))
+
+
+def share_ctx(spec: ModelSpec, ctx: int, slots: int, args: LlamaArgs) -> int:
+    """The window of a llama-server holding `slots` of the model's `args.parallel` slots: its
+    share of `ctx`, so the servers together hold the memory one would, but never less than one
+    request may use (the whole window up to the trained one), so no request gets less."""
+    total = args.parallel or 1
+    if slots >= total:
+        return ctx
+    return max(ctx * slots // total, min(ctx, spec.max_context_window))
+
+
 def ask_llama_cpp(model: LoadedModel) -> None:
-    """Fill in the windows and slot count as the running llama-server reports them, so
+    """Fill in the windows and slot count as the running llama-servers report them, so
     `/health` repeats llama.cpp's own figures instead of what we meant to configure."""
+    ports = [port for port, _ in model.servers] or [model.port]
     try:
-        slots = httpx.get(f"{model.url}/slots", timeout=10).json()
+        slots = [httpx.get(f"http://127.0.0.1:{port}/slots", timeout=10).json()
+                 for port in ports]
         models = httpx.get(f"{model.url}/v1/models", timeout=10).json()
     except (httpx.HTTPError, ValueError) as exc:
         log.warning("llama-server of %s did not report its windows: %r", model.spec.name, exc)
         return
-    if isinstance(slots, list) and slots and isinstance(slots[0], dict):
-        model.slot_count = len(slots)
-        model.context_per_request = _integer(slots[0].get("n_ctx"))
+    if all(isinstance(each, list) and each and isinstance(each[0], dict) for each in slots):
+        model.slot_count = sum(len(each) for each in slots)
+        model.context_per_request = _integer(slots[0][0].get("n_ctx"))
+        model.servers = tuple((port, len(each)) for port, each in zip(ports, slots, strict=True))
     data = models.get("data") if isinstance(models, dict) else None
     meta = data[0].get("meta") if isinstance(data, list) and data else None
     if isinstance(meta, dict):

@@ -83,7 +83,7 @@ from trialbox_llm.schemas import (
     StatsReport,
     UnloadRequest,
 )
-from trialbox_llm.slots import SlotPins
+from trialbox_llm.slots import SLOT_FIELD, SlotPins
 from trialbox_llm.system_info import collect
 
 log = logging.getLogger(__name__)
@@ -188,6 +188,7 @@ def loaded_entry(state: ServerState, model: LoadedModel) -> LoadedModelEntry:
         max_context_window=model.max_context_window,
         served_model=state.backend.served_model(model.spec),
         slots=model.slots,
+        llama_servers=max(1, len(model.servers)),
         context_per_request=model.context_per_request,
         max_input_tokens=input_limit(model),
         in_flight=state.in_flight(model.spec).count,
@@ -466,10 +467,18 @@ async def chat_completions(request: Request) -> Response:
 async def _chat_completions(state: ServerState, body: dict[str, Any], timing: Timing) -> Response:
     model, use = await use_model(state, body, ModelKind.CHAT)
     body, pin = state.slots.apply(timing.client, body, model.slot_count)
+    origin = model.url
     if pin is not None:
         timing.slot = pin.slot
+        origin, body[SLOT_FIELD] = model.place(pin.slot)
+    elif len(model.servers) > 1 and model.slot_count:
+        # Split over several llama-servers, a request that pins no slot still runs on one:
+        # the server of the idle slot used least recently, so it waits behind no answer.
+        pin = state.slots.any_slot(model.slot_count)
+        origin = model.place(pin.slot)[0]
+    if pin is not None:
         use.on_release(functools.partial(state.slots.end, pin))
-    url = f"{model.url}/v1/chat/completions"
+    url = f"{origin}/v1/chat/completions"
     force = state.force_tool if state.force_tool and state.force_tool.applies_to(body) else None
     timing.sending()
     if body.get("stream") and force is None:

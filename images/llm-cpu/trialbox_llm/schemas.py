@@ -44,6 +44,9 @@ class LoadedModelEntry(BaseModel):
     max_context_window: int
     served_model: str = Field(description="the real model that answers under model_name")
     slots: int
+    llama_servers: int = Field(
+        default=1, description="llama-servers holding the slots, each decoding on its own "
+        "threads (`--chat-servers`; 1 for an embedder)")
     context_per_request: int | None = Field(
         description="the window llama.cpp gives one request (its /slots n_ctx): llama.cpp caps "
         "each slot at the trained window, so this is min(ctx_size, max_context_window)"

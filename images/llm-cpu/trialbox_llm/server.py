@@ -65,6 +65,8 @@ class ServeOptions:
     decode_threads: int | None = None
     #: `--chat-flash-attn`: llama.cpp's flash attention for the chat model (None = auto).
     chat_flash_attn: bool | None = None
+    #: `--chat-servers`: llama-servers the chat model's slots are split over (1: one holds all).
+    chat_servers: int = 1
 
 
 def package_version(name: str) -> str:
@@ -94,6 +96,7 @@ def build_state(options: ServeOptions) -> ServerState:
         poll=options.poll,
         decode_threads=options.decode_threads,
         chat_flash_attn=options.chat_flash_attn,
+        chat_servers=options.chat_servers,
     )
     backend.check_files()
     log.info("embedder: %s", options.embedder.describe())

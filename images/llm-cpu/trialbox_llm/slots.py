@@ -74,6 +74,17 @@ class SlotPins:
         self._last_used[slot] = self.clock()
         return {**body, SLOT_FIELD: slot}, Pin(key, slot)
 
+    def any_slot(self, slot_count: int) -> Pin:
+        """Where a request that pins no slot runs when the slots are split over several
+        llama-servers: the idle slot used least recently, or the least busy while none is
+        idle. The request itself stays unpinned on that slot's server."""
+        slot = min(range(slot_count), key=lambda s: (
+            len(self._on.get(s, [])), self._last_used.get(s, float("-inf")), s))
+        pair = ("", -1)
+        self._on.setdefault(slot, []).append(pair)
+        self._last_used[slot] = self.clock()
+        return Pin(pair, slot)
+
     def end(self, pin: Pin) -> None:
         """The request `pin` placed is answered (or abandoned)."""
         on = self._on.get(pin.slot, [])
