@@ -24,7 +24,7 @@ until work comes, `OMP_WAIT_POLICY=ACTIVE`), `--poll N` (B runs with llama.cpp's
 N), `--threads N` (B runs N threads) and `--decode-threads N` (B decodes on N of them) change
 B's thread settings, `--chat-flash-attn on|off` B's chat attention, `--chat-servers N` how many
 llama-servers hold B's chat slots; they combine with each other. `--streams N` sends each round's
-chats N at a time (each a client of its own, as a run's sandboxes are) and adds the tokens the
+chats N at a time (each on a slot of its own, as a run's sandboxes are) and adds the tokens the
 streams decoded together per second of the round's chats (`streams_tokens_per_s`).
 `--load N` keeps N processes busy on the same cores while the rounds run (a container of the
 bench's own, `--load-duty` of each 100 ms spent spinning), as a run's Agent UI and harness share

@@ -337,22 +337,22 @@ class LlamaBackend:
         shares = split_slots(args.parallel or 1,
                              self.chat_servers if spec.kind is ModelKind.CHAT else 1)
         started_at = time.monotonic()
-        servers: list[object] = []
+        running: list[object] = []
         ports: list[int] = []
         try:
             for share in shares:
                 port = free_loopback_port()
                 params = self._params(spec, share_ctx(spec, ctx, share, args), args, port,
                                       share if len(shares) > 1 else None, len(shares))
-                servers.append(xllamacpp.Server(params))
+                running.append(xllamacpp.Server(params))
                 ports.append(port)
         except Exception as exc:  # xllamacpp raises plain RuntimeError/ValueError
-            servers.clear()  # the ones already started stop as their last reference goes
+            running.clear()  # the ones already started stop as their last reference goes
             gc.collect()
             raise BackendError(f"llama.cpp could not start {path}: {exc}") from exc
         seconds = time.monotonic() - started_at
         model = LoadedModel(spec, loaded_as, ctx, ports[0], args,
-                            servers[0] if len(servers) == 1 else tuple(servers), seconds,
+                            running[0] if len(running) == 1 else tuple(running), seconds,
                             servers=tuple(zip(ports, shares, strict=True)))
         ask_llama_cpp(model)
         log.info(

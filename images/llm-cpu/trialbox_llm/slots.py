@@ -77,7 +77,8 @@ class SlotPins:
     def any_slot(self, slot_count: int) -> Pin:
         """Where a request that pins no slot runs when the slots are split over several
         llama-servers: the idle slot used least recently, or the least busy while none is
-        idle. The request itself stays unpinned on that slot's server."""
+        idle. The request itself stays unpinned on that slot's server; its pin's pair is no
+        client's (`("", -1)`), so a sandbox pinning the same slot is moved off it as usual."""
         slot = min(range(slot_count), key=lambda s: (
             len(self._on.get(s, [])), self._last_used.get(s, float("-inf")), s))
         pair = ("", -1)
