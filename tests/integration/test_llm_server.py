@@ -744,7 +744,8 @@ def llama_last_params(server: str) -> dict:
     `/slots`, asked on the port the server's log names), not what the front door was sent."""
     loaded = [line for line in SERVER_LOGS[server].read_text().splitlines()
               if f"loaded {CHAT_REAL}" in line]
-    port = int(loaded[-1].rsplit(" on port ", 1)[1].split()[0])
+    # "… on 1 llama-server(s)) on port(s) 41234 in 1.2s": the module's server has one.
+    port = int(loaded[-1].rsplit(" on port(s) ", 1)[1].split()[0])
     slots = httpx.get(f"http://127.0.0.1:{port}/slots", timeout=10).json()
     return max(slots, key=lambda slot: slot.get("id_task", -1))["params"]
 
