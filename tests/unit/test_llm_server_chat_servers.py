@@ -27,11 +27,11 @@ def test_slots_are_shared_out_first_servers_first_and_never_more_servers_than_sl
 
 def test_each_server_holds_its_share_of_the_window_but_never_less_than_one_request_may_use():
     # GAIA's 65536 over two one-slot servers: 32768 each, as much memory as one server held.
-    assert share_ctx(SMOLLM2, 65536, 1, GAIA_ARGS) == 32768
+    assert share_ctx(SMOLLM2, 65536, 1, 2) == 32768
     # A small window is not cut below the trained one a request may fill (8192).
-    assert share_ctx(SMOLLM2, 8192, 1, GAIA_ARGS) == 8192
-    assert share_ctx(SMOLLM2, 4096, 1, GAIA_ARGS) == 4096
-    assert share_ctx(SMOLLM2, 65536, 2, GAIA_ARGS) == 65536  # one server holds every slot
+    assert share_ctx(SMOLLM2, 8192, 1, 2) == 8192
+    assert share_ctx(SMOLLM2, 4096, 1, 2) == 4096
+    assert share_ctx(SMOLLM2, 65536, 2, 2) == 65536  # one server holds every slot
 
 
 def test_a_split_servers_params_hold_its_own_slots_and_one_server_all_of_them() -> None:

@@ -71,6 +71,11 @@ class LoadedModel:
         return self.url, slot
 
     @property
+    def server_count(self) -> int:
+        """How many llama-servers hold this model's slots."""
+        return max(1, len(self.servers))
+
+    @property
     def slots(self) -> int:
         return self.slot_count or self.args.parallel or 1
 
@@ -334,15 +339,15 @@ class LlamaBackend:
         path = self.model_path(spec)
         if not path.is_file():
             raise BackendError(f"{path}: model file missing; run scripts/fetch-models")
-        shares = split_slots(args.parallel or 1,
-                             self.chat_servers if spec.kind is ModelKind.CHAT else 1)
+        total = args.parallel or 1
+        shares = split_slots(total, self.chat_servers if spec.kind is ModelKind.CHAT else 1)
         started_at = time.monotonic()
         running: list[object] = []
         ports: list[int] = []
         try:
             for share in shares:
                 port = free_loopback_port()
-                params = self._params(spec, share_ctx(spec, ctx, share, args), args, port,
+                params = self._params(spec, share_ctx(spec, ctx, share, total), args, port,
                                       share if len(shares) > 1 else None, len(shares))
                 running.append(xllamacpp.Server(params))
                 ports.append(port)
@@ -389,11 +394,10 @@ def split_slots(slots: int, servers: int) -> tuple[int, ...]:
     return tuple(slots // servers + (i < slots % servers) for i in range(servers))
 
 
-def share_ctx(spec: ModelSpec, ctx: int, slots: int, args: LlamaArgs) -> int:
-    """The window of a llama-server holding `slots` of the model's `args.parallel` slots: its
-    share of `ctx`, so the servers together hold the memory one would, but never less than one
-    request may use (the whole window up to the trained one), so no request gets less."""
-    total = args.parallel or 1
+def share_ctx(spec: ModelSpec, ctx: int, slots: int, total: int) -> int:
+    """The window of a llama-server holding `slots` of the model's `total` slots: its share of
+    `ctx`, so the servers together hold the memory one would, but never less than one request
+    may use (the whole window up to the trained one), so no request gets less."""
     if slots >= total:
         return ctx
     return max(ctx * slots // total, min(ctx, spec.max_context_window))

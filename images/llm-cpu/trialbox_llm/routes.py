@@ -188,7 +188,7 @@ def loaded_entry(state: ServerState, model: LoadedModel) -> LoadedModelEntry:
         max_context_window=model.max_context_window,
         served_model=state.backend.served_model(model.spec),
         slots=model.slots,
-        llama_servers=max(1, len(model.servers)),
+        llama_servers=model.server_count,
         context_per_request=model.context_per_request,
         max_input_tokens=input_limit(model),
         in_flight=state.in_flight(model.spec).count,
@@ -471,7 +471,7 @@ async def _chat_completions(state: ServerState, body: dict[str, Any], timing: Ti
     if pin is not None:
         timing.slot = pin.slot
         origin, body[SLOT_FIELD] = model.place(pin.slot)
-    elif len(model.servers) > 1 and model.slot_count:
+    elif model.server_count > 1 and model.slot_count:
         # Split over several llama-servers, a request that pins no slot still runs on one:
         # the server of the idle slot used least recently, so it waits behind no answer.
         pin = state.slots.any_slot(model.slot_count)
