@@ -110,7 +110,7 @@ def start_servers(ab_id: str, specs: dict[str, ServerSpec]) -> AbServers:
         door, door_url = start_front_door(f"trialbox-{ab_id}-door", labels, str(network.name),
                                           sides[first].url, admin_token=token,
                                           embed_max_tokens=sides[first].embed_max_tokens,
-                                          client=client)
+                                          chat_slots=None, client=client)
     except (DockerException, LlmContainerError) as exc:
         remove_ab_objects(ab_id)
         raise InfraError(f"the A/B's servers did not start: {exc}") from exc

@@ -80,13 +80,19 @@ def start_lemonade(name: str, labels: dict[str, str], network: str, *, image: st
 
 #: The bundled MiniLM's window as the front door cuts embedding inputs to it (compose.lemonade.yaml).
 EMBED_MAX_TOKENS = 256
+#: The chat model's slots as start-lemond loads it (`--parallel 2`, GAIA's own flag), over
+#: which the front door places chats GAIA pins to slot 0 (compose.lemonade.yaml).
+CHAT_SLOTS = 2
 
 
 def start_front_door(name: str, labels: dict[str, str], network: str, upstream: str, *,
                      admin_token: str | None = None, embed_max_tokens: int | None = EMBED_MAX_TOKENS,
+                     embedding_cache_mib: int = 0, chat_slots: int | None = CHAT_SLOTS,
                      client: docker.DockerClient | None = None) -> tuple[Container, str]:
     """trialbox's front door before `upstream`, on `network`, as compose.lemonade.yaml starts it
-    (embedding inputs cut to `embed_max_tokens`); returns it and its URL there."""
+    (embedding inputs cut to `embed_max_tokens`; computed embeddings kept in
+    `embedding_cache_mib`, 0: none, as for `trialbox ab`; pinned chats placed over `chat_slots`
+    slots, None: passed as sent); returns it and its URL there."""
     client = client or docker.from_env()
     try:
         door = client.containers.run(
@@ -94,7 +100,9 @@ def start_front_door(name: str, labels: dict[str, str], network: str, upstream: 
             labels={**labels, ROLE_LABEL: "llm"},
             entrypoint=["tini", "--", "python", "-m", "trialbox_llm.front_door"],
             command=["--upstream", upstream, "--host", "0.0.0.0", "--port", str(LLM_PORT),
-                     *(["--embed-max-tokens", str(embed_max_tokens)] if embed_max_tokens else [])],
+                     *(["--embed-max-tokens", str(embed_max_tokens)] if embed_max_tokens else []),
+                     "--embedding-cache-mib", str(embedding_cache_mib),
+                     *(["--chat-slots", str(chat_slots)] if chat_slots else [])],
             environment={ADMIN_TOKEN_ENV: admin_token} if admin_token else {},
             read_only=True, tmpfs={"/tmp": "rw,nosuid,nodev,noexec,size=16m"},
             cap_drop=["ALL"], security_opt=["no-new-privileges:true"])

@@ -21,6 +21,7 @@ import pytest
 from lemonade_layout import LemonadeLayout, loaded_models
 
 from runner.stack.hardware import served_on_from
+from runner.stack.labels import RUN_LABEL
 from runner.stack.lemonade_image import LEMONADE_VERSION
 
 CHAT = "Gemma-4-E4B-it-GGUF"
@@ -45,6 +46,32 @@ def test_live_health_and_version_are_lemonades(real_lemonade: LemonadeLayout) ->
     assert chat["recipe_options"]["ctx_size"] == 65536
     assert chat["recipe_options"]["llamacpp_backend"] == "system"
     assert chat["device"] == "gpu"  # Lemonade's own field lies on the CPU: never read it as truth
+
+
+def test_on_the_cpu_the_chat_model_decodes_on_one_cpu_fewer(real_lemonade: LemonadeLayout) -> None:
+    """start-lemond's `auto` threads: llama.cpp's decode threads meet at a barrier per token,
+    so on a CPU shared with the Agent UIs they get one CPU fewer than prompts do."""
+    cpus = int(real_lemonade.lemonade.exec_run(["nproc"]).output)
+    logs = real_lemonade.lemonade.logs().decode()
+    assert (f"llamacpp_args=--threads {max(1, cpus - 1)} --threads-batch {cpus} --parallel 2"
+            in logs), logs[-2000:]
+
+
+@pytest.mark.parametrize("setting", ["two", "0,2", "1"])
+def test_a_wrong_thread_setting_stops_the_container_before_lemond_starts(
+        real_lemonade: LemonadeLayout, setting: str) -> None:
+    client = docker.from_env()
+    container = client.containers.run(
+        real_lemonade.lemonade.attrs["Config"]["Image"], detach=True, network_mode="none",
+        labels={RUN_LABEL: real_lemonade.tag}, environment={"LEMONADE_CPU_THREADS": setting})
+    try:
+        assert container.wait(timeout=60)["StatusCode"] == 2
+        logs = container.logs().decode()
+        assert f"LEMONADE_CPU_THREADS={setting}: expected auto, llama.cpp, or DECODE,PROMPT" in logs
+        assert "config.json" not in logs and "lemond" not in logs.replace("start-lemond", "")
+    finally:
+        container.remove(force=True)
+        client.close()
 
 
 def test_models_carry_gaias_names_and_labels(real_lemonade: LemonadeLayout) -> None:

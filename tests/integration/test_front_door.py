@@ -50,7 +50,7 @@ def door(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     standin = _start([str(STANDIN), str(standin_port)], logs / "standin.log")
     upstream = f"http://127.0.0.1:{standin_port}"
     front = _start(["-m", "trialbox_llm.front_door", "--upstream", upstream, "--host",
-                    "0.0.0.0", "--port", str(door_port)], logs / "door.log",
+                    "0.0.0.0", "--port", str(door_port), "--chat-slots", "2"], logs / "door.log",
                    {ADMIN_TOKEN_ENV: TOKEN})
     url = f"http://127.0.0.1:{door_port}"
     try:
@@ -140,9 +140,9 @@ def test_another_clients_records_need_the_token(door: tuple[str, str]) -> None:
 
 
 async def _turn(url: str, address: str, delay: float, gap: float, calls: int,
-                base_tokens: int = 10) -> list[tuple[float, float, int]]:
-    """`calls` streamed completions from `address`; per call (ttft, first-to-last token time,
-    tokens) as the client itself measured them."""
+                base_tokens: int = 10, pin: int | None = None) -> list[tuple[float, float, int]]:
+    """`calls` streamed completions from `address` (pinned to slot `pin`, as GAIA pins 0);
+    per call (ttft, first-to-last token time, tokens) as the client itself measured them."""
     transport = httpx.AsyncHTTPTransport(local_address=address)
     measured = []
     async with httpx.AsyncClient(transport=transport, timeout=30) as client:
@@ -153,7 +153,8 @@ async def _turn(url: str, address: str, delay: float, gap: float, calls: int,
         for call in range(calls):
             tokens = base_tokens + 5 * call
             request = {"model": "Qwen3-0.6B-GGUF", "stream": True, "messages": [
-                {"role": "user", "content": f"delay={delay} tokens={tokens} gap={gap}"}]}
+                {"role": "user", "content": f"delay={delay} tokens={tokens} gap={gap}"}],
+                **({"id_slot": pin} if pin is not None else {})}
             started = time.perf_counter()
             first: float | None = None
             end = 0.0
@@ -209,3 +210,24 @@ def test_a_multi_call_turn_at_concurrency_1_sums_all_its_calls(door: tuple[str, 
     assert figures.time_to_first_token_s == pytest.approx(calls[0][0], rel=0.05)
     own_rate = sum(tokens - 1 for _, _, tokens in calls) / sum(t for _, t, _ in calls)
     assert figures.tokens_per_s == pytest.approx(own_rate, rel=0.05)
+
+
+def test_two_clients_pinning_slot_0_at_once_run_on_a_slot_each(door: tuple[str, str]) -> None:
+    """With `--chat-slots 2` the door places GAIA's pinned chats as llm-cpu does (slots.py):
+    two sandboxes at once get a slot each; one alone keeps the slot it asked for; a chat that
+    pins none passes as sent."""
+    url, _ = door
+    since = time.time()
+
+    async def two_at_once() -> None:
+        first = asyncio.create_task(_turn(url, "127.0.0.6", 1.0, 0.01, calls=1, pin=0))
+        await asyncio.sleep(0.3)  # the first one's answer holds slot 0 now
+        await asyncio.gather(first, _turn(url, "127.0.0.7", 0.2, 0.01, calls=1, pin=0))
+
+    asyncio.run(two_at_once())
+    assert [r["slot"] for r in _meter(url, "127.0.0.6", since)] == [0]
+    assert [r["slot"] for r in _meter(url, "127.0.0.7", since)] == [1]
+    asyncio.run(_turn(url, "127.0.0.8", 0.1, 0.01, calls=2, pin=0))
+    assert [r["slot"] for r in _meter(url, "127.0.0.8", since)] == [0, 0]
+    asyncio.run(_turn(url, "127.0.0.9", 0.1, 0.01, calls=1))
+    assert [r["slot"] for r in _meter(url, "127.0.0.9", since)] == [None]

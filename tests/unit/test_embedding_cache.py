@@ -5,9 +5,22 @@ in tests/integration/test_llm_server.py."""
 
 from __future__ import annotations
 
+import argparse
+import asyncio
+import json
+from dataclasses import dataclass
+
 import pytest
 
-from trialbox_llm.embedding_cache import EmbeddingCache, answer, servable_texts, vectors_of
+from trialbox_llm.embedding_cache import (
+    EmbeddingCache,
+    answer,
+    cache_mib,
+    servable_texts,
+    through_cache,
+    vectors_of,
+)
+from trialbox_llm.front_door import _tokens_each
 
 MODEL = "all-MiniLM-L6-v2-GGUF"
 
@@ -71,3 +84,75 @@ def test_a_cached_answer_has_the_models_shape_and_its_usage() -> None:
                  {"object": "embedding", "index": 1, "embedding": [1.0]}],
         "usage": {"prompt_tokens": 11, "total_tokens": 11},
     }  # fmt: skip
+
+
+@dataclass
+class _Answer:
+    """An embeddings answer as `through_cache` reads it (httpx.Response's two fields)."""
+
+    status_code: int
+    content: bytes
+
+
+def _model(status: int = 200, tokens: int | None = 7, shape_ok: bool = True):  # noqa: ANN202
+    """An `embed` that answers each input with [len(text)] and records what it was sent."""
+    sent: list[list[str]] = []
+
+    async def embed(inputs: list[str]) -> tuple[_Answer, tuple[int | None, ...]]:
+        sent.append(inputs)
+        data = [{"index": i, "embedding": [float(len(t))]} for i, t in enumerate(inputs)]
+        body = {"data": data if shape_ok else data[:-1]}
+        return _Answer(status, json.dumps(body).encode()), (tokens,) * len(inputs)
+
+    return embed, sent
+
+
+def test_only_the_inputs_the_cache_lacks_go_to_the_model_and_come_back_in_order() -> None:
+    cache = EmbeddingCache(max_bytes=1 << 20)
+    cache.keep(MODEL, "bb", [9.0], tokens=3)
+    embed, sent = _model()
+    outcome = asyncio.run(through_cache(cache, MODEL, ["a", "bb", "ccc", "a"], embed))
+    assert sent == [["a", "ccc", "a"]]
+    assert outcome.vectors is not None
+    assert [v.vector.tolist() for v in outcome.vectors] == [[1.0], [9.0], [3.0], [1.0]]
+    assert (outcome.cached, outcome.embedded, cache.served, cache.embedded) == (1, 3, 1, 3)
+    again = asyncio.run(through_cache(cache, MODEL, ["ccc"], embed))
+    assert len(sent) == 1 and again.cached == 1 and again.embedded == 0
+
+
+@pytest.mark.parametrize(("status", "tokens", "shape_ok"), [
+    (500, 7, True),      # a refusal goes back as it came
+    (200, None, True),   # tokens not counted: nothing kept, the caller sends the whole request
+    (200, 7, False),     # an answer short of a vector
+])  # fmt: skip
+def test_an_answer_that_cannot_be_merged_is_handed_back_and_nothing_is_kept(
+        status: int, tokens: int | None, shape_ok: bool) -> None:
+    cache = EmbeddingCache(max_bytes=1 << 20)
+    cache.keep(MODEL, "kept", [1.0], tokens=2)
+    embed, _ = _model(status, tokens, shape_ok)
+    outcome = asyncio.run(through_cache(cache, MODEL, ["kept", "new", "newer"], embed))
+    assert outcome.vectors is None and outcome.model_answer is not None
+    assert outcome.model_answer.status_code == status and outcome.cached == 1
+    assert cache.entries == 1 and cache.served == 0 and cache.embedded == 0
+
+
+@pytest.mark.parametrize("value", ["-1", "many", "1.5"])
+def test_a_cache_size_that_is_not_whole_mib_is_one_clear_error(
+        value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    parser = argparse.ArgumentParser(prog="front_door")
+    with pytest.raises(SystemExit) as stopped:
+        cache_mib(parser, value)
+    assert stopped.value.code == 2
+    assert f"expected 0 (off) or a size in MiB, got {value!r}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("counts", "usage", "each"), [
+    ([5, 7], 12, (5, 7)),             # the embedder's tokenizer counted each one
+    ([None], 40, (40,)),              # one input: the answer's usage is its count
+    ([4, None, None], 15, (4, 6, 5)),  # the rest shared out, summing to the usage
+    ([None, None], None, (None, None)),  # no usage in the answer: unknown, nothing is kept
+])  # fmt: skip
+def test_each_inputs_tokens_at_the_front_door(counts: list[int | None], usage: int | None,
+                                              each: tuple[int | None, ...]) -> None:
+    content = json.dumps({"data": [], **({"usage": {"prompt_tokens": usage}} if usage else {})})
+    assert _tokens_each(counts, _Answer(200, content.encode())) == each

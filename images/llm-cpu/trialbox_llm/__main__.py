@@ -19,6 +19,8 @@ from trialbox_llm.admin import AdminTokenError, token_from_environment
 from trialbox_llm.backend import BackendError
 from trialbox_llm.catalog import SMOLLM2
 from trialbox_llm.embedder_settings import EmbedderSettings, EmbedderWeights
+from trialbox_llm.embedding_cache import add_cache_option
+from trialbox_llm.embedding_cache import cache_mib as embedding_cache_mib
 from trialbox_llm.routes import DEFAULT_DRAIN_TIMEOUT_S
 from trialbox_llm.server import ServeOptions, serve
 
@@ -135,21 +137,9 @@ def parse_args(argv: list[str] | None) -> ServeOptions:
         help="MiniLM weights file: q8_0 (within cosine 0.999 of f16, faster) or f16 "
         "(default %(default)s)",
     )
-    parser.add_argument(
-        "--embedding-cache-mib",
-        default=os.environ.get("TRIALBOX_LLM_EMBEDDING_CACHE_MIB", "0"),
-        help="keep computed embeddings (by input text) in this many MiB and answer repeated "
-        "inputs from them; 0 (the default) keeps none (trialbox_llm/embedding_cache.py; env "
-        "TRIALBOX_LLM_EMBEDDING_CACHE_MIB)",
-    )
+    add_cache_option(parser)
     args = parser.parse_args(argv)
-    try:
-        cache_mib = int(args.embedding_cache_mib)
-    except ValueError:
-        cache_mib = -1
-    if cache_mib < 0:
-        parser.error(f"--embedding-cache-mib (or TRIALBOX_LLM_EMBEDDING_CACHE_MIB): expected 0 "
-                     f"(off) or a size in MiB, got {args.embedding_cache_mib!r}")
+    cache_mib = embedding_cache_mib(parser, args.embedding_cache_mib)
     if cache_mib and args.embedder_slots > 1:
         # Packed inputs move each other's vectors by ~1e-4 (test_embedding_equivalence): a kept
         # vector would not be the one the model gives the same text in another batch.

@@ -19,11 +19,18 @@ started with `--embedding-cache-mib` — `trialbox ab` and speed comparisons sta
 
 from __future__ import annotations
 
+import argparse
 import hashlib
+import json
+import os
 from array import array
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
+
+#: The environment variable both servers read the cache's size from (compose passes it on).
+CACHE_MIB_ENV = "TRIALBOX_LLM_EMBEDDING_CACHE_MIB"
 
 #: Bytes an entry costs beyond its vector (key, token count, dictionary slot): a rough bound.
 _ENTRY_OVERHEAD = 200
@@ -116,6 +123,63 @@ def vectors_of(answer: Any, count: int) -> list[list[float]] | None:
     return vectors if all(v is not None for v in vectors) else None  # type: ignore[return-value]
 
 
+class ModelAnswer(Protocol):
+    """The model's HTTP answer as the cache reads it (an `httpx.Response`)."""
+
+    @property
+    def status_code(self) -> int: ...
+
+    @property
+    def content(self) -> bytes: ...
+
+
+#: Sends the inputs the cache lacks to the model: its answer, and each input's tokens as
+#: embedded (None where they are not known; then nothing is kept).
+Embed = Callable[[list[str]], Awaitable[tuple[ModelAnswer, tuple[int | None, ...]]]]
+
+
+@dataclass(frozen=True)
+class CacheOutcome:
+    """What `through_cache` made of one request."""
+
+    #: Every input's vector in input order, or None when the model's answer could not be merged
+    #: (a refusal, or an answer not in the expected shape): then `model_answer` is that answer.
+    vectors: list[CachedVector] | None
+    model_answer: ModelAnswer | None
+    #: Inputs the cache answered, and inputs sent to the model.
+    cached: int
+    embedded: int
+
+
+async def through_cache(cache: EmbeddingCache, model: str, texts: list[str],
+                        embed: Embed) -> CacheOutcome:
+    """Answer what the cache holds for `model`, send only the rest to the model (`embed`), and
+    keep what it answers. One definition for llm-cpu's own embeddings route and the front door
+    before Lemonade."""
+    found = cache.look_up(model, texts)
+    missing = [i for i, entry in enumerate(found) if entry is None]
+    cached = len(texts) - len(missing)
+    if missing:
+        upstream, tokens = await embed([texts[i] for i in missing])
+        vectors = vectors_of(_json_or_none(upstream.content), len(missing)) \
+            if upstream.status_code == 200 else None
+        if vectors is None or len(tokens) != len(missing) or None in tokens:
+            return CacheOutcome(None, upstream, cached, len(missing))
+        cache.embedded += len(missing)
+        for i, vector, count in zip(missing, vectors, tokens, strict=True):
+            found[i] = cache.keep(model, texts[i], vector, count or 0)
+    cache.served += cached
+    return CacheOutcome([entry for entry in found if entry is not None], None, cached,
+                        len(missing))
+
+
+def _json_or_none(content: bytes) -> Any:
+    try:
+        return json.loads(content)
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
 def answer(model: str, vectors: list[CachedVector]) -> dict[str, Any]:
     """The OpenAI-style embeddings answer for `vectors`, in order, with their tokens as usage."""
     tokens = sum(v.tokens for v in vectors)
@@ -126,3 +190,26 @@ def answer(model: str, vectors: list[CachedVector]) -> dict[str, Any]:
                  for i, v in enumerate(vectors)],
         "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
     }
+
+
+def add_cache_option(parser: argparse.ArgumentParser) -> None:
+    """`--embedding-cache-mib`, the same flag on llm-cpu and on the front door before Lemonade."""
+    parser.add_argument(
+        "--embedding-cache-mib",
+        default=os.environ.get(CACHE_MIB_ENV, "0"),
+        help="keep computed embeddings (by input text) in this many MiB and answer repeated "
+        "inputs from them; 0 (the default) keeps none (trialbox_llm/embedding_cache.py; env "
+        f"{CACHE_MIB_ENV})",
+    )
+
+
+def cache_mib(parser: argparse.ArgumentParser, value: str) -> int:
+    """The flag's value in MiB (0: off); one clear error through `parser` when it is not one."""
+    try:
+        mib = int(value)
+    except ValueError:
+        mib = -1
+    if mib < 0:
+        parser.error(f"--embedding-cache-mib (or {CACHE_MIB_ENV}): expected 0 (off) or a size "
+                     f"in MiB, got {value!r}")
+    return mib

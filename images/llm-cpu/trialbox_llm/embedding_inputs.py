@@ -120,13 +120,14 @@ async def fit_through_lemonade(
     model = body.get("model") if isinstance(body.get("model"), str) else None
     tokenized = await _tokenized(http, url, items, model)
     fitted_items: list[Any] = []
+    counts: list[int | None] = []  # known only where the embedder's own tokenizer answered
     truncated = 0
     for item, tokens in zip(items, tokenized, strict=True):
+        embedder_said = tokens is not None and len(tokens) >= 2 and (tokens[0], tokens[-1]) == special
+        counts.append(min(len(tokens), limit) if tokens is not None and embedder_said else None)
         if tokens is None:
             fitted_items.append(item)
-            continue
-        embedder_said = len(tokens) >= 2 and (tokens[0], tokens[-1]) == special
-        if embedder_said and len(tokens) <= limit:
+        elif embedder_said and len(tokens) <= limit:
             fitted_items.append(item)
         elif embedder_said:
             fitted_items.append(cut(tokens, limit))
@@ -137,10 +138,10 @@ async def fit_through_lemonade(
             truncated += short != item
     texts = sum(tokens is not None for tokens in tokenized)
     if not truncated:
-        return FittedRequest(body, texts, 0)
+        return FittedRequest(body, texts, 0, tuple(counts))
     fitted = copy.copy(body)
     fitted["input"] = fitted_items
-    return FittedRequest(fitted, texts, truncated)
+    return FittedRequest(fitted, texts, truncated, tuple(counts))
 
 
 async def fit_to_limit(

@@ -48,9 +48,19 @@ from trialbox_llm.admin import (
     token_from_environment,
 )
 from trialbox_llm.decoding import DECODING_PATH, FORCED_ROUTES, Decoding
+from trialbox_llm.embedding_cache import (
+    EmbeddingCache,
+    ModelAnswer,
+    add_cache_option,
+    cache_mib,
+    servable_texts,
+    through_cache,
+)
+from trialbox_llm.embedding_cache import answer as cached_answer
 from trialbox_llm.embedding_inputs import TokenizerError, fit_through_lemonade
 from trialbox_llm.meter import METER_PATH, Meter, Timing, client_of, inputs_of, meter_route
 from trialbox_llm.routes import API_PREFIXES, UNLOAD_NOTE, decoding_route
+from trialbox_llm.slots import SLOT_FIELD, Pin, SlotPins
 from trialbox_llm.upstream import UPSTREAM_PATH, InFlight, UpstreamReport, UpstreamRequest
 
 log = logging.getLogger("trialbox_llm.front_door")
@@ -87,6 +97,15 @@ class FrontDoor:
     #: The embedder's opening and closing special token ids (`--embed-special`): how the door
     #: knows Lemonade's tokenizer answered for the embedder (embedding_inputs says why).
     embed_special: tuple[int, int] = (101, 102)
+    #: Vectors Lemonade already computed, served again by content (`--embedding-cache-mib`;
+    #: None: off, as for `trialbox ab`). Exact because Lemonade's embedder has one slot, so a
+    #: vector never depends on its batch (start-lemond; trialbox_llm/embedding_cache.py).
+    embedding_cache: EmbeddingCache | None = None
+    #: Slots of Lemonade's chat model (`--chat-slots`, as start-lemond loads it: `--parallel
+    #: 2`); None: pinned chats pass as sent. With it, a chat GAIA pins to slot 0 is moved off
+    #: a slot another sandbox's answer holds, as llm-cpu moves it (trialbox_llm/slots.py).
+    chat_slots: int | None = None
+    slots: SlotPins = field(default_factory=SlotPins)
     #: The door's own questions to Lemonade (is a load already satisfied?).
     http: httpx.AsyncClient = field(default_factory=lambda: httpx.AsyncClient(timeout=_TIMEOUT))
     #: The sandboxes' requests, relayed on kept-alive connections with httpcore (httpx's
@@ -213,6 +232,36 @@ async def proxy(request: Request) -> Response:
         raise
 
 
+def _place(door: FrontDoor, client: str, raw: bytes) -> tuple[bytes, Pin | None]:
+    """The chat request with its pinned slot moved where `door.slots` places it, and the pin
+    (None, and the request as it came, when it pins no slot). The body is parsed only when it
+    names a slot: GAIA's requests do, and the parse costs well under a millisecond."""
+    if SLOT_FIELD.encode() not in raw:
+        return raw, None
+    try:
+        body = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return raw, None
+    if not isinstance(body, dict):
+        return raw, None
+    placed, pin = door.slots.apply(client, body, door.chat_slots)
+    if pin is None or placed[SLOT_FIELD] == body.get(SLOT_FIELD):
+        return raw, pin
+    return json.dumps(placed).encode(), pin
+
+
+def _then(first: Callable[[], None], then: Callable[[], None]) -> Callable[[], None]:
+    """`first`, then `then`, at most once however often called (an answer can end twice)."""
+
+    def both() -> None:
+        try:
+            first()
+        finally:
+            then()
+
+    return _once(both)
+
+
 def _once(action: Callable[[], None]) -> Callable[[], None]:
     """`action`, done at most once however often it is called (an answer can end twice)."""
     done = False
@@ -233,6 +282,11 @@ async def _pass_on(door: FrontDoor, request: Request, prefix: str, route: str, r
     if request.url.query:
         url += f"?{request.url.query}"
     timing = None
+    if route == "embeddings" and request.method == "POST" and door.embedding_cache is not None:
+        answered = await _embeddings_through_cache(door, request, prefix, raw)
+        if answered is not None:
+            release()
+            return answered
     if route == "embeddings" and door.embed_max_tokens and request.method == "POST":
         raw = await _fit_embeddings(door, prefix, raw)
     if route in METERED and request.method == "POST":
@@ -243,6 +297,11 @@ async def _pass_on(door: FrontDoor, request: Request, prefix: str, route: str, r
         timing.upstream = door.label or None
         if route in FORCED_ROUTES:  # one dict lookup unless the runner set a policy
             raw, timing.decoding = door.decoding.apply_raw(client, raw)
+        if route == "chat/completions" and door.chat_slots:
+            raw, pin = _place(door, client, raw)
+            if pin is not None:
+                timing.slot = pin.slot
+                release = _then(functools.partial(door.slots.end, pin), release)
     outgoing = httpcore.Request(request.method, url, content=raw, extensions=_RELAY_TIMEOUT,
                                 headers=_headers(request, door.host, raw))
     try:
@@ -289,6 +348,98 @@ async def _fit_embeddings(door: FrontDoor, prefix: str, raw: bytes) -> bytes:
     log.info("cut %d of %d embedding inputs to %d tokens", fitted.truncated, fitted.texts,
              door.embed_max_tokens)
     return json.dumps(fitted.body).encode()
+
+
+async def _embeddings_through_cache(door: FrontDoor, request: Request, prefix: str,
+                                    raw: bytes) -> Response | None:
+    """The answer to an embeddings request from the cache and, for the inputs it lacks, from
+    Lemonade; None when the cache may not answer it (not plain text inputs asking for float
+    vectors, or the tokenizer did not answer): then it passes on as usual.
+
+    Inputs are cut first, as `_fit_embeddings` cuts them, and kept by what Lemonade is sent
+    (the text, or the token ids of a cut one): how a long input is cut depends on which model
+    Lemonade's tokenizer last answered for, and a vector is exact only for the input it was
+    computed from. A refusal goes back as Lemonade gave it; an answer not in the shape expected
+    is not merged: the whole request goes to Lemonade then, and nothing is kept."""
+    assert door.embedding_cache is not None
+    try:
+        body = json.loads(raw or b"{}")
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    texts = servable_texts(body) if isinstance(body, dict) else None
+    model = body.get("model") if isinstance(body, dict) else None
+    if texts is None or not isinstance(model, str):
+        return None
+    try:
+        fitted = await fit_through_lemonade(
+            door.http, f"{door.upstream}{prefix or '/api/v1'}", body,
+            door.embed_max_tokens or sys.maxsize, door.embed_special)
+    except (TokenizerError, httpx.HTTPError) as exc:
+        log.warning("embeddings not looked up in the cache (the tokenizer did not answer): %s", exc)
+        return None
+    items = fitted.body["input"]
+    keys: list[str] = []  # each input's cache key, in order (a text may come twice)
+    sent: dict[str, Any] = {}  # cache key -> the input as Lemonade is sent it
+    counts: dict[str, int | None] = {}
+    for item, tokens in zip([items] if isinstance(items, str) else items, fitted.tokens,
+                            strict=True):
+        key = item if isinstance(item, str) else "token ids " + ",".join(map(str, item))
+        keys.append(key)
+        sent[key], counts[key] = item, tokens
+    timing = Timing(door.meter, client_of(request), request.url.path, model, streamed=False)
+    timing.upstream = door.label or None
+    timing.inputs = len(texts)
+    url = f"{door.upstream}{request.url.path}"
+
+    async def embed(keys: list[str]) -> tuple[ModelAnswer, tuple[int | None, ...]]:
+        timing.sending()
+        answer = await door.http.post(url, json={**body, "input": [sent[k] for k in keys]})
+        return answer, _tokens_each([counts[k] for k in keys], answer)
+
+    # What else decides a vector: the server answering, and the model asked for (with or
+    # without GAIA's `user.` prefix, the same one).
+    served = f"{door.upstream} {model.removeprefix(USER_MODEL_PREFIX)}"
+    try:
+        outcome = await through_cache(door.embedding_cache, served, keys, embed)
+        upstream = outcome.model_answer
+        if upstream is not None and upstream.status_code == 200 and outcome.cached:
+            upstream, _ = await embed(keys)
+    except httpx.HTTPError as exc:
+        timing.close(502)
+        return _error(502, f"the LLM server behind the front door did not answer: {exc!r}",
+                      "server_error", "upstream_unreachable")
+    if outcome.vectors is None:
+        assert isinstance(upstream, httpx.Response)
+        if upstream.status_code == 200:
+            timing.body(upstream.content)
+        timing.close(upstream.status_code)
+        return Response(upstream.content, upstream.status_code,
+                        media_type=upstream.headers.get("content-type"))
+    if not outcome.embedded:
+        timing.sending()
+    timing.cached_inputs = outcome.cached
+    content = json.dumps(cached_answer(model, outcome.vectors)).encode()
+    timing.body(content)
+    timing.close(200)
+    return Response(content, 200, media_type="application/json")
+
+
+def _tokens_each(counts: list[int | None], answer: ModelAnswer) -> tuple[int | None, ...]:
+    """Each input's tokens: as the embedder's tokenizer counted them, else the answer's
+    `usage` shared out evenly over the inputs not counted (exact for one; only `usage` of a
+    later cached answer reads it)."""
+    if None not in counts:
+        return tuple(counts)
+    try:
+        total = json.loads(answer.content)["usage"]["prompt_tokens"]
+    except (ValueError, UnicodeDecodeError, KeyError, TypeError):
+        return tuple(counts)
+    if not isinstance(total, int):
+        return tuple(counts)
+    unknown = counts.count(None)
+    left = max(0, total - sum(c for c in counts if c is not None))
+    shares = iter(left // unknown + (i < left % unknown) for i in range(unknown))
+    return tuple(next(shares) if c is None else c for c in counts)
 
 
 def _describe(timing: Timing, raw: bytes) -> None:
@@ -393,10 +544,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embed-max-tokens", type=int, default=None, help=(
         "cut each embedding input to this many tokens, as sentence-transformers does (for a "
         "bundled embedder with a smaller window than the one GAIA chunks for); default: as sent"))
+    parser.add_argument("--chat-slots", type=int, default=None, help=(
+        "the slots Lemonade's chat model runs (start-lemond: 2); with it, a chat pinned to a "
+        "slot another client's answer holds is moved to an idle one (trialbox_llm/slots.py); "
+        "default: pinned chats pass as sent"))
     parser.add_argument("--embed-special", default="101,102", help=(
         "the embedder's opening and closing special token ids, OPEN,CLOSE (the bundled MiniLM's: "
         "101,102)"))
+    add_cache_option(parser)
     args = parser.parse_args(argv)
+    cache_size = cache_mib(parser, args.embedding_cache_mib)
     try:
         token = token_from_environment(os.environ)
     except AdminTokenError as exc:
@@ -404,6 +561,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)
+    if args.chat_slots is not None and args.chat_slots < 1:
+        parser.error("--chat-slots must be 1 or more (the slots Lemonade's chat model runs)")
     if args.embed_max_tokens is not None and args.embed_max_tokens < 2:
         parser.error("--embed-max-tokens must be 2 or more (the special tokens alone take 2)")
     try:
@@ -411,7 +570,11 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError:
         parser.error(f"--embed-special {args.embed_special!r}: give two token ids, OPEN,CLOSE")
     door = FrontDoor(args.upstream.rstrip("/"), AdminGuard(token),
-                     embed_max_tokens=args.embed_max_tokens, embed_special=(opening, closing))
+                     embed_max_tokens=args.embed_max_tokens, embed_special=(opening, closing),
+                     embedding_cache=EmbeddingCache(cache_size << 20) if cache_size else None,
+                     chat_slots=args.chat_slots)
+    if door.embedding_cache is not None:
+        log.info("embeddings cache on: %d MiB", cache_size)
     uvicorn.run(build_app(door), host=args.host, port=args.port, log_level="info",
                 access_log=False, timeout_graceful_shutdown=5)
     return 0

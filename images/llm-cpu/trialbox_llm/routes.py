@@ -53,7 +53,7 @@ from trialbox_llm.admin import AdminGuard, AdminRequiredError
 from trialbox_llm.backend import BackendError, LlamaBackend, LoadedModel, effective_args
 from trialbox_llm.catalog import ModelKind, ModelSpec, UnknownModelError, alias_map, resolve
 from trialbox_llm.decoding import DECODING_PATH, Decoding, DecodingReport, DecodingRequest
-from trialbox_llm.embedding_cache import EmbeddingCache, servable_texts, vectors_of
+from trialbox_llm.embedding_cache import EmbeddingCache, servable_texts, through_cache
 from trialbox_llm.embedding_cache import answer as cached_answer
 from trialbox_llm.embedding_inputs import TokenizerError, fit_to_limit
 from trialbox_llm.force_tool import ForceTool
@@ -545,43 +545,29 @@ async def _embeddings_through_cache(state: ServerState, model: LoadedModel, body
     The answer is the model's shape with every vector in input order. A refusal of the model
     goes back as it came; an answer not in the shape expected is not merged: the whole request
     goes to the model then, as it would without a cache. Nothing is kept from either."""
-    cache = state.embedding_cache
-    assert cache is not None
-    name = model.spec.name
-    found = cache.look_up(name, texts)
-    missing = [i for i, entry in enumerate(found) if entry is None]
-    if missing:
-        upstream, tokens = await _embed(state, model, {**body, "input": [texts[i] for i in missing]},
-                                        timing)
-        vectors = vectors_of(_json_or_none(upstream.content), len(missing)) \
-            if upstream.status_code == 200 else None
-        if vectors is None or len(tokens) != len(missing) or None in tokens:
-            if upstream.status_code == 200 and len(missing) < len(texts):
-                upstream, _ = await _embed(state, model, body, timing)
-            if upstream.status_code == 200:
-                timing.body(upstream.content)
-            timing.close(upstream.status_code)
-            return passthrough(upstream)
-        cache.embedded += len(missing)
-        for i, vector, count in zip(missing, vectors, tokens, strict=True):
-            found[i] = cache.keep(name, texts[i], vector, count or 0)
-    else:
+    assert state.embedding_cache is not None
+    outcome = await through_cache(
+        state.embedding_cache, model.spec.name, texts,
+        lambda inputs: _embed(state, model, {**body, "input": inputs}, timing))
+    if outcome.vectors is None:
+        upstream = outcome.model_answer
+        assert isinstance(upstream, httpx.Response)
+        if upstream.status_code == 200 and outcome.cached:
+            upstream, _ = await _embed(state, model, body, timing)
+        if upstream.status_code == 200:
+            timing.body(upstream.content)
+        timing.close(upstream.status_code)
+        return passthrough(upstream)
+    if not outcome.embedded:
         timing.sending()
-    timing.cached_inputs = len(texts) - len(missing)
-    cache.served += timing.cached_inputs
-    answered = cached_answer(body.get("model") if isinstance(body.get("model"), str) else name,
-                             [entry for entry in found if entry is not None])
+    timing.cached_inputs = outcome.cached
+    asked = body.get("model")
+    answered = cached_answer(asked if isinstance(asked, str) else model.spec.name,
+                             outcome.vectors)
     content = json.dumps(answered).encode()
     timing.body(content)
     timing.close(200)
     return Response(content, 200, media_type="application/json")
-
-
-def _json_or_none(content: bytes) -> Any:
-    try:
-        return json.loads(content)
-    except (ValueError, UnicodeDecodeError):
-        return None
 
 
 def count_embedding_inputs(state: ServerState, texts: int, truncated: int, limit: int) -> None:
