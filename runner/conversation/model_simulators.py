@@ -29,6 +29,7 @@ from runner.conversation.user_words import (
     verbatim,
 )
 from runner.records.transcript import TurnRecord, UserMessage
+from runner.stack.hardware import loaded_chat_model
 
 DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-6"
 
@@ -111,8 +112,8 @@ class LocalSimulator:
     """The offline user: verbatim, else the quoted question, else the local LLM server writes it.
 
     The model is the one `model` names, else the chat model the server has loaded (Lemonade's
-    `/health` `model_loaded`, so the agent's model is not swapped out), else the first chat model
-    `/models` lists. UserMessage.model is what the server says served the reply: the reply's
+    `/health` `all_models_loaded`, so the agent's model is not swapped out), else the first chat
+    model `/models` lists. UserMessage.model is what the server says served the reply: the reply's
     `model`, resolved through `/models` `served_model` when the name is an alias.
     """
 
@@ -177,8 +178,10 @@ class LocalSimulator:
             raise
         except SimulatorError:
             return None  # not a Lemonade-style server: fall back to /models
-        loaded = health.get("model_loaded") if isinstance(health, dict) else None
-        return str(loaded) if isinstance(loaded, str) and loaded else None
+        # Lemonade's `model_loaded` names the model loaded last, which is GAIA's embedder.
+        entry = loaded_chat_model(health)
+        name = entry.get("model_name") if entry else None
+        return str(name) if isinstance(name, str) and name else None
 
     async def _list_models(self) -> list[dict[str, Any]]:
         assert self._chat is not None

@@ -12,16 +12,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from runner.report._models import RunConfig
-
-_CHAT_TYPES = ("llm", "chat")
-
-
-def _chat_entry(health: dict[str, Any]) -> dict[str, Any] | None:
-    """The loaded chat model: the one named `model_loaded`, else the first chat entry."""
-    entries = [e for e in health.get("all_models_loaded") or [] if isinstance(e, dict)]
-    chat = [e for e in entries if e.get("type") in _CHAT_TYPES]
-    loaded = health.get("model_loaded")
-    return next((e for e in chat if e.get("model_name") == loaded), chat[0] if chat else None)
+from runner.stack.hardware import loaded_chat_model
 
 
 def _model_text(entry: dict[str, Any]) -> str | None:
@@ -59,7 +50,7 @@ def served_model_of(llm_health: dict[str, Any]) -> str | None:
     """
     if not isinstance(llm_health, dict) or not llm_health:
         return None
-    entry = _chat_entry(llm_health)
+    entry = loaded_chat_model(llm_health)
     if entry is not None:
         model = _model_text(entry)
     else:

@@ -11,6 +11,7 @@ import httpx
 
 from runner.run.errors import InfraError
 from runner.run.settings import RunSettings
+from runner.stack.hardware import loaded_chat_model
 
 # The GAIA session device for each stack device: GAIA calls a ROCm GPU "gpu".
 SESSION_DEVICE = {"cpu": "cpu", "rocm": "gpu", "npu": "npu", "vulkan": "gpu"}
@@ -134,10 +135,8 @@ def check_served_device(settings: RunSettings, say: Callable[[str], None]) -> No
 
 def served_chat_model(identity: dict[str, Any]) -> str | None:
     """The chat model the server has loaded, as its health reply names it."""
-    for model in identity.get("all_models_loaded", []) or []:
-        if model.get("type") in ("llm", "chat"):
-            return str(model.get("model_name"))
-    return identity.get("model_loaded")
+    entry = loaded_chat_model(identity)
+    return str(entry.get("model_name")) if entry else identity.get("model_loaded")
 
 
 async def llm_health_probe(url: str) -> str | None:

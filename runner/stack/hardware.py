@@ -263,6 +263,20 @@ def _system_backend_device(requested: str, llamacpp: object, evidence: list[str]
     return "cpu" if names == ["cpu"] else names[0]
 
 
+#: `all_models_loaded[].type` of a chat model (Lemonade says `llm`).
+CHAT_TYPES = ("llm", "chat")
+
+
+def loaded_chat_model(health: object) -> dict[str, object] | None:
+    """The chat model a Lemonade-style `/health` lists as loaded: the one `model_loaded` names,
+    else the first chat entry (Lemonade's `model_loaded` is whichever model loaded last, and
+    GAIA loads its embedder after its chat model)."""
+    entries = health.get("all_models_loaded") if isinstance(health, dict) else None
+    chat = [e for e in entries or [] if isinstance(e, dict) and e.get("type") in CHAT_TYPES]
+    loaded = health.get("model_loaded") if isinstance(health, dict) else None
+    return next((e for e in chat if e.get("model_name") == loaded), chat[0] if chat else None)
+
+
 def served_on_from(requested: str, health: dict[str, object], system_info: dict[str, object]) -> ServedOn:
     """Pure: the served-on device from recorded `/health` and `/system-info` replies."""
     evidence: list[str] = []

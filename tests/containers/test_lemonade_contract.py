@@ -12,6 +12,7 @@ Lemonade, any other state change needs the token, and repeatable decoding is for
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 
@@ -20,6 +21,7 @@ import httpx
 import pytest
 from lemonade_layout import LemonadeLayout, loaded_models
 
+from runner.conversation import LocalSimulator
 from runner.stack.hardware import served_on_from
 from runner.stack.labels import RUN_LABEL
 from runner.stack.lemonade_image import LEMONADE_VERSION
@@ -72,6 +74,17 @@ def test_a_wrong_thread_setting_stops_the_container_before_lemond_starts(
     finally:
         container.remove(force=True)
         client.close()
+
+
+def test_the_local_simulator_writes_with_the_chat_model_not_the_one_loaded_last(
+        real_lemonade: LemonadeLayout) -> None:
+    """Lemonade's `model_loaded` names the model loaded last — GAIA's embedder, loaded after its
+    chat model — and a chat request to it is refused (HTTP 400): the simulated user must ask
+    the chat model `all_models_loaded` lists."""
+    health = httpx.get(f"{api(real_lemonade)}/health", timeout=5).json()
+    assert health["model_loaded"] == EMBEDDER.removeprefix("user.")  # the trap, as it is
+    simulator = LocalSimulator(api(real_lemonade))
+    assert asyncio.run(simulator.ensure_model()) == CHAT
 
 
 def test_models_carry_gaias_names_and_labels(real_lemonade: LemonadeLayout) -> None:

@@ -11,6 +11,7 @@ from runner.stack.hardware import (
     DeviceError,
     detect_device,
     hardware_fingerprint,
+    loaded_chat_model,
     served_on_from,
 )
 
@@ -154,3 +155,15 @@ def test_fingerprint_of_an_empty_machine_has_no_accelerators(tmp_path: Path) -> 
     assert fingerprint.memory_bytes is None
     assert not fingerprint.rocm_present and not fingerprint.npu_present
     assert fingerprint.kernel  # falls back to the running kernel
+
+
+def test_the_loaded_chat_model_is_not_lemonades_last_loaded_embedder() -> None:
+    embedder = {"model_name": "embeddinggemma-300m-GGUF", "type": "embedding"}
+    health = {"model_loaded": "embeddinggemma-300m-GGUF",
+              "all_models_loaded": [*LEMONADE_HEALTH["all_models_loaded"], embedder]}
+    assert loaded_chat_model(health)["model_name"] == "Gemma-4-E4B-it-GGUF"  # type: ignore[index]
+    two = {"model_loaded": "Qwen3-0.6B-GGUF", "all_models_loaded": [
+        *LEMONADE_HEALTH["all_models_loaded"], {"model_name": "Qwen3-0.6B-GGUF", "type": "llm"}]}
+    assert loaded_chat_model(two)["model_name"] == "Qwen3-0.6B-GGUF"  # type: ignore[index]
+    assert loaded_chat_model({"all_models_loaded": [embedder]}) is None
+    assert loaded_chat_model("not a health reply") is None
