@@ -57,8 +57,16 @@ def _last_embedding_record(url: str) -> dict:
     return [r for r in records if r["route"].endswith("embeddings")][-1]
 
 
+def _embedder_served_last(url: str) -> None:
+    """Lemonade's tokenizer answers for the model that served last; after a chat the door can
+    only cut long inputs by characters (embedding_inputs.py). An embedding first makes the
+    embedder's tokenizer answer, so a test's requests are cut the same way each time."""
+    _embed(url, ["warm-up"])
+
+
 def test_a_repeated_input_gets_lemonades_own_vector_from_the_cache(
         real_lemonade: LemonadeLayout, cached_door: str) -> None:
+    _embedder_served_last(cached_door)
     first, first_answer = _embed(cached_door, CHUNKS)
     assert _last_embedding_record(cached_door)["cached_inputs"] == 0
     again, again_answer = _embed(cached_door, CHUNKS)
@@ -67,11 +75,13 @@ def test_a_repeated_input_gets_lemonades_own_vector_from_the_cache(
     assert _last_embedding_record(cached_door)["cached_inputs"] == 2
     # They are Lemonade's answers: the suite's door without a cache gives the same vectors.
     direct, _ = _embed(real_lemonade.door_url, CHUNKS)
-    assert first == pytest.approx(direct, abs=1e-6)
+    for kept, lemonades in zip(first, direct, strict=True):
+        assert kept == pytest.approx(lemonades, abs=1e-6)
 
 
 def test_a_mixed_request_sends_only_the_new_inputs_and_keeps_the_order(
         real_lemonade: LemonadeLayout, cached_door: str) -> None:
+    _embedder_served_last(cached_door)
     kept, _ = _embed(cached_door, [CHUNKS[0]])
     new_text = "Section 9.4 Spill kits hang beside every drum store; report their use the same day."
     # GAIA's name without the `user.` prefix is the same model to Lemonade, and to the cache.
@@ -84,10 +94,27 @@ def test_a_mixed_request_sends_only_the_new_inputs_and_keeps_the_order(
 
 def test_a_long_input_is_kept_as_cut_and_served_again(
         real_lemonade: LemonadeLayout, cached_door: str) -> None:
+    _embedder_served_last(cached_door)
     first, _ = _embed(cached_door, [LONG_CHUNK])
     again, _ = _embed(cached_door, [LONG_CHUNK])
     assert again == first and len(first[0]) == 384
     assert _last_embedding_record(cached_door)["cached_inputs"] == 1
+
+
+def test_a_vector_is_kept_for_the_input_as_sent_so_a_differently_cut_one_is_not_served_it(
+        real_lemonade: LemonadeLayout, cached_door: str) -> None:
+    """After a chat the door cuts a chunk by characters; once the embedder served last it sends
+    the whole chunk. The two are different inputs to Lemonade with different vectors, so the
+    vector of the one must never answer the other."""
+    chunk = "Section 11.3 Hearing protection is worn past the yellow line in hall B. " * 6
+    httpx.post(f"{cached_door}/api/v1/chat/completions", timeout=60, json={
+        "model": "Gemma-4-E4B-it-GGUF", "max_tokens": 2, "messages": [{"role": "user", "content": "Hi"}]})
+    cut, _ = _embed(cached_door, [chunk])
+    assert _last_embedding_record(cached_door)["cached_inputs"] == 0
+    whole, _ = _embed(cached_door, [chunk])  # the embedder served last: sent whole now
+    assert _last_embedding_record(cached_door)["cached_inputs"] == 0 and whole != cut
+    alone, _ = _embed(real_lemonade.door_url, [chunk])
+    assert whole[0] == pytest.approx(alone[0], abs=1e-6)
 
 
 def test_without_a_cache_the_door_answers_nothing_from_one(real_lemonade: LemonadeLayout) -> None:
