@@ -10,6 +10,7 @@ before it on the same network; a sandbox network is then connected to the door o
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +28,8 @@ from runner.stack.llm_container import LLM_CPU_IMAGE, LlmContainerError
 from trialbox_llm.admin import ADMIN_TOKEN_ENV
 
 LEMONADE_IMAGE = lemonade_tag()
+#: The chat model's threads on the CPU (images/lemonade/start-lemond's LEMONADE_CPU_THREADS).
+CPU_THREADS_ENV = "TRIALBOX_LEMONADE_CPU_THREADS"
 #: The hardening compose.lemonade.yaml gives the service (lemond writes only its HOME and /tmp).
 HARDENING: dict[str, Any] = {
     "read_only": True,
@@ -59,7 +62,11 @@ def start_lemonade(name: str, labels: dict[str, str], network: str, *, image: st
                    timeout_s: float = 300.0, client: docker.DockerClient | None = None,
                    **options: Any) -> LemonadeServer:
     """Start `image` as `name` on `network`, labelled `labels` and ``trialbox.role=lemonade``.
-    `options` go to the SDK over the hardening (``cpu_quota``, ``network_mode``...)."""
+    `options` go to the SDK over the hardening (``cpu_quota``, ``network_mode``...). The chat
+    model's CPU threads follow `TRIALBOX_LEMONADE_CPU_THREADS` as in compose.lemonade.yaml, so
+    `trialbox up`, `trialbox ab` and scripts/bench-servers start Lemonade alike."""
+    threads = os.environ.get(CPU_THREADS_ENV)
+    environment = {**({"LEMONADE_CPU_THREADS": threads} if threads else {}), **(environment or {})}
     client = client or docker.from_env()
     if not image_exists(image):
         raise LlmContainerError(f"{image} is not built — `trialbox images` (or `make images`)")
@@ -69,12 +76,12 @@ def start_lemonade(name: str, labels: dict[str, str], network: str, *, image: st
     try:
         container = client.containers.run(
             image, name=name, detach=True, init=True, labels={**labels, ROLE_LABEL: "lemonade"},
-            environment=environment or {}, **settings)
+            environment=environment, **settings)
     except DockerException as error:
         raise LlmContainerError(f"could not start the Lemonade container {name}: {error}") from error
     if wait:
         wait_healthy(str(container.id), timeout_s, client)
-    address = (environment or {}).get("LEMONADE_HOST") or _address(container, network)
+    address = environment.get("LEMONADE_HOST") or _address(container, network)
     return LemonadeServer(str(container.name), address, f"http://{address}:{LLM_PORT}", container)
 
 

@@ -50,13 +50,31 @@ def test_live_health_and_version_are_lemonades(real_lemonade: LemonadeLayout) ->
     assert chat["device"] == "gpu"  # Lemonade's own field lies on the CPU: never read it as truth
 
 
-def test_on_the_cpu_the_chat_model_decodes_on_one_cpu_fewer(real_lemonade: LemonadeLayout) -> None:
-    """start-lemond's `auto` threads: llama.cpp's decode threads meet at a barrier per token,
-    so on a CPU shared with the Agent UIs they get one CPU fewer than prompts do."""
-    cpus = int(real_lemonade.lemonade.exec_run(["nproc"]).output)
+def test_by_default_the_chat_model_runs_on_llama_cpps_own_threads(real_lemonade: LemonadeLayout) -> None:
     logs = real_lemonade.lemonade.logs().decode()
-    assert (f"llamacpp_args=--threads {max(1, cpus - 1)} --threads-batch {cpus} --parallel 2"
-            in logs), logs[-2000:]
+    assert "llamacpp_args=--parallel 2 --kv-unified" in logs, logs[-2000:]
+
+
+def test_auto_threads_decode_on_one_cpu_fewer_than_prompts(real_lemonade: LemonadeLayout) -> None:
+    """start-lemond's `auto`: llama.cpp's decode threads meet at a barrier per token, so on a
+    CPU shared with the Agent UIs they get one CPU fewer than prompts do."""
+    client = docker.from_env()
+    container = client.containers.run(
+        real_lemonade.lemonade.attrs["Config"]["Image"], detach=True, network_mode="none",
+        labels={RUN_LABEL: real_lemonade.tag},
+        environment={"LEMONADE_CPU_THREADS": "auto", "LEMONADE_HOST": "127.0.0.1"})
+    try:
+        cpus = int(container.exec_run(["nproc"]).output)
+        wanted = f"llamacpp_args=--threads {max(1, cpus - 1)} --threads-batch {cpus} --parallel 2"
+        deadline = time.monotonic() + 120
+        while wanted not in (logs := container.logs().decode()) and time.monotonic() < deadline:
+            container.reload()
+            assert container.status == "running", logs[-2000:]
+            time.sleep(0.5)
+        assert wanted in logs, logs[-2000:]
+    finally:
+        container.remove(force=True)
+        client.close()
 
 
 @pytest.mark.parametrize("setting", ["two", "0,2", "1"])
@@ -69,7 +87,7 @@ def test_a_wrong_thread_setting_stops_the_container_before_lemond_starts(
     try:
         assert container.wait(timeout=60)["StatusCode"] == 2
         logs = container.logs().decode()
-        assert f"LEMONADE_CPU_THREADS={setting}: expected auto, llama.cpp, or DECODE,PROMPT" in logs
+        assert f"LEMONADE_CPU_THREADS={setting}: expected llama.cpp, auto, or DECODE,PROMPT" in logs
         assert "config.json" not in logs and "lemond" not in logs.replace("start-lemond", "")
     finally:
         container.remove(force=True)
