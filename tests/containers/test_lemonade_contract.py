@@ -24,6 +24,7 @@ from lemonade_layout import LemonadeLayout, loaded_models
 from runner.conversation import LocalSimulator
 from runner.stack.hardware import served_on_from
 from runner.stack.labels import RUN_LABEL
+from runner.stack.lemonade_container import CPU_THREADS_ENV, start_lemonade
 from runner.stack.lemonade_image import LEMONADE_VERSION
 
 CHAT = "Gemma-4-E4B-it-GGUF"
@@ -75,6 +76,19 @@ def test_auto_threads_decode_on_one_cpu_fewer_than_prompts(real_lemonade: Lemona
     finally:
         container.remove(force=True)
         client.close()
+
+
+def test_the_stacks_thread_setting_reaches_every_lemonade_trialbox_starts(
+        real_lemonade: LemonadeLayout, monkeypatch: pytest.MonkeyPatch) -> None:
+    """compose.lemonade.yaml passes TRIALBOX_LEMONADE_CPU_THREADS on; `trialbox ab` and
+    scripts/bench-servers start Lemonade through start_lemonade, which must do the same."""
+    monkeypatch.setenv(CPU_THREADS_ENV, "1,2")
+    server = start_lemonade(f"tbx-{real_lemonade.tag}-threads", {RUN_LABEL: real_lemonade.tag},
+                            real_lemonade.stack_network, wait=False)
+    try:
+        assert "LEMONADE_CPU_THREADS=1,2" in server.container.attrs["Config"]["Env"]
+    finally:
+        server.container.remove(force=True)
 
 
 @pytest.mark.parametrize("setting", ["two", "0,2", "1"])
