@@ -178,7 +178,7 @@ class LocalSimulator:
             raise
         except SimulatorError:
             return None  # not a Lemonade-style server: fall back to /models
-        # Lemonade's `model_loaded` names the model loaded last, which is GAIA's embedder.
+        # Lemonade's `model_loaded` names the model loaded last: on our stack, the embedder.
         entry = loaded_chat_model(health)
         name = entry.get("model_name") if entry else None
         return str(name) if isinstance(name, str) and name else None

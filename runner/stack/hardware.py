@@ -269,8 +269,8 @@ CHAT_TYPES = ("llm", "chat")
 
 def loaded_chat_model(health: object) -> dict[str, object] | None:
     """The chat model a Lemonade-style `/health` lists as loaded: the one `model_loaded` names,
-    else the first chat entry (Lemonade's `model_loaded` is whichever model loaded last, and
-    GAIA loads its embedder after its chat model)."""
+    else the first chat entry (Lemonade's `model_loaded` is whichever model loaded last: on
+    trialbox's stack the embedder, which start-lemond loads after the chat model)."""
     entries = health.get("all_models_loaded") if isinstance(health, dict) else None
     chat = [e for e in entries or [] if isinstance(e, dict) and e.get("type") in CHAT_TYPES]
     loaded = health.get("model_loaded") if isinstance(health, dict) else None
