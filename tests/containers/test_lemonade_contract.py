@@ -15,10 +15,12 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import uuid
 
 import docker
 import httpx
 import pytest
+from docker.models.containers import Container
 from lemonade_layout import LemonadeLayout, loaded_models
 
 from runner.conversation import LocalSimulator
@@ -51,6 +53,16 @@ def test_live_health_and_version_are_lemonades(real_lemonade: LemonadeLayout) ->
     assert chat["device"] == "gpu"  # Lemonade's own field lies on the CPU: never read it as truth
 
 
+def _lemonade_alone(layout: LemonadeLayout, threads: str) -> Container:
+    """The suite's Lemonade image started as trialbox starts it (start_lemonade's hardening),
+    with `LEMONADE_CPU_THREADS=threads`, on no network at all: bound to loopback inside."""
+    return start_lemonade(f"tbx-{layout.tag}-threads-{uuid.uuid4().hex[:6]}", {RUN_LABEL: layout.tag},
+                          "none", image=layout.lemonade.attrs["Config"]["Image"], wait=False,
+                          network_mode="none",
+                          environment={"LEMONADE_CPU_THREADS": threads, "LEMONADE_HOST": "127.0.0.1"}
+                          ).container
+
+
 def test_by_default_the_chat_model_runs_on_llama_cpps_own_threads(real_lemonade: LemonadeLayout) -> None:
     logs = real_lemonade.lemonade.logs().decode()
     assert "llamacpp_args=--parallel 2 --kv-unified" in logs, logs[-2000:]
@@ -59,11 +71,7 @@ def test_by_default_the_chat_model_runs_on_llama_cpps_own_threads(real_lemonade:
 def test_auto_threads_decode_on_one_cpu_fewer_than_prompts(real_lemonade: LemonadeLayout) -> None:
     """start-lemond's `auto`: llama.cpp's decode threads meet at a barrier per token, so on a
     CPU shared with the Agent UIs they get one CPU fewer than prompts do."""
-    client = docker.from_env()
-    container = client.containers.run(
-        real_lemonade.lemonade.attrs["Config"]["Image"], detach=True, network_mode="none",
-        labels={RUN_LABEL: real_lemonade.tag},
-        environment={"LEMONADE_CPU_THREADS": "auto", "LEMONADE_HOST": "127.0.0.1"})
+    container = _lemonade_alone(real_lemonade, "auto")
     try:
         cpus = int(container.exec_run(["nproc"]).output)
         wanted = f"llamacpp_args=--threads {max(1, cpus - 1)} --threads-batch {cpus} --parallel 2"
@@ -75,7 +83,6 @@ def test_auto_threads_decode_on_one_cpu_fewer_than_prompts(real_lemonade: Lemona
         assert wanted in logs, logs[-2000:]
     finally:
         container.remove(force=True)
-        client.close()
 
 
 def test_the_stacks_thread_setting_reaches_every_lemonade_trialbox_starts(
@@ -94,10 +101,7 @@ def test_the_stacks_thread_setting_reaches_every_lemonade_trialbox_starts(
 @pytest.mark.parametrize("setting", ["two", "0,2", "1"])
 def test_a_wrong_thread_setting_stops_the_container_before_lemond_starts(
         real_lemonade: LemonadeLayout, setting: str) -> None:
-    client = docker.from_env()
-    container = client.containers.run(
-        real_lemonade.lemonade.attrs["Config"]["Image"], detach=True, network_mode="none",
-        labels={RUN_LABEL: real_lemonade.tag}, environment={"LEMONADE_CPU_THREADS": setting})
+    container = _lemonade_alone(real_lemonade, setting)
     try:
         assert container.wait(timeout=60)["StatusCode"] == 2
         logs = container.logs().decode()
@@ -105,7 +109,6 @@ def test_a_wrong_thread_setting_stops_the_container_before_lemond_starts(
         assert "config.json" not in logs and "lemond" not in logs.replace("start-lemond", "")
     finally:
         container.remove(force=True)
-        client.close()
 
 
 def test_the_local_simulator_writes_with_the_chat_model_not_the_one_loaded_last(

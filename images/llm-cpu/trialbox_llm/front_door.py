@@ -282,13 +282,14 @@ async def _pass_on(door: FrontDoor, request: Request, prefix: str, route: str, r
     if request.url.query:
         url += f"?{request.url.query}"
     timing = None
-    if route == "embeddings" and request.method == "POST" and door.embedding_cache is not None:
-        answered = await _embeddings_through_cache(door, request, prefix, raw)
-        if answered is not None:
-            release()
-            return answered
-    if route == "embeddings" and door.embed_max_tokens and request.method == "POST":
-        raw = await _fit_embeddings(door, prefix, raw)
+    if route == "embeddings" and request.method == "POST":
+        if door.embedding_cache is not None:
+            answered = await _embeddings_through_cache(door, request, prefix, raw)
+            if answered is not None:
+                release()
+                return answered
+        if door.embed_max_tokens:
+            raw = await _fit_embeddings(door, prefix, raw)
     if route in METERED and request.method == "POST":
         # Model and stream flag are read from the body only once the answer is over (see
         # `_finish`): parsing an agent's request (tens of KB) here would delay its first token.
