@@ -115,7 +115,11 @@ def test_the_local_simulator_writes_with_the_chat_model_not_the_one_loaded_last(
         real_lemonade: LemonadeLayout) -> None:
     """Lemonade's `model_loaded` names the model loaded last — GAIA's embedder, loaded after its
     chat model — and a chat request to it is refused (HTTP 400): the simulated user must ask
-    the chat model `all_models_loaded` lists."""
+    the chat model `all_models_loaded` lists. The layout is shared, so the test lays the trap
+    itself (any earlier chat would make the chat model the last one used)."""
+    embedded = httpx.post(f"{api(real_lemonade, door=False)}/embeddings", timeout=60,
+                          json={"model": EMBEDDER, "input": ["a sentence GAIA would index"]})
+    assert embedded.status_code == 200, embedded.text
     health = httpx.get(f"{api(real_lemonade)}/health", timeout=5).json()
     assert health["model_loaded"] == EMBEDDER.removeprefix("user.")  # the trap, as it is
     simulator = LocalSimulator(api(real_lemonade))
