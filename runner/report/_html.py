@@ -33,6 +33,7 @@ from runner.verdict import (
     CHECKS_PASSED_NOT_JUDGED,
     checks_passed_not_judged,
     decided_pass_rate,
+    unmeasured_count,
 )
 
 _CSS = """
@@ -156,16 +157,15 @@ def _categories(card: Scorecard) -> str:
         "<tr><th>Category</th><th class=n>Total</th><th class=n>Passed</th>"
         "<th class=n>Failed</th><th class=n>Blocked</th><th class=n>Checks-decided FAIL</th>"
         "<th class=n>Checks passed, not judged</th><th class=n>Not judged</th>"
-        "<th class=n>Infra</th><th class=n>Checks pass rate</th><th class=n>Avg score</th></tr>"
+        "<th class=n>Unmeasured</th><th class=n>Checks pass rate</th><th class=n>Avg score</th></tr>"
     )
     rows = []
     for name, c in card.summary.by_category.items():
-        infra = c.timeout + c.budget_exceeded + c.infra_error + c.errored + c.skipped + c.not_run
         rows.append(
             f"<tr><td>{_e(name)}</td><td class=n>{c.total}</td><td class=n>{c.passed}</td>"
             f"<td class=n>{c.failed}</td><td class=n>{c.blocked}</td>"
             f"<td class=n>{c.checks_failed}</td><td class=n>{c.checks_passed_not_judged}</td>"
-            f"<td class=n>{c.not_judged}</td><td class=n>{infra}</td>"
+            f"<td class=n>{c.not_judged}</td><td class=n>{unmeasured_count(c)}</td>"
             f"<td class=n>{_pct(c.checks_pass_rate)}</td><td class=n>{_score(c.avg_score)}</td></tr>"
         )
     return f"<table>{head}{''.join(rows)}</table>"

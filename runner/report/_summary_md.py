@@ -24,6 +24,7 @@ from runner.verdict import (
     check_note,
     checks_passed_not_judged,
     decided_pass_rate,
+    unmeasured_count,
 )
 from runner.verdict.trials import Stability
 
@@ -189,15 +190,14 @@ def _by_category(card: Scorecard) -> list[str]:
         "",
         (
             "| Category | Total | Passed | Failed | Blocked | Checks-decided FAIL | "
-            "Checks passed, not judged | Not judged | Infra | Checks pass rate | Avg score |"
+            "Checks passed, not judged | Not judged | Unmeasured | Checks pass rate | Avg score |"
         ),
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, c in card.summary.by_category.items():
-        infra = c.timeout + c.budget_exceeded + c.infra_error + c.errored + c.skipped + c.not_run
         lines.append(
             f"| {_cell(name)} | {c.total} | {c.passed} | {c.failed} | {c.blocked} | "
-            f"{c.checks_failed} | {c.checks_passed_not_judged} | {c.not_judged} | {infra} | "
+            f"{c.checks_failed} | {c.checks_passed_not_judged} | {c.not_judged} | {unmeasured_count(c)} | "
             f"{_pct(c.checks_pass_rate)} | {_score(c.avg_score)} |"
         )
     return lines

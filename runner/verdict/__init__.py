@@ -27,6 +27,7 @@ from runner.verdict.gate import (
     decided_pass_rate,
     gate_pass_rate,
     integrity,
+    unmeasured_count,
 )
 from runner.verdict.literals import DATES, literal_in
 from runner.verdict.numbers import NUMBER, FoundNumber, find_numbers, number_matches, value_of
@@ -67,6 +68,7 @@ __all__ = [
     "EXPECTED_TOOLS",
     "NUMBER",
     "UNMEASURED",
+    "unmeasured_count",
     "NO_MEASUREMENT",
     "WEIGHTS",
     "CategorySummary",

@@ -9,7 +9,7 @@ from pydantic import Field
 
 from runner.records.status import Status
 from runner.verdict.scoring import _Record
-from runner.verdict.summary import Summary
+from runner.verdict.summary import StatusCounts, Summary
 
 
 def decided_pass_rate(summary: Summary) -> tuple[float | None, str]:
@@ -35,10 +35,10 @@ UNMEASURED = frozenset({
 })
 
 
-def unmeasured_count(summary: Summary) -> int:
-    """Rows that produced no verdict (UNMEASURED), from the summary's counters."""
-    return (summary.timeout + summary.infra_error + summary.errored + summary.budget_exceeded
-            + summary.skipped + summary.not_run)
+def unmeasured_count(counts: StatusCounts) -> int:
+    """Rows that produced no verdict (UNMEASURED), from a run's or a category's counters."""
+    return (counts.timeout + counts.infra_error + counts.errored + counts.budget_exceeded
+            + counts.skipped + counts.not_run)
 
 
 class GateRate(_Record):

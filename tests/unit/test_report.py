@@ -270,6 +270,20 @@ def test_summary_md_lists_flaky_scenarios_with_trials():
     assert "**Flaky scenarios:** budget_lookup" in text
 
 
+def test_the_category_tables_count_skipped_rows_as_unmeasured_not_as_infrastructure_errors():
+    """A category whose scenarios were all skipped reads "Unmeasured", as the gate counts them;
+    it once read "Infra" beside a head that said 0 infrastructure errors."""
+    results = [infra("s1", Status.SKIPPED_NO_DOCUMENT, category="real_world"),
+               infra("s2", Status.SKIPPED_NO_MODEL, category="real_world"), passing()]
+    markdown = render_summary_md(card(results))
+    assert "| Not judged | Unmeasured | Checks pass rate |" in markdown
+    assert "| real_world | 2 | 0 | 0 | 0 | 0 | 0 | 0 | 2 |" in markdown
+    assert "**Infra error:** 0" in markdown and "| Infra |" not in markdown
+    html = render_html(card(results))
+    assert "<th class=n>Unmeasured</th>" in html and ">Infra<" not in html
+    assert "<td>real_world</td><td class=n>2</td>" in html
+
+
 def test_summary_md_table_cells_cannot_break_rows():
     r = infra("m1", Status.INFRA_ERROR, category="a|b")
     text = render_summary_md(card([r]))
