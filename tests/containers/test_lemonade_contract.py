@@ -238,12 +238,14 @@ def test_inputs_past_the_bundled_embedders_window_are_cut_at_the_door(
     vectors = [item["embedding"] for item in through.json()["data"]]
     assert [len(v) for v in vectors] == [384, 384]
     # Lemonade's tokenizer answers for whichever model served last: after a chat it is the chat
-    # model's, whose ids would be invalid for the embedder. The door must still get it through.
+    # model's, whose ids would be invalid for the embedder. The door still cuts by the
+    # embedder's word pieces (not by characters, which keep a third as much): the same vector.
     httpx.post(f"{api(real_lemonade)}/chat/completions", timeout=60, json={
         "model": CHAT, "max_tokens": 2, "messages": [{"role": "user", "content": "Hi"}]})
     after_chat = httpx.post(f"{api(real_lemonade)}/embeddings", json=body, timeout=120)
     assert after_chat.status_code == 200, after_chat.text[:300]
     assert [len(item["embedding"]) for item in after_chat.json()["data"]] == [384, 384]
+    assert after_chat.json()["data"][0]["embedding"] == pytest.approx(vectors[0], abs=1e-5)
     # The short input went as text, untouched: its vector is the one Lemonade gives it alone.
     alone = httpx.post(f"{api(real_lemonade, door=False)}/embeddings", timeout=60,
                        json={"model": EMBEDDER, "input": ["short text"]}).json()["data"][0]["embedding"]

@@ -12,9 +12,14 @@ file under GAIA's embedder name, cuts at `--embed-max-tokens` (`fit_through_lemo
 Lemonade's `/api/v1/tokenize` answers with the tokenizer of whichever model it served last, not
 the model named (seen on 2026.39.1-2: after a chat, "hello world" came back as SmolLM2's ids).
 So the door accepts a tokenization only when it carries the embedder's own opening and closing
-special tokens (`--embed-special`, 101 and 102 for the bundled MiniLM); otherwise that input is
-cut by characters to a length that cannot exceed the window (a word piece covers at least one
-character that is not a space), which is shorter than the token cut but never refused.
+special tokens (`--embed-special`, 101 and 102 for the bundled MiniLM). When another model's
+tokenizer answered for an input that may need cutting, the door has Lemonade embed one word
+with the embedder (so it served last) and asks once more: GAIA embeds its queries (and, in a
+session's first turn, its documents again) right after chat requests, and a character cut keeps
+about a third of the text the token cut keeps. If a chat slips in between and the answer is
+still not the embedder's, that input is cut by characters to a length that cannot exceed the
+window (a word piece covers at least one character that is not a space): shorter than the token
+cut, but never refused.
 
 How: each text input is tokenized with its special tokens. When it is longer than the limit,
 the request sends token ids instead of text: `[CLS]`, the first pieces, and the closing
@@ -119,11 +124,17 @@ async def fit_through_lemonade(
         return FittedRequest(body, 0, 0)
     model = body.get("model") if isinstance(body.get("model"), str) else None
     tokenized = await _tokenized(http, url, items, model)
+    if model is not None and any(
+            isinstance(item, str) and not _said_by_embedder(tokens, special)
+            and cut_characters(item, limit) != item
+            for item, tokens in zip(items, tokenized, strict=True)):
+        await _serve_embedder_last(http, url, model)
+        tokenized = await _tokenized(http, url, items, model)
     fitted_items: list[Any] = []
     counts: list[int | None] = []  # known only where the embedder's own tokenizer answered
     truncated = 0
     for item, tokens in zip(items, tokenized, strict=True):
-        embedder_said = tokens is not None and len(tokens) >= 2 and (tokens[0], tokens[-1]) == special
+        embedder_said = _said_by_embedder(tokens, special)
         counts.append(min(len(tokens), limit) if tokens is not None and embedder_said else None)
         if tokens is None:
             fitted_items.append(item)
@@ -142,6 +153,18 @@ async def fit_through_lemonade(
     fitted = copy.copy(body)
     fitted["input"] = fitted_items
     return FittedRequest(fitted, texts, truncated, tuple(counts))
+
+
+def _said_by_embedder(tokens: list[int] | None, special: tuple[int, int]) -> bool:
+    """Whether a tokenization is the embedder's own: its opening and closing special tokens."""
+    return tokens is not None and len(tokens) >= 2 and (tokens[0], tokens[-1]) == special
+
+
+async def _serve_embedder_last(http: httpx.AsyncClient, url: str, model: str) -> None:
+    """One word embedded by `model`, so that Lemonade's tokenizer answers as the embedder (it
+    answers for the model it served last). Its answer is not needed: a failure shows as the
+    next tokenization still not being the embedder's."""
+    await http.post(f"{url}/embeddings", json={"model": model, "input": ["tokenizer"]})
 
 
 async def fit_to_limit(
