@@ -57,24 +57,28 @@ SCENARIOS = ("no_tool_needed", "no_tool_for_arithmetic", "capacity_locker_number
              "calm_with_rude_user", "misspelt_file_name", "list_parameter_file_types")
 
 
-def run_ab(arguments: list[str], limit_s: float) -> tuple[int, str]:
-    """`trialbox ab` to its end; past `limit_s` it is stopped as a user's Ctrl-C stops it
-    (SIGTERM: its blocks cancelled, its servers and sandboxes removed), never killed outright —
-    a killed A/B leaves two Lemonades decoding, and every later test of the suite shares their
-    cores."""
-    with subprocess.Popen([str(TRIALBOX), "ab", *arguments], cwd=ROOT, text=True,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT) as process:
-        try:
-            output, _ = process.communicate(timeout=limit_s)
-        except subprocess.TimeoutExpired:
-            process.terminate()
-            output, _ = process.communicate(timeout=STOP_S)
-            output += f"\n[test_ab: stopped with SIGTERM after {limit_s:.0f} s]"
-        return process.returncode, output
-
-
 #: What `trialbox ab` gets to stop cleanly after SIGTERM (its sandboxes and two servers removed).
 STOP_S = 180
+
+
+def run_ab(arguments: list[str], limit_s: float) -> tuple[int, str]:
+    """`trialbox ab` to its end, its output (stdout, then stderr); past `limit_s` it is stopped
+    as a user's Ctrl-C stops it (SIGTERM: its blocks cancelled, its servers and sandboxes
+    removed), killed only if that fails too — a killed A/B leaves two Lemonades decoding, and
+    every later test of the suite shares their cores."""
+    with subprocess.Popen([str(TRIALBOX), "ab", *arguments], cwd=ROOT, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:
+        try:
+            out, err = process.communicate(timeout=limit_s)
+        except subprocess.TimeoutExpired:
+            process.terminate()
+            try:
+                out, err = process.communicate(timeout=STOP_S)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                out, err = process.communicate()
+            err += f"\n[test_ab: stopped with SIGTERM after {limit_s:.0f} s]"
+        return process.returncode, out + err
 
 
 @pytest.mark.timeout(1440 + STOP_S + 60)
