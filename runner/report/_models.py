@@ -205,6 +205,20 @@ class ScenarioResult(StrictModel):
         return [c for t in self.turns for c in t.claims] + self.claims
 
 
+class ReferenceDecode(StrictModel):
+    """The LLM server's decode speed on one fixed request just before the first scenario: the
+    state of the machine (and of the server) that day, beside which a run's wall clock is read.
+    On these shared machines the same llama.cpp decoded 72 tokens/s one evening and 111 earlier
+    the same day (README, "GAIA's public tree on two cores")."""
+
+    model: str = Field(description="the chat model that answered (the served one)")
+    tokens: WholeNumber = Field(description="tokens decoded: greedy, the end of text ignored")
+    tokens_per_s: float = Field(
+        gt=0, description="llama.cpp's own decode speed (its timings.predicted_per_second)")
+    prompt_tokens_per_s: float | None = Field(
+        default=None, description="llama.cpp's own prefill speed for the fixed prompt (uncached)")
+
+
 class RunConfig(StrictModel):
     """Every choice that shaped a run, including the ones made automatically."""
 
@@ -255,6 +269,10 @@ class RunConfig(StrictModel):
     hardware: dict[str, Any] = Field(
         default_factory=dict, description="fingerprint: cpu, gpu, driver, memory"
     )
+    reference_decode: ReferenceDecode | None = Field(
+        default=None, description="the LLM server's speed on one fixed greedy request before "
+        "the first scenario (runner/run/llm_server.reference_decode); None: it gave no "
+        "llama.cpp timings, or the run started before trialbox measured it")
     concurrency: int = Field(default=1, description="sandboxes run at the same time")
     trials: int = Field(default=1, description="runs of each scenario (--trials)")
     rejudge: int = Field(default=1, description="judgments of each transcript (--rejudge)")

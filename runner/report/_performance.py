@@ -250,6 +250,20 @@ def run_wall_text(card: Scorecard) -> str:
     return text
 
 
+def reference_decode_text(card: Scorecard) -> str | None:
+    """The server's speed before the run, beside its wall clock: `the LLM server's reference
+    decode before the first scenario = 41.3 tokens/s (64 greedy tokens of one fixed prompt by
+    Gemma-4-E4B-it-GGUF, llama.cpp's own timing): compare two runs' wall clocks only beside
+    theirs`; None when the run has none."""
+    reference = card.config.reference_decode
+    if reference is None:
+        return None
+    return (f"the LLM server's reference decode before the first scenario = "
+            f"{reference.tokens_per_s:.1f} tokens/s ({reference.tokens} greedy tokens of one fixed "
+            f"prompt by {reference.model}, llama.cpp's own timing): compare two runs' wall clocks "
+            "only beside theirs")
+
+
 def indexing_text(card: Scorecard) -> str:
     """The agent's own indexing, as a figure of its own: `the agent's own document indexing
     (in the Agent UI, agent time) = 39.9 s over 2 of 12 scenarios (longest 38.2 s)`, or n/a."""

@@ -13,6 +13,7 @@ from runner.report._performance import (
     indexing_text,
     overhead_text,
     pool_text,
+    reference_decode_text,
     run_wall_text,
     turn_embedding_text,
 )
@@ -137,6 +138,7 @@ def _summary(card: Scorecard) -> list[str]:
         # Where this run's time went: beside the agent's own time (turns and its indexing), and
         # that indexing on its own (the lines above are what was decided).
         f"- **{_cell(run_wall_text(card))}**",
+        *([f"- **{_cell(reference)}**"] if (reference := reference_decode_text(card)) else []),
         f"- **{_cell(overhead_text(card))}**",
         f"- **{_cell(indexing_text(card))}**",
         f"- **{_cell(turn_embedding_text(card))}**",

@@ -1,5 +1,6 @@
 """What the run's LLM server says about itself: its identity, the device it serves on (and
-whether that is the one asked for), what its models take besides text, whether it answers."""
+whether that is the one asked for), what its models take besides text, whether it answers, and
+how fast it decodes one fixed request before the run (its reference)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 import httpx
 
+from runner.report import ReferenceDecode
 from runner.run.errors import InfraError
 from runner.run.settings import RunSettings
 from runner.stack.hardware import loaded_chat_model
@@ -165,3 +167,29 @@ def served_capabilities(url: str) -> frozenset[str] | None:
               for label in model.get("labels", []) or []}
     return frozenset(labels & {"vision", "audio", "embeddings"})
 
+
+
+#: The reference request: our own fixed prompt, greedy, its end of text ignored so that every
+#: run decodes the same number of tokens, and never from the prompt cache. 64 tokens: ~1.5 s on
+#: the CPU here, so it costs every run little; one round read within ±4 % of the next.
+REFERENCE_PROMPT = "List the planets of the solar system, one per line, each with one fact."
+REFERENCE_TOKENS = 64
+
+
+def reference_decode(url: str, model: str | None) -> ReferenceDecode | None:
+    """The server's decode speed on the reference request, by llama.cpp's own timing; None when
+    no chat model is loaded or the server gives no timings (it is a record, never a failure)."""
+    if not model:
+        return None
+    body = {"model": model, "messages": [{"role": "user", "content": REFERENCE_PROMPT}],
+            "max_tokens": REFERENCE_TOKENS, "temperature": 0, "top_k": 1, "seed": 1,
+            "ignore_eos": True, "cache_prompt": False, "stream": False}
+    try:
+        reply = httpx.post(f"{url}/api/v1/chat/completions", json=body, timeout=120)
+        reply.raise_for_status()
+        timings = reply.json().get("timings") or {}
+        return ReferenceDecode(model=model, tokens=timings["predicted_n"],
+                               tokens_per_s=timings["predicted_per_second"],
+                               prompt_tokens_per_s=timings.get("prompt_per_second"))
+    except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError):
+        return None

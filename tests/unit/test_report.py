@@ -22,6 +22,7 @@ from runner.records.outcomes import CheckResult
 from runner.records.status import Status
 from runner.records.transcript import ToolCall, Transcript, TurnPerformance, TurnRecord
 from runner.report import (
+    ReferenceDecode,
     RunConfig,
     ScenarioResult,
     Scorecard,
@@ -282,6 +283,25 @@ def test_the_category_tables_count_skipped_rows_as_unmeasured_not_as_infrastruct
     html = render_html(card(results))
     assert "<th class=n>Unmeasured</th>" in html and ">Infra<" not in html
     assert "<td>real_world</td><td class=n>2</td>" in html
+
+
+def test_summary_md_puts_the_servers_reference_decode_beside_the_wall_clock():
+    """Two runs' wall clocks compare only beside the machine's speed on the day: the head says
+    what the server decoded on the fixed request before the first scenario, when it was
+    measured, and says nothing of one that was not (an older scorecard, a server without
+    llama.cpp's timings)."""
+    reference = ReferenceDecode(model="Gemma-4-E4B-it-GGUF", tokens=64, tokens_per_s=41.26,
+                                prompt_tokens_per_s=175.0)
+    text = render_summary_md(card([passing()], NO_JUDGE.model_copy(update={"reference_decode": reference})))
+    head = text.split("## By Category")[0]
+    line = ("- **the LLM server's reference decode before the first scenario = 41.3 tokens/s (64 "
+            "greedy tokens of one fixed prompt by Gemma-4-E4B-it-GGUF, llama.cpp's own timing): "
+            "compare two runs' wall clocks only beside theirs**")
+    assert line in head
+    assert head.index("the run's wall clock") < head.index(line)
+    assert "reference decode" not in render_summary_md(card([passing()], NO_JUDGE))
+    reloaded = RunConfig.model_validate(NO_JUDGE.model_dump(exclude={"reference_decode"}))
+    assert reloaded.reference_decode is None  # a scorecard from before the field still loads
 
 
 def test_summary_md_table_cells_cannot_break_rows():
