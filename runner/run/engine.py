@@ -30,7 +30,7 @@ from runner.run.eta import EtaModel, Prior, Work, document_seconds
 from runner.run.jobs import ConversationSource, Job, Left, Outcome
 from runner.run.progress import Progress
 from runner.run.settings import RunSettings
-from runner.scenarios import Scenario
+from runner.scenarios import Scenario, missing_documents
 from runner.verdict import (
     RejudgeSample,
     judge_agreement,
@@ -377,12 +377,14 @@ def longest_first(jobs: Sequence[Job], corpus_root: Path) -> list[Job]:
 
 def work_of(job: Job, corpus_root: Path) -> Work:
     """What the ETA model expects of a job: its user turns and its documents' bytes."""
+    if missing_documents(job.scenario, corpus_root):  # skipped before a sandbox: no cost
+        return Work(job.key, turns=len(job.scenario.turns), documents_missing=True)
     sizes = []
     for document in job.scenario.setup_documents:
         try:
             sizes.append((corpus_root / document.relative_path).stat().st_size)
         except OSError:
-            sizes.append(0)  # missing: the scenario is skipped, and dropped from the model then
+            sizes.append(0)  # gone since: the scenario is skipped, and dropped from the model then
     return Work(job.key, turns=len(job.scenario.turns), document_bytes=sum(sizes))
 
 

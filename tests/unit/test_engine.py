@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -308,6 +309,25 @@ def test_several_at_once_start_the_longest_expected_first_and_rows_keep_declared
     assert two.planned == ["lighthouse_fuel", "orchard_followup", "orchard_apples"]
     assert two.started[:2] == ["lighthouse_fuel", "orchard_followup"]
     assert [r.id for r in card.scenarios] == declared
+
+
+def test_a_job_whose_document_is_not_in_the_corpus_is_planned_at_no_cost(tmp_path: Path) -> None:
+    """The run skips it before a sandbox (SKIPPED_NO_DOCUMENT), so the ETA knows from the start
+    that it costs nothing, and the longest-first order puts it last."""
+    from runner.run.engine import longest_first, work_of
+    from runner.run.eta import Prior
+
+    corpus = tmp_path / "corpus"
+    shutil.copytree(SUITE / "corpus", corpus)
+    followup, lighthouse, apples = scenarios()
+    for document in lighthouse.setup_documents:
+        (corpus / document.relative_path).unlink()
+    gone = work_of(Job(lighthouse, None), corpus)
+    assert gone.documents_missing and Prior().seconds(gone) == 0.0
+    kept = work_of(Job(apples, None), corpus)
+    assert not kept.documents_missing and Prior().seconds(kept) > 0
+    ordered = longest_first([Job(lighthouse, None), Job(followup, None), Job(apples, None)], corpus)
+    assert ordered[-1].key == "lighthouse_fuel"
 
 
 def test_longest_first_weighs_turns_and_documents_and_keeps_ties_in_order() -> None:
