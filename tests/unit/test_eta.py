@@ -9,12 +9,13 @@ PLAN = [Work(f"s{i:02d}", turns=3 + i % 4, document_bytes=6_200_000 if i == 30 e
 REAL = {w.key: 10 + 7.5 * w.turns + 50 * w.document_bytes / 1e6 for w in PLAN}
 
 
-def replay(model: EtaModel, upto: int) -> float:
+def replay(model: EtaModel, upto: int, real: dict[str, float] = REAL) -> float:
+    """The model's seconds left once the first `upto` scenarios of its plan took `real`."""
     now = 0.0
-    for work in PLAN[:upto]:
+    for work in model.plan[:upto]:
         model.started(work.key, now)
-        now += REAL[work.key]
-        model.finished(work.key, REAL[work.key])
+        now += real[work.key]
+        model.finished(work.key, real[work.key])
     return model.remaining_s(now)
 
 
@@ -49,15 +50,6 @@ def test_scenarios_the_run_will_skip_for_a_missing_document_cost_the_eta_nothing
     real = {w.key: 0.0 if w.documents_missing else REAL[w.key] for w in plan}
     upto = 14  # a third of the run done, the skipped ones still ahead
     real_left = sum(real[w.key] for w in plan[upto:])
-
-    def eta_after(model: EtaModel) -> float:
-        now = 0.0
-        for work in plan[:upto]:
-            model.started(work.key, now)
-            now += real[work.key]
-            model.finished(work.key, real[work.key])
-        return model.remaining_s(now)
-
-    assert abs(eta_after(EtaModel(plan)) - real_left) / real_left < 0.30
+    assert abs(replay(EtaModel(plan), upto, real) - real_left) / real_left < 0.30
     priced = [Work(w.key, w.turns, w.document_bytes) for w in plan]
-    assert (eta_after(EtaModel(priced)) - real_left) / real_left > 0.30
+    assert (replay(EtaModel(priced), upto, real) - real_left) / real_left > 0.30
