@@ -49,7 +49,7 @@ from runner.report._models import (
     Trace,
     TurnResult,
 )
-from runner.report._performance import percentile, scenario_stats
+from runner.report._performance import RESCORED_FROM, percentile, scenario_stats
 from runner.report._performance_models import Performance, PerformanceStats
 from runner.report._summary_md import render_summary_md
 from runner.report._to_gaia import gaia_json, scorecard_to_gaia
@@ -97,6 +97,7 @@ __all__ = [
     "export_run",
     "gaia_json",
     "gaia_to_scorecard",
+    "RESCORED_FROM",
     "percentile",
     "scenario_stats",
     "read_any_scorecard",

@@ -15,6 +15,7 @@ from typing import Any, TextIO, TypeVar
 from runner import __version__
 from runner.conversation.agents import AgentRegistry
 from runner.report import (
+    RESCORED_FROM,
     RunConfig,
     RunWriter,
     Scorecard,
@@ -61,6 +62,8 @@ def run_config(settings: RunSettings, extra: dict[str, Any] | None = None) -> Ru
 
     identity = llm_identity(settings.llm_url)
     device_truth = served_on(settings)
+    # A rescore replays saved turns: no agent talks to the server, so its speed says nothing.
+    replay = RESCORED_FROM in (extra or {})
     return RunConfig(
         judge_provider=None if settings.judge_provider == "none" else settings.judge_provider,
         judge_model=settings.judge_model,
@@ -80,7 +83,8 @@ def run_config(settings: RunSettings, extra: dict[str, Any] | None = None) -> Ru
         derived_checks=settings.derived_checks,
         llm_server=identity,
         llm_server_build=server_build(settings.llm_container),
-        reference_decode=reference_decode(settings.llm_url, served_chat_model(identity)),
+        reference_decode=None if replay else reference_decode(settings.llm_url,
+                                                              served_chat_model(identity)),
         hardware=hardware_fingerprint().model_dump(mode="json"),
         concurrency=settings.concurrency,
         trials=settings.trials,
@@ -221,7 +225,7 @@ async def rescore(original: Path, settings: RunSettings, say: Callable[[str], No
         raise UsageError(f"{original}/traces holds no trace of a scenario in the suite to rescore")
     say(f"rescoring {len(saved)} trace(s) of {original.name} into run {settings.run_id}")
     judge, _ = await prepare_judge(settings, say)
-    writer = open_writer(settings, scenarios, resume=False, extra={"rescored_from": original.name})
+    writer = open_writer(settings, scenarios, resume=False, extra={RESCORED_FROM: original.name})
     engine = Engine(settings, scenarios, ReplayedConversations(saved, manifest), judge, writer, say=say)
     return await engine.run()
 
